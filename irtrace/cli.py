@@ -1,0 +1,360 @@
+"""The ``irtrace`` command: record, run, show, ir, merge, targets.
+
+Errors are rendered here only: one line on stderr and an exit code from ``ExitCode``;
+``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from irtrace.errors import ExitCode, IrtraceError, UsageError, exit_codes_help
+from irtrace.targets import target_names
+from irtrace.trace import STATUS_OK, KernelRun, Trace
+
+DEFAULT_OUTPUT = "irtrace.jsonl"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="irtrace",
+        description="Record every lowering pass of TileLang kernels on CUDA, ROCm, Ascend and Metal.",
+        epilog=exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    targets_help = f"target to lower for; repeatable. One of: {', '.join(target_names())}"
+    record = commands.add_parser(
+        "record",
+        help="lower kernels through the real pipelines and write a trace",
+        description="Lower kernels through TileLang's real pipelines, recording every pass.",
+        epilog="specs: path.py | path.py::name | path.py::factory(1024, dtype=T.float16)\n\n"
+        + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    record.add_argument("specs", nargs="*", metavar="SPEC", help="kernel spec")
+    record.add_argument("-t", "--target", action="append", default=[], help=targets_help)
+    record.add_argument("-m", "--manifest", help="irtrace.toml listing kernels, arguments and targets")
+    record.add_argument("-c", "--pass-config", action="append", default=[], metavar="KEY=VALUE")
+    record.add_argument(
+        "-o", "--output", default=DEFAULT_OUTPUT, help=f"trace file (default {DEFAULT_OUTPUT})"
+    )
+    record.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+
+    run = commands.add_parser(
+        "run",
+        help="capture every kernel a script lowers: irtrace run -- python script.py ARGS",
+        description="Run a Python script and capture every kernel it lowers, without editing it.",
+        epilog=exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("-t", "--target", action="append", default=[], help="also lower each kernel for it")
+    run.add_argument("-o", "--output", default=DEFAULT_OUTPUT)
+    run.add_argument("-q", "--quiet", action="store_true")
+    run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
+
+    show = commands.add_parser("show", help="print the passes of a trace with times and +/- lines")
+    show.add_argument("trace")
+    show.add_argument("-k", "--kernel")
+    show.add_argument("-t", "--target")
+    show.add_argument("--json", action="store_true", help="print the documented JSON document")
+    show.add_argument("--by-pass", action="store_true", help="total time per pass name")
+    show.add_argument("--changed", action="store_true", help="only passes that changed the module")
+
+    ir = commands.add_parser("ir", help="print the IR after one pass (or the final kernel source)")
+    ir.add_argument("trace")
+    ir.add_argument("-k", "--kernel")
+    ir.add_argument("-t", "--target")
+    group = ir.add_mutually_exclusive_group(required=True)
+    group.add_argument("-p", "--pass", dest="pass_name", metavar="NAME[#N]")
+    group.add_argument("--source", action="store_true", help="the final kernel source")
+    group.add_argument("--input", action="store_true", help="the module handed to the pipeline")
+    ir.add_argument("--before", action="store_true", help="the IR the pass received")
+
+    merge = commands.add_parser("merge", help="join trace files into one")
+    merge.add_argument("traces", nargs="+")
+    merge.add_argument("-o", "--output", required=True)
+
+    commands.add_parser("targets", help="list the targets")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return int(ExitCode.USAGE)
+    try:
+        return int(COMMANDS[args.command](args))
+    except IrtraceError as error:
+        if args.debug:
+            traceback.print_exc()
+        print(f"irtrace: error: {error.message}", file=sys.stderr)
+        return int(error.exit_code)
+    except KeyboardInterrupt:
+        print("irtrace: interrupted; what was recorded so far is kept", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    plain = bool(os.environ.get("NO_COLOR")) or not (sys.stderr if stderr else sys.stdout).isatty()
+    return Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=plain, emoji=False)
+
+
+def _plain() -> bool:
+    return bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
+
+
+# ----------------------------------------------------------------------------- record
+
+
+def cmd_record(args: argparse.Namespace) -> ExitCode:
+    from irtrace.api import RecordRequest, record_requests
+    from irtrace.loader import parse_pass_config
+    from irtrace.manifest import load_manifest
+    from irtrace.specs import parse_spec
+    from irtrace.targets import get_target
+    from irtrace.trace import TraceWriter
+
+    if not args.specs and not args.manifest:
+        raise UsageError("give a kernel spec (path.py::name(args)) or --manifest irtrace.toml")
+    for name in args.target:
+        if name != "all":
+            get_target(name)
+    configs = dict(parse_pass_config(item) for item in args.pass_config)
+    requests = [RecordRequest(parse_spec(s), tuple(args.target), configs) for s in args.specs]
+    if args.manifest:
+        for request in load_manifest(args.manifest):
+            targets = tuple(args.target) or request.targets
+            merged = {**request.pass_configs, **configs}
+            requests.append(RecordRequest(request.spec, targets, merged, request.name, request.base_dir))
+    with TraceWriter(args.output) as writer:
+        runs, errors = record_requests(requests, writer)
+    if not args.quiet:
+        print_summary(runs, args.output)
+    for error in errors:
+        print(f"irtrace: error: {error.message}", file=sys.stderr)
+    return _outcome(runs, errors)
+
+
+def _outcome(runs: Sequence[KernelRun], errors: Sequence[IrtraceError]) -> ExitCode:
+    if errors:
+        return errors[0].exit_code
+    if any(run.status != STATUS_OK for run in runs):
+        return ExitCode.LOWERING
+    return ExitCode.OK
+
+
+def print_summary(runs: Sequence[KernelRun], output: str) -> None:
+    from rich.table import Table
+
+    console = _console()
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("kernel", "target", "status", "passes", "changed", "lower ms", "source"):
+        table.add_column(column, justify="right" if column in ("passes", "changed", "lower ms") else "left")
+    for run in runs:
+        status = run.status if run.status == STATUS_OK else f"[red]{run.status}[/red]"
+        table.add_row(
+            run.kernel,
+            run.target,
+            status,
+            str(len(run.passes)),
+            str(sum(p.changed for p in run.passes)),
+            f"{run.total_s * 1000:.0f}" if run.total_s is not None else "-",
+            (run.source_sha256 or "-")[:12],
+        )
+    console.print(table)
+    for run in runs:
+        if run.status != STATUS_OK:
+            failed = next((p for p in run.passes if p.failed), None)
+            where = f" in pass {failed.name}" if failed else ""
+            console.print(f"[red]failed[/red] {run.kernel} on {run.target}{where}: {_first_line(run.error)}")
+    console.print(f"trace written to {output}")
+
+
+def _first_line(text: str | None) -> str:
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def cmd_run(args: argparse.Namespace) -> ExitCode:
+    from irtrace.capture import lower_for_targets, run_script
+    from irtrace.targets import get_target
+    from irtrace.trace import TraceWriter
+
+    command = list(args.script)
+    if command and command[0] == "--":
+        command = command[1:]
+    targets = [get_target(name) for name in args.target]
+    with TraceWriter(args.output) as writer:
+        outcome = run_script(command, writer)
+        runs = list(outcome.runs)
+        if targets:
+            runs += lower_for_targets(outcome.captured, targets, writer)
+    if not args.quiet:
+        print_summary(runs, args.output)
+    if not runs:
+        print("irtrace: the script lowered no kernel", file=sys.stderr)
+    if outcome.error is not None:
+        message = _first_line(str(outcome.error)) or type(outcome.error).__name__
+        print(
+            f"irtrace: error: the script failed after {len(runs)} captured run(s): "
+            f"{type(outcome.error).__name__}: {message}",
+            file=sys.stderr,
+        )
+        return ExitCode.SCRIPT
+    return _outcome(runs, [])
+
+
+# ----------------------------------------------------------------------------- show / ir / merge
+
+
+def _load(path: str) -> Trace:
+    from irtrace.trace import load_trace
+
+    trace = load_trace(path)
+    if trace.truncated:
+        print(f"irtrace: warning: {path} was cut short; showing what it holds", file=sys.stderr)
+    return trace
+
+
+def cmd_show(args: argparse.Namespace) -> ExitCode:
+    from irtrace.report import select_runs, totals_by_pass, trace_document
+
+    trace = _load(args.trace)
+    runs = select_runs(trace, args.kernel, args.target)
+    if args.json:
+        document: Any = trace_document(trace, runs)
+        if args.by_pass:
+            document["by_pass"] = [row.__dict__ for row in totals_by_pass(runs)]
+        print(json.dumps(document, indent=2))
+        return ExitCode.OK
+    if args.by_pass:
+        _print_totals(totals_by_pass(runs))
+    else:
+        for run in runs:
+            _print_run(trace, run, args.changed)
+    return ExitCode.OK
+
+
+def _bar(share: float, width: int = 12) -> str:
+    filled = round(share * width)
+    return "█" * filled + "·" * (width - filled)
+
+
+def _print_run(trace: Trace, run: KernelRun, changed_only: bool) -> None:
+    from rich.table import Table
+
+    from irtrace.report import pass_rows
+
+    console = _console()
+    total = f"{run.total_s * 1000:.0f} ms" if run.total_s is not None else "?"
+    status = run.status if run.status == STATUS_OK else f"[red]{run.status}[/red]"
+    console.print(
+        f"[bold]{run.kernel}[/bold] on [bold]{run.target}[/bold]: {status}, {len(run.passes)} passes, "
+        f"{total}, tilelang {run.tilelang_version}, source {(run.source_sha256 or '-')[:12]}"
+    )
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("#", "pass", "phase", "ms", "share", "+", "-"):
+        table.add_column(column, justify="right" if column in ("#", "ms", "+", "-") else "left")
+    for row in pass_rows(trace, run):
+        record = row.record
+        if changed_only and not record.changed and not record.failed:
+            continue
+        name = "  " * record.depth + row.label
+        if record.failed:
+            name = f"[red]{name}  FAILED[/red]"
+        elif not record.changed:
+            name = f"[dim]{name}[/dim]"
+        table.add_row(
+            str(record.index),
+            name,
+            record.phase if record.pipeline is None else f"{record.phase}:{record.pipeline}",
+            f"{record.self_s * 1000:.2f}",
+            _bar(row.share),
+            f"[green]+{row.added}[/green]" if row.added else "",
+            f"[red]-{row.removed}[/red]" if row.removed else "",
+        )
+    console.print(table)
+    if run.error:
+        console.print(f"[red]error:[/red] {_first_line(run.error)}")
+    console.print()
+
+
+def _print_totals(rows: Sequence[Any]) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("pass", "count", "changed", "total ms", "share"):
+        table.add_column(column, justify="left" if column == "pass" else "right")
+    for row in rows:
+        table.add_row(
+            row.name, str(row.count), str(row.changed), f"{row.total_s * 1000:.2f}", f"{row.share * 100:.1f}%"
+        )
+    _console().print(table)
+
+
+def cmd_ir(args: argparse.Namespace) -> ExitCode:
+    trace = _load(args.trace)
+    run = trace.find_run(args.kernel, args.target)
+    if args.source:
+        source = trace.kernel_source(run)
+        if source is None:
+            raise IrtraceError(f"{run.kernel} on {run.target} has no kernel source (status {run.status})")
+        text = source
+    elif args.input:
+        text = trace.text(run.input_ir)
+    else:
+        record = run.find_pass(args.pass_name)
+        text = trace.ir_before(record) if args.before else trace.ir_after(record)
+        if record.failed and not args.before:
+            print(f"irtrace: {record.name} failed; showing the IR it received", file=sys.stderr)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return ExitCode.OK
+
+
+def cmd_merge(args: argparse.Namespace) -> ExitCode:
+    from irtrace.trace import merge_traces
+
+    merged = merge_traces(args.traces, args.output)
+    print(f"merged {len(merged.runs)} run(s) from {len(args.traces)} file(s) into {args.output}")
+    return ExitCode.OK
+
+
+def cmd_targets(args: argparse.Namespace) -> ExitCode:
+    from irtrace.targets import TARGETS
+
+    for spec in TARGETS.values():
+        print(f"{spec.name:<14} {spec.backend:<7} dialect={spec.dialect}")
+    print("all            every target of the kernel's dialect")
+    return ExitCode.OK
+
+
+COMMANDS = {
+    "record": cmd_record,
+    "run": cmd_run,
+    "show": cmd_show,
+    "ir": cmd_ir,
+    "merge": cmd_merge,
+    "targets": cmd_targets,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

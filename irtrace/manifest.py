@@ -1,0 +1,85 @@
+"""``irtrace.toml``: many kernels, their arguments and targets, recorded in one go.
+
+```toml
+[defaults]
+targets = ["all"]                       # used by kernels that name none
+pass_configs = { "tl.disable_tma_lower" = false }
+
+[[kernel]]
+spec = "gemm.py::matmul(M=1024, N=1024, K=1024)"   # relative to this file
+targets = ["cuda:sm_90", "hip:gfx942"]
+name = "gemm_1k"                        # optional: record under this name
+pass_configs = {}                       # optional: added to the defaults
+```
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from irtrace.api import RecordRequest
+from irtrace.errors import InputError, UsageError
+from irtrace.specs import parse_spec
+from irtrace.targets import get_target
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def load_manifest(path: str | Path) -> list[RecordRequest]:
+    """Parse a manifest into record requests; every problem names the file and the entry."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"manifest {str(file)!r} does not exist")
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"{file}: not valid TOML: {error}") from None
+    defaults = _table(data.get("defaults", {}), f"{file} [defaults]")
+    entries = data.get("kernel", [])
+    if not isinstance(entries, list) or not entries:
+        raise UsageError(f'{file}: no [[kernel]] entries; each needs spec = "path.py::name(args)"')
+    default_targets = _strings(defaults.get("targets", []), f"{file} [defaults] targets")
+    default_configs = _table(defaults.get("pass_configs", {}), f"{file} [defaults] pass_configs")
+    requests = []
+    for number, entry in enumerate(entries, start=1):
+        where = f"{file} [[kernel]] #{number}"
+        entry = _table(entry, where)
+        if not isinstance(entry.get("spec"), str):
+            raise UsageError(f'{where}: missing spec = "path.py::name(args)"')
+        targets = _strings(entry.get("targets", default_targets), f"{where} targets")
+        for target in targets:
+            if target != "all":
+                get_target(target)
+        configs = {**default_configs, **_table(entry.get("pass_configs", {}), f"{where} pass_configs")}
+        name = entry.get("name")
+        if name is not None and not isinstance(name, str):
+            raise UsageError(f"{where}: name must be a string")
+        requests.append(
+            RecordRequest(
+                spec=parse_spec(entry["spec"]),
+                targets=tuple(targets),
+                pass_configs=configs,
+                name=name,
+                base_dir=file.resolve().parent,
+            )
+        )
+    return requests
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: expected a table")
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{where}: expected a list of target names")
+    return list(value)

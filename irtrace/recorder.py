@@ -1,0 +1,502 @@
+"""Record a real TileLang lowering pass by pass, through TVM's pass-instrument hooks.
+
+The recorder is a TileLang ``PassInstrumentationTool``: TileLang's own instrumentation session
+attaches it to every ``PassContext`` of one compilation, and its ``StackedPassInstrument`` pairs
+TVM's ``run_before_pass``/``run_after_pass`` callbacks. Nothing in TileLang's pipelines is edited.
+
+A module is printed only when it is new: identity first, then a structural hash, then printing.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from irtrace.targets import TargetSpec
+from irtrace.trace import (
+    PHASE_CHECK,
+    PHASE_CODEGEN,
+    PHASE_FINALIZE,
+    PHASE_LOWER,
+    STATUS_FAILED,
+    STATUS_OK,
+    KernelRun,
+    PassRecord,
+    TraceWriter,
+    host_facts,
+    text_sha256,
+)
+
+_ANONYMOUS_PASS = "pass_fn"
+_PASS_FACTORY_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*\)\s*\(")
+_DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
+_INSTRUMENT_FILES = ("instrumentation/events.py", "irtrace/recorder.py", "tvm/ir/instrument.py")
+
+
+class StopLowering(Exception):
+    """Raised after the pass named in ``stop_after`` to end the pipeline early."""
+
+
+def name_anonymous_pass() -> str | None:
+    """Name a ``pass_fn`` pass from the Python call that ran it (``NestedLoopChecker()(mod)``).
+
+    Walks out of the instrument frames to the caller of ``Pass.__call__`` and reads its line.
+    """
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.replace("\\", "/").endswith(_INSTRUMENT_FILES):
+        frame = frame.f_back  # type: ignore[assignment]
+    while frame is not None:
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        match = _PASS_FACTORY_CALL.search(line)
+        if match:
+            return match.group(1)
+        if "transform" not in frame.f_code.co_filename and "tilelang" not in frame.f_code.co_filename:
+            return None
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def module_scope(mod: Any) -> str:
+    """``device`` or ``host`` once the module holds one side of the host/device split, else ``module``."""
+    conventions = []
+    for _, func in mod.functions.items():
+        attrs = getattr(func, "attrs", None)
+        conv = attrs.get("calling_conv", None) if attrs is not None else None
+        conventions.append(None if conv is None else int(conv))
+    if conventions and all(conv == _DEVICE_KERNEL_LAUNCH for conv in conventions):
+        return "device"
+    if conventions and all(conv is not None and conv != _DEVICE_KERNEL_LAUNCH for conv in conventions):
+        return "host"
+    return "module"
+
+
+@dataclass
+class _OpenPass:
+    index: int
+    name: str
+    raw_name: str
+    phase: str
+    pipeline: str | None
+    depth: int
+    parent: int | None
+    started: float
+    overhead_at_start: float
+    ir_before: str
+    child_wall: float = 0.0
+
+
+@dataclass
+class RecordedLowering:
+    """What one recording produced, for callers that keep going (CLI, language server)."""
+
+    run: KernelRun
+    kernel_source: str | None = None
+    error: BaseException | None = None
+    stopped_module: Any = None
+    """The module after ``stop_after`` (or the last one seen), for callers that inspect it."""
+    modules: dict[str, Any] = field(default_factory=dict)
+
+
+class PassRecorder:
+    """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``."""
+
+    pass_instrument_priority = 1000
+
+    def __init__(
+        self,
+        writer: TraceWriter,
+        run_id: int | None,
+        *,
+        stop_after: Sequence[str] = (),
+        keep_modules: Sequence[str] = (),
+    ) -> None:
+        self.writer = writer
+        self.run_id = run_id
+        self.stop_after = set(stop_after)
+        self.keep_modules = set(keep_modules)
+        self.kept: dict[str, Any] = {}
+        self.t0 = time.perf_counter()
+        self.overhead = 0.0
+        self.next_index = 0
+        self.open: list[_OpenPass] = []
+        self.finished: list[PassRecord] = []
+        self.pipeline: str | None = None
+        self.pipeline_seen = False
+        self.last_module: Any = None
+        self.last_hash: int | None = None
+        self.last_sha: str | None = None
+        self.input_sha: str | None = None
+        self.hash_to_sha: dict[int, str] = {}
+        self.scope_by_sha: dict[str, str] = {}
+        self.kernel_source: str | None = None
+        self.stopped_module: Any = None
+        self.stop_requested = False
+
+    # --- snapshots -------------------------------------------------------------------------
+
+    def _snapshot(self, mod: Any) -> str:
+        """The text key of ``mod``, printing it only if this structure was not seen before."""
+        if self.last_module is not None and mod.same_as(self.last_module) and self.last_sha:
+            return self.last_sha
+        import tvm
+
+        structural = int(tvm.ir.structural_hash(mod))
+        sha = self.hash_to_sha.get(structural)
+        if sha is None:
+            text = mod.script()
+            sha = self.writer.add_text(text, text_sha256(text))
+            self.hash_to_sha[structural] = sha
+            self.scope_by_sha[sha] = module_scope(mod)
+        self.last_module, self.last_hash, self.last_sha = mod, structural, sha
+        return sha
+
+    # --- TileLang PassEventObserver ------------------------------------------------------------
+
+    def enter_pass_context(self) -> None:
+        pass
+
+    def exit_pass_context(self) -> None:
+        pass
+
+    def callback_mismatch(self, actual: str, expected: str | None) -> None:
+        pass
+
+    def begin_run(self, mod: Any) -> int:
+        """Start the run lazily; only capture mode, which learns the kernel from ``mod``, needs it."""
+        raise RuntimeError("PassRecorder needs a run_id")
+
+    def _current_run(self, mod: Any) -> int:
+        if self.run_id is None:
+            self.run_id = self.begin_run(mod)
+        return self.run_id
+
+    def pass_started(self, mod: Any, event: Any) -> _OpenPass:
+        began = time.perf_counter()
+        self._current_run(mod)
+        raw_name = str(event.name)
+        name = (name_anonymous_pass() or raw_name) if raw_name == _ANONYMOUS_PASS else raw_name
+        phase, pipeline = self._phase(event.phase)
+        ir_before = self._snapshot(mod)
+        if self.input_sha is None:
+            self.input_sha = ir_before
+        frame = _OpenPass(
+            index=self.next_index,
+            name=name,
+            raw_name=raw_name,
+            phase=phase,
+            pipeline=pipeline,
+            depth=len(self.open),
+            parent=self.open[-1].index if self.open else None,
+            started=0.0,
+            overhead_at_start=0.0,
+            ir_before=ir_before,
+        )
+        self.next_index += 1
+        self.open.append(frame)
+        now = time.perf_counter()
+        self.overhead += now - began
+        frame.started, frame.overhead_at_start = now, self.overhead
+        return frame
+
+    def pass_finished(self, mod: Any, event: Any, state: _OpenPass) -> None:
+        ended = time.perf_counter()
+        frame = self.open.pop() if self.open and self.open[-1] is state else state
+        wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
+        ir_after = self._snapshot(mod)
+        if self.open:
+            self.open[-1].child_wall += wall
+        record = PassRecord(
+            index=frame.index,
+            name=frame.name,
+            raw_name=frame.raw_name,
+            phase=frame.phase,
+            pipeline=frame.pipeline,
+            depth=frame.depth,
+            parent=frame.parent,
+            start_s=frame.started - self.t0,
+            wall_s=wall,
+            self_s=max(0.0, wall - frame.child_wall),
+            changed=ir_after != frame.ir_before,
+            ir_before=frame.ir_before,
+            ir_after=ir_after,
+            scope=self.scope_by_sha.get(ir_after, "module"),
+        )
+        self.writer.add_pass(self._run_id(), record)
+        self.finished.append(record)
+        if frame.name in self.keep_modules or frame.raw_name in self.keep_modules:
+            self.kept[frame.name] = mod
+        if frame.name in self.stop_after or frame.raw_name in self.stop_after:
+            self.stopped_module = mod
+            self.stop_requested = True
+        self.overhead += time.perf_counter() - ended
+        if self.stop_requested and not self.open:
+            raise StopLowering(frame.name)
+
+    def passes_incomplete(self, passes: Sequence[Any], error: BaseException | None) -> None:
+        """Record passes that never finished: the innermost failed, its ancestors with it."""
+        now = time.perf_counter()
+        by_index = {frame.index: frame for frame in self.open}
+        for incomplete in reversed(passes):
+            frame = incomplete.state if isinstance(incomplete.state, _OpenPass) else None
+            if frame is None or frame.index not in by_index:
+                continue
+            self.open.remove(frame)
+            message = None if isinstance(error, StopLowering) else _one_line(error)
+            record = PassRecord(
+                index=frame.index,
+                name=frame.name,
+                raw_name=frame.raw_name,
+                phase=frame.phase,
+                pipeline=frame.pipeline,
+                depth=frame.depth,
+                parent=frame.parent,
+                start_s=frame.started - self.t0,
+                wall_s=max(0.0, now - frame.started),
+                self_s=max(0.0, now - frame.started - frame.child_wall),
+                changed=False,
+                ir_before=frame.ir_before,
+                ir_after=None,
+                scope=self.scope_by_sha.get(frame.ir_before, "module"),
+                status=STATUS_FAILED,
+                error=message,
+            )
+            self.writer.add_pass(self._run_id(), record)
+            self.finished.append(record)
+
+    # --- TileLang PassInstrumentationTool --------------------------------------------------
+
+    def create_pass_instrument(self) -> Any:
+        from tilelang.instrumentation import StackedPassInstrument
+
+        return StackedPassInstrument(self, capture_nested=True, sequence_allocator=self._allocate)
+
+    def _allocate(self) -> int:
+        return self.next_index
+
+    @contextmanager
+    def pipeline_scope(self, base_phase: str) -> Iterator[None]:
+        previous = self.pipeline
+        self.pipeline = base_phase.removeprefix("pipeline_")
+        self.pipeline_seen = True
+        try:
+            yield
+        finally:
+            self.pipeline = previous
+
+    def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+        began = time.perf_counter()
+        self._current_run(event.mod)
+        ir_before = self._snapshot(event.mod)
+        index = self.next_index
+        self.next_index += 1
+        self.overhead += time.perf_counter() - began
+        started = time.perf_counter()
+        try:
+            result = next_call()
+        except BaseException as error:
+            self._codegen_record(index, ir_before, None, started, str(event.name), error)
+            raise
+        ended = time.perf_counter()
+        source = _inspect_source(result)
+        sha = self.writer.add_text(source) if source is not None else None
+        self.kernel_source = source
+        self._codegen_record(index, ir_before, sha, started, str(event.name), None, ended)
+        self.overhead += time.perf_counter() - ended
+        return result
+
+    def _codegen_record(
+        self,
+        index: int,
+        ir_before: str,
+        ir_after: str | None,
+        started: float,
+        raw_name: str,
+        error: BaseException | None,
+        ended: float | None = None,
+    ) -> None:
+        wall = (ended or time.perf_counter()) - started
+        record = PassRecord(
+            index=index,
+            name="codegen",
+            raw_name=raw_name,
+            phase=PHASE_CODEGEN,
+            pipeline=None,
+            depth=0,
+            parent=None,
+            start_s=started - self.t0,
+            wall_s=wall,
+            self_s=wall,
+            changed=ir_after is not None,
+            ir_before=ir_before,
+            ir_after=ir_after,
+            scope="device",
+            status=STATUS_FAILED if error is not None else STATUS_OK,
+            error=_one_line(error) if error is not None else None,
+        )
+        self.writer.add_pass(self._run_id(), record)
+        self.finished.append(record)
+
+    def _run_id(self) -> int:
+        assert self.run_id is not None, "a pass finished before any started"
+        return self.run_id
+
+    def finish(self, error: BaseException | None) -> None:
+        pass
+
+    def _phase(self, tilelang_phase: str | None) -> tuple[str, str | None]:
+        if self.pipeline is not None:
+            return PHASE_LOWER, self.pipeline
+        if tilelang_phase and tilelang_phase.startswith("pipeline_"):
+            return PHASE_LOWER, tilelang_phase.removeprefix("pipeline_")
+        return (PHASE_FINALIZE if self.pipeline_seen else PHASE_CHECK), None
+
+
+def _inspect_source(result: Any) -> str | None:
+    try:
+        return str(result.inspect_source())
+    except Exception:
+        return None
+
+
+def _one_line(error: BaseException | None) -> str | None:
+    """The error's message, without TVM's C++ backtrace noise; kept whole but trimmed."""
+    if error is None:
+        return None
+    text = str(error).strip() or type(error).__name__
+    return f"{type(error).__name__}: {text}" if not text.startswith(type(error).__name__) else text
+
+
+def tilelang_version() -> str:
+    import tilelang
+
+    return str(getattr(tilelang, "__version__", "unknown"))
+
+
+def record_lowering(
+    func: Any,
+    target: TargetSpec,
+    writer: TraceWriter,
+    *,
+    kernel: str,
+    spec: str = "",
+    args: Mapping[str, Any] | None = None,
+    pass_configs: Mapping[str, Any] | None = None,
+    tvm_target: Any = None,
+    stop_after: Sequence[str] = (),
+    keep_modules: Sequence[str] = (),
+) -> RecordedLowering:
+    """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
+
+    A lowering error is recorded (failed pass, IR before it, the error) and returned, not
+    raised; the run is written either way. ``stop_after`` ends the pipeline after that pass.
+    """
+    import tilelang
+    import tvm
+    from tilelang.backend.target import determine_target
+    from tilelang.instrumentation import compile_pass_instrumentation
+
+    target_object = tvm_target or determine_target(dict_or_str(target.tvm_target), return_object=True)
+    configs = dict(pass_configs or {})
+    run = writer.begin_run(
+        KernelRun(
+            run_id=-1,
+            kernel=kernel,
+            spec=spec,
+            args=dict(args or {"args": [], "kwargs": {}}),
+            target=target.name,
+            target_detail=str(target_object),
+            pass_configs={str(k): _jsonable(v) for k, v in configs.items()},
+            tilelang_version=tilelang_version(),
+            host=host_facts(),
+        )
+    )
+    recorder = PassRecorder(writer, run.run_id, stop_after=stop_after, keep_modules=keep_modules)
+    failure: BaseException | None = None
+    started = time.perf_counter()
+    try:
+        with (
+            compile_pass_instrumentation(
+                name=f"irtrace:{kernel}", tools=[recorder], include_default_tools=False, reuse_existing=False
+            ),
+            tvm.transform.PassContext(
+                opt_level=3, config=configs, instruments=[recorder.create_pass_instrument()]
+            ),
+            target_object,
+        ):
+            tilelang.lower(func, target=target_object)
+    except StopLowering:
+        pass
+    except Exception as error:
+        failure = error
+    total = time.perf_counter() - started
+    stopped = recorder.stop_requested
+    status = STATUS_FAILED if failure is not None else STATUS_OK
+    error_text = _one_line(failure) if failure is not None else None
+    if failure is not None and not any(r.failed for r in recorder.finished):
+        # The failure happened outside any pass (e.g. in the semantic checks' Python code).
+        error_text = error_text or "lowering failed"
+    finished_run = writer.end_run(
+        run.run_id,
+        status=status,
+        error=error_text,
+        total_s=total,
+        input_ir=recorder.input_sha,
+        source_sha256=None
+        if stopped
+        else (text_sha256(recorder.kernel_source) if recorder.kernel_source else None),
+    )
+    return RecordedLowering(
+        run=finished_run,
+        kernel_source=recorder.kernel_source,
+        error=failure,
+        stopped_module=recorder.stopped_module or recorder.last_module,
+        modules=recorder.kept,
+    )
+
+
+def record_failure(
+    writer: TraceWriter,
+    target: TargetSpec,
+    *,
+    kernel: str,
+    spec: str,
+    args: Mapping[str, Any] | None,
+    error: str,
+) -> KernelRun:
+    """Record a kernel that could not even be built for ``target`` (its factory raised)."""
+    run = writer.begin_run(
+        KernelRun(
+            run_id=-1,
+            kernel=kernel,
+            spec=spec,
+            args=dict(args or {"args": [], "kwargs": {}}),
+            target=target.name,
+            target_detail="",
+            pass_configs={},
+            tilelang_version=tilelang_version(),
+            host=host_facts(),
+        )
+    )
+    return writer.end_run(
+        run.run_id, status=STATUS_FAILED, error=error, total_s=None, input_ir=None, source_sha256=None
+    )
+
+
+def dict_or_str(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
