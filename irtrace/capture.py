@@ -93,8 +93,7 @@ class CaptureRecorder(PassRecorder):
     def finish(self, error: BaseException | None) -> None:
         if self.run_id is None:
             return  # a compilation that lowered nothing (e.g. served from a cache)
-        if error is not None and self.open:
-            self.passes_incomplete(list(_open_frames(self)), error)
+        self.write_failed(error)
         run = self.writer.end_run(
             self.run_id,
             status=STATUS_FAILED if error is not None else STATUS_OK,
@@ -104,14 +103,6 @@ class CaptureRecorder(PassRecorder):
             source_sha256=text_sha256(self.kernel_source) if self.kernel_source else None,
         )
         self.session.runs.append(run)
-
-
-def _open_frames(recorder: PassRecorder) -> list[Any]:
-    @dataclass
-    class _Incomplete:
-        state: Any
-
-    return [_Incomplete(frame) for frame in recorder.open]
 
 
 def _plain(value: Any) -> Any:

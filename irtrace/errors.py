@@ -21,7 +21,7 @@ class ExitCode(IntEnum):
     KERNEL_SOURCE = 4
     """The kernel file raised while being imported (syntax error, failing import)."""
     LOWERING = 5
-    """A kernel failed to lower; the trace holds the failed pass and was still written."""
+    """A kernel failed to build or lower; the trace holds the failure and was still written."""
     TRACE_FORMAT = 6
     """A trace file is corrupt or written by a newer, unknown schema version."""
     SCRIPT = 7

@@ -137,6 +137,7 @@ class PassRecorder:
         self.kernel_source: str | None = None
         self.stopped_module: Any = None
         self.stop_requested = False
+        self.unfinished: list[tuple[_OpenPass, float]] = []
 
     # --- snapshots -------------------------------------------------------------------------
 
@@ -239,15 +240,20 @@ class PassRecorder:
             raise StopLowering(frame.name)
 
     def passes_incomplete(self, passes: Sequence[Any], error: BaseException | None) -> None:
-        """Record passes that never finished: the innermost failed, its ancestors with it."""
+        """Note passes that never finished; ``write_failed`` records them once the error is known."""
         now = time.perf_counter()
-        by_index = {frame.index: frame for frame in self.open}
-        for incomplete in reversed(passes):
-            frame = incomplete.state if isinstance(incomplete.state, _OpenPass) else None
-            if frame is None or frame.index not in by_index:
-                continue
-            self.open.remove(frame)
-            message = None if isinstance(error, StopLowering) else _one_line(error)
+        for incomplete in passes:
+            frame = incomplete.state
+            if isinstance(frame, _OpenPass) and frame in self.open:
+                self.open.remove(frame)
+                self.unfinished.append((frame, now))
+
+    def write_failed(self, error: BaseException | None) -> None:
+        """Record unfinished passes as failed: the innermost carries the error, ancestors too."""
+        pending = self.unfinished + [(frame, time.perf_counter()) for frame in self.open]
+        self.unfinished, self.open = [], []
+        message = None if isinstance(error, StopLowering) else _one_line(error)
+        for frame, ended in sorted(pending, key=lambda item: item[0].index):
             record = PassRecord(
                 index=frame.index,
                 name=frame.name,
@@ -257,8 +263,8 @@ class PassRecorder:
                 depth=frame.depth,
                 parent=frame.parent,
                 start_s=frame.started - self.t0,
-                wall_s=max(0.0, now - frame.started),
-                self_s=max(0.0, now - frame.started - frame.child_wall),
+                wall_s=max(0.0, ended - frame.started),
+                self_s=max(0.0, ended - frame.started - frame.child_wall),
                 changed=False,
                 ir_before=frame.ir_before,
                 ir_after=None,
@@ -290,57 +296,63 @@ class PassRecorder:
             self.pipeline = previous
 
     def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+        """Record codegen as the last step; passes the backend runs inside it nest under it."""
         began = time.perf_counter()
         self._current_run(event.mod)
-        ir_before = self._snapshot(event.mod)
-        index = self.next_index
-        self.next_index += 1
-        self.overhead += time.perf_counter() - began
-        started = time.perf_counter()
-        try:
-            result = next_call()
-        except BaseException as error:
-            self._codegen_record(index, ir_before, None, started, str(event.name), error)
-            raise
-        ended = time.perf_counter()
-        source = _inspect_source(result)
-        sha = self.writer.add_text(source) if source is not None else None
-        self.kernel_source = source
-        self._codegen_record(index, ir_before, sha, started, str(event.name), None, ended)
-        self.overhead += time.perf_counter() - ended
-        return result
-
-    def _codegen_record(
-        self,
-        index: int,
-        ir_before: str,
-        ir_after: str | None,
-        started: float,
-        raw_name: str,
-        error: BaseException | None,
-        ended: float | None = None,
-    ) -> None:
-        wall = (ended or time.perf_counter()) - started
-        record = PassRecord(
-            index=index,
+        frame = _OpenPass(
+            index=self.next_index,
             name="codegen",
-            raw_name=raw_name,
+            raw_name=str(event.name),
             phase=PHASE_CODEGEN,
             pipeline=None,
-            depth=0,
-            parent=None,
-            start_s=started - self.t0,
-            wall_s=wall,
-            self_s=wall,
-            changed=ir_after is not None,
-            ir_before=ir_before,
-            ir_after=ir_after,
-            scope="device",
-            status=STATUS_FAILED if error is not None else STATUS_OK,
-            error=_one_line(error) if error is not None else None,
+            depth=len(self.open),
+            parent=self.open[-1].index if self.open else None,
+            started=0.0,
+            overhead_at_start=0.0,
+            ir_before=self._snapshot(event.mod),
         )
-        self.writer.add_pass(self._run_id(), record)
-        self.finished.append(record)
+        self.next_index += 1
+        self.open.append(frame)
+        now = time.perf_counter()
+        self.overhead += now - began
+        frame.started, frame.overhead_at_start = now, self.overhead
+        error: BaseException | None = None
+        result: Any = None
+        try:
+            result = next_call()
+        except BaseException as raised:
+            error = raised
+            raise
+        finally:
+            ended = time.perf_counter()
+            if frame in self.open:
+                self.open.remove(frame)
+            source = _inspect_source(result) if error is None else None
+            sha = self.writer.add_text(source) if source is not None else None
+            self.kernel_source = source if source is not None else self.kernel_source
+            wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
+            record = PassRecord(
+                index=frame.index,
+                name=frame.name,
+                raw_name=frame.raw_name,
+                phase=PHASE_CODEGEN,
+                pipeline=None,
+                depth=frame.depth,
+                parent=frame.parent,
+                start_s=frame.started - self.t0,
+                wall_s=wall,
+                self_s=max(0.0, wall - frame.child_wall),
+                changed=sha is not None,
+                ir_before=frame.ir_before,
+                ir_after=sha,
+                scope="device",
+                status=STATUS_FAILED if error is not None else STATUS_OK,
+                error=_one_line(error),
+            )
+            self.writer.add_pass(self._run_id(), record)
+            self.finished.append(record)
+            self.overhead += time.perf_counter() - ended
+        return result
 
     def _run_id(self) -> int:
         assert self.run_id is not None, "a pass finished before any started"
@@ -350,6 +362,8 @@ class PassRecorder:
         pass
 
     def _phase(self, tilelang_phase: str | None) -> tuple[str, str | None]:
+        if self.open and self.open[0].phase == PHASE_CODEGEN:
+            return PHASE_CODEGEN, None
         if self.pipeline is not None:
             return PHASE_LOWER, self.pipeline
         if tilelang_phase and tilelang_phase.startswith("pipeline_"):
@@ -430,11 +444,12 @@ def record_lowering(
             target_object,
         ):
             tilelang.lower(func, target=target_object)
-    except StopLowering:
-        pass
     except Exception as error:
-        failure = error
+        # TVM may re-wrap the StopLowering raised from its callback; the flag says it was ours.
+        if not recorder.stop_requested:
+            failure = error
     total = time.perf_counter() - started
+    recorder.write_failed(failure)
     stopped = recorder.stop_requested
     status = STATUS_FAILED if failure is not None else STATUS_OK
     error_text = _one_line(failure) if failure is not None else None

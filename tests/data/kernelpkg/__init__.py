@@ -1,0 +1,1 @@
+"""A package whose kernel module uses relative imports."""

@@ -1,0 +1,3 @@
+"""Tile sizes shared by the package's kernels."""
+
+BLOCK = 64

@@ -1,0 +1,212 @@
+"""The `irtrace` command end to end: real lowering, one-line errors and documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from irtrace.cli import main
+from irtrace.errors import ExitCode
+from irtrace.trace import STATUS_FAILED, STATUS_OK, Trace, load_trace
+
+from ..conftest import DATA, ROOT, SMALL_GEMM
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for code in ExitCode:
+        assert f"{code.value:>3}  " in out
+
+
+def test_record_show_and_ir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_file = tmp_path / "t.jsonl"
+    code, out, _ = run_cli(
+        capsys, "record", SMALL_GEMM, "-t", "cuda:sm_90", "-t", "hip:gfx942", "-o", str(out_file)
+    )
+    assert code == ExitCode.OK
+    assert "matmul" in out and "cuda:sm_90" in out and "hip:gfx942" in out
+    trace = load_trace(out_file)
+
+    code, out, _ = run_cli(capsys, "show", str(out_file), "-t", "hip:gfx942")
+    assert code == ExitCode.OK
+    assert "tl.LayoutInference" in out and "hip:gfx942" in out
+    assert "\x1b[" not in out  # plain when not a terminal
+    run = trace.find_run("matmul", "hip:gfx942")
+    added, removed = trace.line_changes(run.find_pass("tl.LayoutInference"))
+    assert f"+{added}" in out and f"-{removed}" in out
+
+    code, out, _ = run_cli(
+        capsys, "ir", str(out_file), "-k", "matmul", "-t", "cuda:sm_90", "-p", "tl.Simplify#2"
+    )
+    cuda = trace.find_run("matmul", "cuda:sm_90")
+    assert code == ExitCode.OK and out.rstrip("\n") == trace.ir_after(cuda.find_pass("tl.Simplify#2")).rstrip(
+        "\n"
+    )
+
+    code, out, _ = run_cli(capsys, "ir", str(out_file), "-t", "cuda:sm_90", "--source")
+    assert out.rstrip("\n") == (trace.kernel_source(cuda) or "").rstrip("\n")
+    assert "__global__" in out
+
+
+def test_show_json_document(capsys: pytest.CaptureFixture[str], gemm_trace: Trace) -> None:
+    assert gemm_trace.path
+    code, out, _ = run_cli(capsys, "show", gemm_trace.path, "--json", "--by-pass")
+    document = json.loads(out)
+    assert code == ExitCode.OK and document["schema"] == 1
+    assert [(r["kernel"], r["target"]) for r in document["runs"]] == [
+        (r.kernel, r.target) for r in gemm_trace.runs
+    ]
+    for entry, run in zip(document["runs"], gemm_trace.runs):
+        assert entry["source_sha256"] == run.source_sha256
+        assert len(entry["passes"]) == len(run.passes)
+        assert {"name", "phase", "wall_s", "self_s", "changed", "lines_added", "lines_removed"} <= set(
+            entry["passes"][0]
+        )
+    simplify = next(row for row in document["by_pass"] if row["name"] == "tl.Simplify")
+    expected = sum(1 for run in gemm_trace.runs for p in run.passes if p.name == "tl.Simplify")
+    assert simplify["count"] == expected > 2
+
+
+def test_show_by_pass_table(capsys: pytest.CaptureFixture[str], gemm_trace: Trace) -> None:
+    assert gemm_trace.path
+    code, out, _ = run_cli(capsys, "show", gemm_trace.path, "--by-pass", "-t", "cuda:sm_90")
+    assert code == ExitCode.OK
+    lines = [line for line in out.splitlines() if line.strip().startswith("tl.Simplify ")]
+    assert lines and lines[0].split()[1] == str(
+        sum(1 for p in gemm_trace.find_run("matmul", "cuda:sm_90").passes if p.name == "tl.Simplify")
+    )
+
+
+def test_failing_kernel_exit_code_and_trace_kept(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_file = tmp_path / "bad.jsonl"
+    spec = f"{DATA / 'bad_layout.py'}::conflicting_layouts()"
+    code, out, _ = run_cli(capsys, "record", spec, SMALL_GEMM, "-t", "cuda:sm_90", "-o", str(out_file))
+    assert code == ExitCode.LOWERING
+    assert "failed conflicting_layouts on cuda:sm_90 in pass tl.LayoutInference" in out
+    trace = load_trace(out_file)
+    assert [r.status for r in trace.runs] == [STATUS_FAILED, STATUS_OK]
+    code, out, _ = run_cli(capsys, "show", str(out_file), "-k", "conflicting_layouts")
+    assert "FAILED" in out and "Layout infer conflict" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "fragment"),
+    [
+        (["record", "missing.py::k()"], ExitCode.INPUT, "kernel file 'missing.py' does not exist"),
+        (["record", f"{DATA / 'syntax_error.py'}::broken()"], ExitCode.KERNEL_SOURCE, "syntax error"),
+        (["record", SMALL_GEMM, "-t", "cuda:sm_75"], ExitCode.USAGE, "valid targets: cuda:sm_80"),
+        (["record", f"{DATA / 'bad_layout.py'}::conflicting_layouts(n)"], ExitCode.USAGE, "is not a literal"),
+        (["record", f"{DATA / 'jit_kernels.py'}::missing"], ExitCode.INPUT, "no kernel named 'missing'"),
+        (["record"], ExitCode.USAGE, "give a kernel spec"),
+        (["record", "--manifest", "none.toml"], ExitCode.INPUT, "manifest 'none.toml' does not exist"),
+        (["record", SMALL_GEMM, "-c", "novalue"], ExitCode.USAGE, "KEY=VALUE"),
+        (["show", "absent.jsonl"], ExitCode.INPUT, "does not exist"),
+        (["ir", str(DATA / "bad_layout.py"), "-p", "x"], ExitCode.TRACE_FORMAT, "not a trace record"),
+        (["run", "--", "python", "absent.py"], ExitCode.INPUT, "script 'absent.py' does not exist"),
+        (["run", "--", "python", "-c", "1"], ExitCode.USAGE, "irtrace run supports"),
+    ],
+)
+def test_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], code: int, fragment: str
+) -> None:
+    if argv[0] in ("record", "run"):
+        argv = [*argv, "-o", str(tmp_path / "t.jsonl")]
+    got, _, err = run_cli(capsys, *argv)
+    assert got == code
+    assert err.startswith("irtrace: error: ") and fragment in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_not_in_trace_lists_contents(capsys: pytest.CaptureFixture[str], gemm_trace: Trace) -> None:
+    assert gemm_trace.path
+    code, _, err = run_cli(capsys, "ir", gemm_trace.path, "-k", "matmul", "-t", "metal", "-p", "x")
+    assert code == ExitCode.NOT_FOUND and "matmul on cuda:sm_90" in err and "matmul on hip:gfx942" in err
+    code, _, err = run_cli(capsys, "ir", gemm_trace.path, "-t", "cuda:sm_90", "-p", "tl.Nope")
+    assert code == ExitCode.NOT_FOUND and "tl.LayoutInference" in err
+
+
+def test_newer_schema_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "future.jsonl"
+    path.write_text('{"record":"header","format":"irtrace","schema":2}\n')
+    code, _, err = run_cli(capsys, "show", str(path))
+    assert code == ExitCode.TRACE_FORMAT and "upgrade tilelang-devtools" in err
+
+
+def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "--debug", "show", "absent.jsonl")
+    assert code == ExitCode.INPUT and "Traceback" in err
+
+
+def test_manifest_records_every_entry(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    manifest = tmp_path / "irtrace.toml"
+    manifest.write_text(
+        f"""
+[defaults]
+targets = ["cuda:sm_90"]
+
+[[kernel]]
+spec = "{(DATA / "sibling" / "fill_kernel.py").as_posix()}"
+
+[[kernel]]
+spec = "{(DATA / "jit_kernels.py").as_posix()}::lazy_add(M=64)"
+name = "add64"
+targets = ["hip:gfx942", "metal"]
+"""
+    )
+    out_file = tmp_path / "m.jsonl"
+    code, _, _ = run_cli(capsys, "record", "--manifest", str(manifest), "-o", str(out_file))
+    assert code == ExitCode.OK
+    trace = load_trace(out_file)
+    assert [(r.kernel, r.target) for r in trace.runs] == [
+        ("fill_ones", "cuda:sm_90"),
+        ("fill_twos", "cuda:sm_90"),
+        ("add64", "hip:gfx942"),
+        ("add64", "metal"),
+    ]
+
+
+def test_merge_command(capsys: pytest.CaptureFixture[str], tmp_path: Path, gemm_trace: Trace) -> None:
+    assert gemm_trace.path
+    code, out, _ = run_cli(capsys, "merge", gemm_trace.path, gemm_trace.path, "-o", str(tmp_path / "m.jsonl"))
+    assert code == ExitCode.OK and "merged 4 run(s)" in out
+    assert len(load_trace(tmp_path / "m.jsonl").runs) == 4
+
+
+def test_run_captures_a_script_then_reports_its_failure(tmp_path: Path) -> None:
+    """In a subprocess, as users run it: two captures, extra targets, the script's error last."""
+    out_file = tmp_path / "run.jsonl"
+    script = DATA / "capture_script.py"
+    command = [sys.executable, "-m", "irtrace.cli", "run", "-t", "hip:gfx942", "-o", str(out_file)]
+    done = subprocess.run(
+        [*command, "--", "python", str(script), "--fail"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert done.returncode == ExitCode.SCRIPT, done.stderr
+    assert "no CUDA device available" in done.stderr.splitlines()[-1]
+    trace = load_trace(out_file)
+    assert [(r.target, r.status) for r in trace.runs] == [
+        ("cuda:sm_90", STATUS_OK),
+        ("cuda:sm_90", STATUS_OK),
+        ("hip:gfx942", STATUS_OK),
+        ("hip:gfx942", STATUS_OK),
+    ]
+    assert trace.runs[0].input_ir and trace.runs[0].kernel in trace.text(trace.runs[0].input_ir)
+    # the two captured kernels differ (256^3 vs 128^3), and each was re-lowered for the extra target
+    assert trace.runs[0].input_ir != trace.runs[1].input_ir
+    first = trace.runs[0]
+    assert trace.kernel_source(first) and first.passes[-1].phase == "codegen"
