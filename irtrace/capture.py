@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.errors import InputError, UsageError
-from irtrace.recorder import PassRecorder, host_facts, record_lowering, tilelang_version
+from irtrace.recorder import PassRecorder, record_lowering, tilelang_version
 from irtrace.targets import TargetSpec
-from irtrace.trace import STATUS_FAILED, STATUS_OK, KernelRun, TraceWriter, text_sha256
+from irtrace.trace import STATUS_FAILED, STATUS_OK, KernelRun, TraceWriter, host_facts, text_sha256
 
 TOOL_NAME = "irtrace-capture"
 

@@ -351,9 +351,9 @@ def native_log_diagnostics(log: str, file: str | Path) -> list[CompilerDiagnosti
     """Warnings TileLang's C++ checks logged (buffer read before written, data race), located."""
     file = Path(file)
     found: list[CompilerDiagnostic] = []
-    starts = [m.end() for m in _LOG_WARNING.finditer(log)]
-    ends = [m.start() for m in _LOG_WARNING.finditer(log)][1:] + [len(log)]
-    for start, end in zip(starts, ends, strict=True):
+    matches = list(_LOG_WARNING.finditer(log))
+    ends = [m.start() for m in matches[1:]] + ([len(log)] if matches else [])
+    for start, end in zip((m.end() for m in matches), ends, strict=True):
         block = log[start:end].strip()
         head = _first_line(block)
         code = (

@@ -68,7 +68,7 @@ def test_show_json_document(capsys: pytest.CaptureFixture[str], gemm_trace: Trac
     assert [(r["kernel"], r["target"]) for r in document["runs"]] == [
         (r.kernel, r.target) for r in gemm_trace.runs
     ]
-    for entry, run in zip(document["runs"], gemm_trace.runs):
+    for entry, run in zip(document["runs"], gemm_trace.runs, strict=True):
         assert entry["source_sha256"] == run.source_sha256
         assert len(entry["passes"]) == len(run.passes)
         assert {"name", "phase", "wall_s", "self_s", "changed", "lines_added", "lines_removed"} <= set(

@@ -54,7 +54,7 @@ def test_portable_gemm_lowers_on_every_target(target: str, pipeline: str) -> Non
     top_level = [p for p in run.passes if p.depth == 0]
     assert "tl.LayoutInference" in names and top_level[-1].name == "codegen"
     assert {p.pipeline for p in run.passes if p.phase == PHASE_LOWER} == {pipeline}
-    assert [p.phase for p in run.passes][0] == PHASE_CHECK
+    assert run.passes[0].phase == PHASE_CHECK
     assert all(p.phase == PHASE_CODEGEN for p in run.passes if p.index >= top_level[-1].index)
     assert any(p.phase == PHASE_FINALIZE and p.scope == "device" for p in run.passes)
     source = trace.kernel_source(run)
@@ -215,9 +215,9 @@ def test_find_pass_occurrences_and_errors(gemm_trace: Trace) -> None:
     simplify = [p for p in run.passes if p.name == "tl.Simplify"]
     assert run.find_pass("tl.Simplify#2") == simplify[1]
     assert run.find_pass("LayoutInference").name == "tl.LayoutInference"
-    with pytest.raises(NotInTraceError, match="tl.LayoutInference"):
+    with pytest.raises(NotInTraceError, match=r"tl\.LayoutInference"):
         run.find_pass("NoSuchPass")
-    with pytest.raises(NotInTraceError, match="matmul on cuda:sm_90"):
+    with pytest.raises(NotInTraceError, match=r"matmul on cuda:sm_90"):
         gemm_trace.find_run("matmul", "metal")
 
 

@@ -1,0 +1,128 @@
+"""How long passdiff takes to normalize and diff two large IR snapshots, against plain difflib.
+
+Records the flash-attention example through irtrace's real pipeline (Metal first, as the issue
+asks; every target whose lowering fails is reported and the next one is tried), then builds two
+5,000-line texts from the real before/after snapshots of the passes that changed the module:
+the k-th changed pass's input goes into the "before" text and its output into the "after" text,
+so the pair has the mix of equal and changed regions of real IR. Both timings run in this
+process on the same texts; each is the best of several repeats.
+
+Run: .venv/bin/python bench/diff_speed.py [--lines 5000] [--repeats 7]
+Ends with: RESULT ms_5000_lines=<ms> ratio_vs_difflib=<x>
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from irtrace.api import RecordRequest, record_requests  # noqa: E402
+from irtrace.specs import parse_spec  # noqa: E402
+from irtrace.trace import STATUS_OK, Trace, TraceWriter  # noqa: E402
+from passdiff import NormalizeRules, diff_texts, normalize_ir  # noqa: E402
+
+SPEC = f"{ROOT / 'examples' / 'flash_attention.py'}::flash_attention_fwd()"
+TARGETS = ("metal", "hip:gfx942", "cuda:sm_90")
+
+
+def record() -> Trace:
+    """The flash-attention kernel lowered for each target in turn, in memory."""
+    writer = TraceWriter(None)
+    for target in TARGETS:
+        started = time.perf_counter()
+        runs, errors = record_requests([RecordRequest(parse_spec(SPEC), (target,))], writer)
+        took = time.perf_counter() - started
+        for error in errors:
+            print(f"record {target}: error {error.message}")
+        for run in runs:
+            where = "" if run.status == STATUS_OK else f" ({(run.error or '').splitlines()[0][:100]})"
+            print(f"record {target}: {run.status}, {len(run.passes)} passes in {took:.1f} s{where}")
+    return writer.trace()
+
+
+def build_pair(trace: Trace, lines: int) -> tuple[str, str, int]:
+    """Two texts of ``lines`` lines each from real before/after snapshots of changed passes."""
+    pairs = [
+        (trace.ir_before(p), trace.ir_after(p))
+        for run in trace.runs
+        for p in run.passes
+        if p.changed and p.ir_after is not None and p.name != "codegen"
+    ]
+    largest = max((len(after.splitlines()) for _, after in pairs), default=0)
+    if not pairs:
+        raise SystemExit("no pass changed the module; nothing to diff")
+    before: list[str] = []
+    after: list[str] = []
+    k = 0
+    while len(before) < lines or len(after) < lines:
+        old, new = pairs[k % len(pairs)]
+        before += old.splitlines()
+        after += new.splitlines()
+        k += 1
+    return "\n".join(before[:lines]) + "\n", "\n".join(after[:lines]) + "\n", largest
+
+
+def best_ms(action: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return min(times) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lines", type=int, default=5000)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+
+    trace = record()
+    before, after, largest = build_pair(trace, args.lines)
+    print(
+        f"largest real snapshot: {largest} lines; bench texts: {args.lines} lines each, "
+        f"{len(before) + len(after)} characters"
+    )
+    rules = NormalizeRules()
+
+    def plain_difflib() -> list[str]:
+        return list(difflib.unified_diff(before.splitlines(True), after.splitlines(True)))
+
+    def passdiff_full() -> str:
+        return diff_texts(before, after, rules).unified()
+
+    baseline = best_ms(plain_difflib, args.repeats)
+    normalize = best_ms(lambda: (normalize_ir(before, rules), normalize_ir(after, rules)), args.repeats)
+    diff_only = best_ms(lambda: diff_texts(before, after, NormalizeRules.none()), args.repeats)
+    result = diff_texts(before, after, rules)
+    unified = best_ms(result.unified, args.repeats)
+    total = best_ms(passdiff_full, args.repeats)
+    plain_lines = sum(1 for line in plain_difflib() if line[:1] in "+-" and line[:3] not in ("+++", "---"))
+    ours_lines = result.added + result.removed
+    print(f"difflib.unified_diff (raw texts):      {baseline:8.2f} ms  ({plain_lines} +/- lines)")
+    print(
+        f"passdiff normalize (both texts):       {normalize:8.2f} ms  (rules: {', '.join(rules.enabled())})"
+    )
+    print(f"passdiff line diff (no normalization): {diff_only:8.2f} ms")
+    print(f"passdiff unified rendering:            {unified:8.2f} ms")
+    print(
+        f"passdiff normalize + diff + unified:   {total:8.2f} ms  (+{result.added} -{result.removed} lines, "
+        f"{ours_lines} +/- lines)"
+    )
+    ratio = total / baseline
+    print(f"goal: < 100 ms and <= 2x difflib: {'met' if total < 100 and ratio <= 2 else 'NOT met'}")
+    print(f"RESULT ms_{args.lines}_lines={total:.1f} ratio_vs_difflib={ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

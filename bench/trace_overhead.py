@@ -1,0 +1,96 @@
+"""Traced against untraced lowering time, per example and target, in one process.
+
+For each kernel of examples/irtrace.toml and each of its targets, lowers the same PrimFunc with
+plain ``tilelang.lower`` and with irtrace's recorder, alternating, and prints the median of
+``--repeat`` runs each, their ratio and the trace size. Ends with ``RESULT max_ratio=<x>``.
+
+    .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lower_untraced(func: Any, tvm_target: Any, configs: dict[str, Any]) -> float:
+    import tilelang
+    import tvm
+
+    started = time.perf_counter()
+    with tvm.transform.PassContext(opt_level=3, config=configs), tvm_target:
+        tilelang.lower(func, target=tvm_target)
+    return time.perf_counter() - started
+
+
+def lower_traced(func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path) -> float:
+    from irtrace.recorder import record_lowering
+    from irtrace.trace import TraceWriter
+
+    started = time.perf_counter()
+    with TraceWriter(path) as writer:
+        result = record_lowering(func, target, writer, kernel="bench", pass_configs=configs, tvm_target=tvm_target)
+    elapsed = time.perf_counter() - started
+    if result.error is not None:
+        raise RuntimeError(f"traced lowering failed: {result.run.error}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--manifest", default=str(ROOT / "examples" / "irtrace.toml"))
+    parser.add_argument("--only", help="substring of 'kernel target' to restrict the run")
+    args = parser.parse_args()
+
+    from irtrace.api import make_tvm_target
+    from irtrace.loader import build_primfunc, load_kernel_module, select_kernels
+    from irtrace.manifest import load_manifest
+    from irtrace.specs import KernelSpec
+    from irtrace.targets import resolve_targets
+
+    worst = 0.0
+    rows = []
+    workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
+    print(f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} {'trace KiB':>10}")
+    for request in load_manifest(args.manifest):
+        path = Path(request.spec.path)
+        loaded = load_kernel_module(path if path.is_absolute() else (request.base_dir or ROOT) / path)
+        for kernel in select_kernels(loaded, request.spec):
+            for target in resolve_targets(request.targets, loaded.dialect):
+                label = f"{request.name or kernel.name} {target.name}"
+                if args.only and args.only not in label:
+                    continue
+                tvm_target = make_tvm_target(target)
+                spec = request.spec
+                built = build_primfunc(kernel, KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called), tvm_target)
+                configs = {**built.pass_configs, **request.pass_configs}
+                trace_path = workdir / "bench.jsonl"
+                lower_untraced(built.func, tvm_target, configs)  # warm caches once for both
+                untraced, traced = [], []
+                for _ in range(args.repeat):
+                    untraced.append(lower_untraced(built.func, tvm_target, configs))
+                    traced.append(lower_traced(built.func, target, tvm_target, configs, trace_path))
+                base, with_trace = statistics.median(untraced), statistics.median(traced)
+                ratio = with_trace / base
+                worst = max(worst, ratio)
+                size = trace_path.stat().st_size / 1024
+                rows.append((label, ratio))
+                print(
+                    f"{request.name or kernel.name:<22} {target.name:<13} {base * 1000:>12.1f} "
+                    f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {size:>10.0f}",
+                    flush=True,
+                )
+    print(f"RESULT max_ratio={worst:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""IR-aware diffs between passes, between runs and between targets, from irtrace traces.
+
+The library API (no terminal code) that the ``passdiff`` command, passviz and the language
+server share; ``passdiff.render`` holds the renderings.
+"""
+
+from __future__ import annotations
+
+from passdiff.compare import (
+    MOVED,
+    ONLY_A,
+    ONLY_B,
+    SHARED,
+    PassAlignment,
+    RunComparison,
+    align_passes,
+    compare_runs,
+    compare_targets,
+    compare_traces,
+    diff_pass,
+    diff_span,
+    pass_keys,
+    pass_label,
+)
+from passdiff.errors import DiffOutcome, PassdiffError
+from passdiff.normalize import NormalizeRules, normalize_ir
+from passdiff.summary import JSON_SCHEMA, DiffReport, PassDiff, report_document
+from passdiff.textdiff import DiffLine, SideBySideRow, TextDiff, diff_texts, word_diff
+
+__all__ = [
+    "JSON_SCHEMA",
+    "MOVED",
+    "ONLY_A",
+    "ONLY_B",
+    "SHARED",
+    "DiffLine",
+    "DiffOutcome",
+    "DiffReport",
+    "NormalizeRules",
+    "PassAlignment",
+    "PassDiff",
+    "PassdiffError",
+    "RunComparison",
+    "SideBySideRow",
+    "TextDiff",
+    "align_passes",
+    "compare_runs",
+    "compare_targets",
+    "compare_traces",
+    "diff_pass",
+    "diff_span",
+    "diff_texts",
+    "normalize_ir",
+    "pass_keys",
+    "pass_label",
+    "report_document",
+    "word_diff",
+]

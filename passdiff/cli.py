@@ -1,0 +1,212 @@
+"""The ``passdiff`` command: pass, runs, targets.
+
+Errors are rendered here only: one line on stderr and an exit code (table in ``--help``);
+``--debug`` shows the traceback instead. Exit 0 and 1 follow diff(1): same, different.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from irtrace.errors import ExitCode, IrtraceError, UsageError
+from irtrace.trace import Trace, load_trace
+from passdiff.compare import compare_targets, compare_traces, diff_pass, diff_span
+from passdiff.errors import DiffOutcome, exit_codes_help
+from passdiff.normalize import NormalizeRules
+from passdiff.summary import MODE_PASS, MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, report_document
+
+FORMATS = ("rich", "unified", "json", "html")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-f",
+        "--format",
+        choices=FORMATS,
+        default="rich",
+        help="rich: terminal view with word highlights (plain when not a terminal or NO_COLOR); "
+        "unified: a diff patch accepts; json: the summary in docs/passdiff.md; "
+        "html: one self-contained side-by-side page (default file passdiff.html)",
+    )
+    common.add_argument("-o", "--output", help="write to this file instead of stdout")
+    common.add_argument("-U", "--context", type=int, default=3, metavar="N", help="context lines (default 3)")
+    common.add_argument("--no-mask-targets", action="store_true", help="keep the T.target({...}) JSON")
+    common.add_argument("--no-mask-addresses", action="store_true", help="keep 0x... object addresses")
+    common.add_argument("--no-mask-metadata", action="store_true", help='keep metadata["..."][N] indexes')
+    common.add_argument("--rename-vars", action="store_true", help="renumber x_1, x_2... so renamings vanish")
+    common.add_argument(
+        "--raw",
+        action="store_true",
+        help="every mask off: diff the raw texts (with --rename-vars, only that rule)",
+    )
+    common.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+
+    parser = argparse.ArgumentParser(
+        prog="passdiff",
+        description="IR-aware diffs of TileLang traces: what a pass did, what changed between two "
+        "runs, where two targets part ways.",
+        epilog=exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    single = commands.add_parser(
+        "pass",
+        help="what one pass (or a span of passes) did",
+        description="Diff the IR a pass received "
+        "against the IR it produced; with --to, from before --pass to after --to.",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_codes_help(),
+    )
+    single.add_argument("trace")
+    single.add_argument("-k", "--kernel")
+    single.add_argument("-t", "--target")
+    single.add_argument("-p", "--pass", dest="pass_name", required=True, metavar="NAME[#N]")
+    single.add_argument("--to", metavar="NAME[#N]", help="last pass of a span (included)")
+
+    runs = commands.add_parser(
+        "runs",
+        help="two traces of the same kernels: the first pass whose output differs",
+        description="Align passes by (name, occurrence) and report, per kernel and target, the first "
+        "pass whose output differs, with the diff there; added, removed and reordered passes by name.",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_codes_help(),
+    )
+    runs.add_argument("old")
+    runs.add_argument("new")
+    runs.add_argument("-k", "--kernel")
+    runs.add_argument("-t", "--target")
+
+    targets = commands.add_parser(
+        "targets",
+        help="two targets of one kernel: where the lowerings part ways",
+        description="Align the passes two targets share, report the first shared pass whose IR "
+        "differs and diff there; also diff the final kernel sources.",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_codes_help(),
+    )
+    targets.add_argument("trace")
+    targets.add_argument("target_a", metavar="TARGET_A")
+    targets.add_argument("target_b", metavar="TARGET_B")
+    targets.add_argument("-k", "--kernel")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return int(ExitCode.USAGE)
+    try:
+        report = COMMANDS[args.command](args)
+        emit(report, args)
+        return int(DiffOutcome.DIFFERENT if report.different else DiffOutcome.SAME)
+    except IrtraceError as error:
+        if args.debug:
+            traceback.print_exc()
+        print(f"passdiff: error: {error.message}", file=sys.stderr)
+        return int(error.exit_code)
+    except KeyboardInterrupt:
+        print("passdiff: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return int(DiffOutcome.SAME)
+
+
+def rules_from_args(args: argparse.Namespace) -> NormalizeRules:
+    """The rules the options ask for; ``--raw`` turns every mask off (``--rename-vars`` still counts)."""
+    return NormalizeRules(
+        mask_targets=not (args.raw or args.no_mask_targets),
+        mask_addresses=not (args.raw or args.no_mask_addresses),
+        mask_metadata=not (args.raw or args.no_mask_metadata),
+        rename_vars=args.rename_vars,
+    )
+
+
+def _load(path: str) -> Trace:
+    trace = load_trace(path)
+    if trace.truncated:
+        print(f"passdiff: warning: {path} was cut short; comparing what it holds", file=sys.stderr)
+    return trace
+
+
+def cmd_pass(args: argparse.Namespace) -> DiffReport:
+    trace = _load(args.trace)
+    run = trace.find_run(args.kernel, args.target)
+    rules = rules_from_args(args)
+    first = run.find_pass(args.pass_name)
+    last = run.find_pass(args.to) if args.to else first
+    diff = (
+        diff_span(trace, run, args.pass_name, args.to, rules)
+        if args.to
+        else diff_pass(trace, run, args.pass_name, rules)
+    )
+    labels = dict(zip((p.index for p in run.passes), run.occurrence_names(), strict=True))
+    item = PassDiff(run.kernel, run.target, labels[first.index], labels[last.index], diff)
+    return DiffReport(MODE_PASS, rules, pass_diffs=(item,), sources=(args.trace,))
+
+
+def cmd_runs(args: argparse.Namespace) -> DiffReport:
+    old, new = _load(args.old), _load(args.new)
+    rules = rules_from_args(args)
+    comparisons = compare_traces(old, new, rules, kernel=args.kernel, target=args.target)
+    return DiffReport(MODE_RUNS, rules, comparisons=tuple(comparisons), sources=(args.old, args.new))
+
+
+def cmd_targets(args: argparse.Namespace) -> DiffReport:
+    trace = _load(args.trace)
+    rules = rules_from_args(args)
+    if args.target_a == args.target_b:
+        raise UsageError(f"give two different targets; both are {args.target_a!r}")
+    comparison = compare_targets(trace, args.kernel, args.target_a, args.target_b, rules)
+    return DiffReport(MODE_TARGETS, rules, comparisons=(comparison,), sources=(args.trace,))
+
+
+COMMANDS = {"pass": cmd_pass, "runs": cmd_runs, "targets": cmd_targets}
+
+
+def emit(report: DiffReport, args: argparse.Namespace) -> None:
+    """Render ``report`` in the chosen format to stdout or ``--output``."""
+    from passdiff import render
+
+    if args.format == "json":
+        _write(json.dumps(report_document(report, context=args.context), indent=2) + "\n", args.output)
+    elif args.format == "unified":
+        _write(render.render_unified(report, args.context), args.output)
+    elif args.format == "html":
+        output = args.output or "passdiff.html"
+        _write(render.render_html(report, args.context), output)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        from rich.console import Console
+
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                console = Console(file=handle, no_color=True, highlight=False, emoji=False, width=10_000)
+                render.render_terminal(report, console, args.context)
+            return
+        plain = bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
+        console = Console(no_color=plain, highlight=False, emoji=False, soft_wrap=plain)
+        render.render_terminal(report, console, args.context)
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        Path(output).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""passdiff's errors and exit codes.
+
+Errors reuse irtrace's hierarchy (one base, ``IrtraceError``), so a missing kernel, target or pass
+is a ``NotInTraceError`` and a trace of a newer schema a ``TraceFormatError``; only the
+"differences found" outcome is passdiff's own, following diff(1).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, TraceFormatError, UsageError
+
+__all__ = [
+    "DiffOutcome",
+    "ExitCode",
+    "IrtraceError",
+    "NotInTraceError",
+    "PassdiffError",
+    "TraceFormatError",
+    "UsageError",
+    "exit_codes_help",
+]
+
+
+class DiffOutcome(IntEnum):
+    """What a successful comparison found, as diff(1) reports it."""
+
+    SAME = 0
+    """No difference (after normalization)."""
+    DIFFERENT = 1
+    """Differences found."""
+
+
+class PassdiffError(UsageError):
+    """A request that cannot be answered as asked (``--to`` pass before ``--pass``)."""
+
+
+EXIT_CODE_MEANINGS: dict[int, str] = {
+    DiffOutcome.SAME: "no difference (after normalization)",
+    DiffOutcome.DIFFERENT: "differences found",
+    ExitCode.USAGE: "bad command line (unknown option, --to before --pass)",
+    ExitCode.INPUT: "a trace file is missing or unreadable",
+    ExitCode.TRACE_FORMAT: "a trace file is corrupt or of a newer, unknown schema version",
+    ExitCode.NOT_FOUND: "a kernel, target or pass asked for is not in the trace (the message lists what is)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+"""Every exit code of ``passdiff``; enum members carry no docstrings of their own at runtime."""
+
+
+def exit_codes_help() -> str:
+    """The exit-code table at the end of ``passdiff --help``."""
+    rows = [f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()]
+    return "exit codes (0 and 1 as in diff(1)):\n" + "\n".join(rows)

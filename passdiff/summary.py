@@ -1,0 +1,149 @@
+"""A passdiff result as one record (``DiffReport``) and as the documented JSON summary.
+
+The CLI builds a report, then renders it; ``report_document`` is what ``--format json`` prints
+(``docs/passdiff.md`` documents it). No terminal code here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from passdiff.compare import BOTH, PassAlignment, RunComparison
+from passdiff.normalize import NormalizeRules
+from passdiff.textdiff import TextDiff
+
+JSON_SCHEMA = 1
+"""Version of the JSON summary; bumped when a field changes meaning or goes away."""
+
+MODE_PASS = "pass"
+MODE_RUNS = "runs"
+MODE_TARGETS = "targets"
+
+
+@dataclass(frozen=True)
+class PassDiff:
+    """What one pass, or a span of passes, did in one run."""
+
+    kernel: str
+    target: str
+    from_pass: str
+    """``name#N`` of the pass (or the first pass of the span)."""
+    to_pass: str
+    """``name#N`` of the last pass of the span; equal to ``from_pass`` for one pass."""
+    diff: TextDiff
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    """Everything one ``passdiff`` invocation found."""
+
+    mode: str
+    """``pass``, ``runs`` or ``targets``."""
+    rules: NormalizeRules
+    pass_diffs: tuple[PassDiff, ...] = ()
+    """Filled in ``pass`` mode."""
+    comparisons: tuple[RunComparison, ...] = ()
+    """Filled in ``runs`` and ``targets`` modes."""
+    sources: tuple[str, ...] = ()
+    """The trace files compared, for headers."""
+
+    @property
+    def different(self) -> bool:
+        return any(not item.diff.is_empty for item in self.pass_diffs) or any(
+            comparison.different for comparison in self.comparisons
+        )
+
+
+def diff_names(comparison: RunComparison, what: str) -> tuple[str, str]:
+    """``from``/``to`` file names for a unified diff of ``what`` (a pass label or ``source``)."""
+    return (
+        f"a/{comparison.kernel}/{comparison.target_a}/{what}",
+        f"b/{comparison.kernel}/{comparison.target_b}/{what}",
+    )
+
+
+def report_document(report: DiffReport, *, context: int = 3) -> dict[str, Any]:
+    """The JSON summary (schema in ``docs/passdiff.md``)."""
+    return {
+        "format": "passdiff",
+        "schema": JSON_SCHEMA,
+        "mode": report.mode,
+        "traces": list(report.sources),
+        "rules": report.rules.enabled(),
+        "different": report.different,
+        "pass_diffs": [_pass_diff_document(item, context) for item in report.pass_diffs],
+        "comparisons": [_comparison_document(item, context) for item in report.comparisons],
+    }
+
+
+def _diff_document(diff: TextDiff, from_name: str, to_name: str, context: int) -> dict[str, Any]:
+    return {
+        "equal": diff.is_empty,
+        "added": diff.added,
+        "removed": diff.removed,
+        "unified": diff.unified(from_name, to_name, context),
+    }
+
+
+def _pass_diff_document(item: PassDiff, context: int) -> dict[str, Any]:
+    base = f"{item.kernel}/{item.target}"
+    return {
+        "kernel": item.kernel,
+        "target": item.target,
+        "from_pass": item.from_pass,
+        "to_pass": item.to_pass,
+        **_diff_document(
+            item.diff, f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context
+        ),
+    }
+
+
+def _alignment_document(row: PassAlignment) -> dict[str, Any]:
+    return {
+        "pass": row.key[0],
+        "occurrence": row.key[1],
+        "label": row.label,
+        "status": row.status,
+        "index_a": row.a.index if row.a else None,
+        "index_b": row.b.index if row.b else None,
+    }
+
+
+def _comparison_document(item: RunComparison, context: int) -> dict[str, Any]:
+    first = None
+    if item.first_difference is not None and item.diff is not None:
+        first = {
+            **_alignment_document(item.first_difference),
+            "input_differs": item.input_differs,
+            **_diff_document(item.diff, *diff_names(item, item.first_difference.label), context),
+        }
+    return {
+        "kernel": item.kernel,
+        "target_a": item.target_a,
+        "target_b": item.target_b,
+        "presence": item.presence,
+        "different": item.different,
+        "status_a": item.run_a.status if item.run_a else None,
+        "status_b": item.run_b.status if item.run_b else None,
+        "passes_a": len(item.run_a.passes) if item.run_a else None,
+        "passes_b": len(item.run_b.passes) if item.run_b else None,
+        "first_difference": first,
+        "removed_passes": list(item.removed_passes),
+        "added_passes": list(item.added_passes),
+        "moved_passes": list(item.moved_passes),
+        "input": None
+        if item.input_diff is None
+        else {
+            "equal": item.input_diff.is_empty,
+            "added": item.input_diff.added,
+            "removed": item.input_diff.removed,
+        },
+        "source": None
+        if item.source_diff is None
+        else _diff_document(item.source_diff, *diff_names(item, "source"), context),
+        "notes": list(item.notes),
+    }
+
+
+__all__ = ["BOTH", "JSON_SCHEMA", "DiffReport", "PassDiff", "diff_names", "report_document"]

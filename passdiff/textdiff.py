@@ -1,0 +1,329 @@
+"""Line diffs of (normalized) IR texts, word diffs inside changed lines, unified and side-by-side views.
+
+The line matcher maps lines to integers, trims the common head and tail (most passes change a
+small part of the module) and runs ``difflib``'s matcher on what is left, without its
+"popular line" junk heuristic, which would hide changes among IR lines that repeat
+(``T.reads()``). ``bench/diff_speed.py`` measures it against a plain ``difflib`` diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from passdiff.normalize import NormalizeRules, normalize_ir
+
+EQUAL = "equal"
+INSERT = "insert"
+DELETE = "delete"
+REPLACE = "replace"
+
+Opcode = tuple[str, int, int, int, int]
+"""``(tag, i1, i2, j1, j2)`` as ``difflib.SequenceMatcher.get_opcodes`` gives them."""
+
+NO_NEWLINE = "\\ No newline at end of file"
+
+
+@dataclass(frozen=True, slots=True)
+class DiffLine:
+    """One line of a line diff."""
+
+    kind: str
+    """``equal``, ``insert`` or ``delete``."""
+    old_no: int | None
+    """1-based line number in the old text; ``None`` for an inserted line."""
+    new_no: int | None
+    """1-based line number in the new text; ``None`` for a deleted line."""
+    text: str
+    """The line without its newline (normalized text when rules were on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SideBySideRow:
+    """One row of a two-column view: a deleted line faces the inserted line that replaced it."""
+
+    kind: str
+    """``equal``, ``replace``, ``insert`` or ``delete``."""
+    old_no: int | None
+    old_text: str
+    new_no: int | None
+    new_text: str
+
+
+@dataclass(frozen=True)
+class TextDiff:
+    """The line diff of two texts after normalization with ``rules``."""
+
+    before: str
+    """The old text as diffed (normalized; line for line the raw text)."""
+    after: str
+    """The new text as diffed."""
+    rules: NormalizeRules
+    added: int
+    """Lines only in ``after``."""
+    removed: int
+    """Lines only in ``before``."""
+    line_opcodes: tuple[Opcode, ...] = field(default=(), repr=False)
+    """The diff as ``difflib``-style opcodes over 0-based line indexes; ``lines`` is built from it."""
+
+    @cached_property
+    def lines(self) -> tuple[DiffLine, ...]:
+        """The whole diff in order; within a changed block deletions come before insertions.
+
+        Built on first use: the unified and JSON outputs never need one record per line.
+        """
+        old_lines = split_lines(self.before)
+        new_lines = split_lines(self.after)
+        lines: list[DiffLine] = []
+        append = lines.append
+        for tag, i1, i2, j1, j2 in self.line_opcodes:
+            if tag == EQUAL:
+                for k in range(i2 - i1):
+                    append(DiffLine(EQUAL, i1 + k + 1, j1 + k + 1, old_lines[i1 + k]))
+                continue
+            for i in range(i1, i2):
+                append(DiffLine(DELETE, i + 1, None, old_lines[i]))
+            for j in range(j1, j2):
+                append(DiffLine(INSERT, None, j + 1, new_lines[j]))
+        return tuple(lines)
+
+    @property
+    def is_empty(self) -> bool:
+        """No line differs."""
+        return self.added == 0 and self.removed == 0
+
+    def opcodes(self) -> list[Opcode]:
+        """The diff as ``difflib``-style opcodes over line indexes (0-based)."""
+        return list(self.line_opcodes)
+
+    def unified(self, from_name: str = "before", to_name: str = "after", context: int = 3) -> str:
+        """A unified diff that ``patch`` applies to ``before`` to get ``after`` ('' when equal)."""
+        if self.is_empty:
+            return ""
+        old_lines = split_lines(self.before)
+        new_lines = split_lines(self.after)
+        old_open = bool(self.before) and not self.before.endswith("\n")
+        new_open = bool(self.after) and not self.after.endswith("\n")
+        out = [f"--- {from_name}\n", f"+++ {to_name}\n"]
+        for group in grouped_opcodes(self.opcodes(), context):
+            first, last = group[0], group[-1]
+            out.append(
+                f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n",
+            )
+            for tag, i1, i2, j1, j2 in group:
+                if tag == EQUAL:
+                    out.extend(" " + old_lines[i] + "\n" for i in range(i1, i2))
+                    if i2 == len(old_lines) and old_open:
+                        out.append(NO_NEWLINE + "\n")
+                    continue
+                for i in range(i1, i2):
+                    out.append("-" + old_lines[i] + "\n")
+                    if old_open and i == len(old_lines) - 1:
+                        out.append(NO_NEWLINE + "\n")
+                for j in range(j1, j2):
+                    out.append("+" + new_lines[j] + "\n")
+                    if new_open and j == len(new_lines) - 1:
+                        out.append(NO_NEWLINE + "\n")
+        return "".join(out)
+
+    def side_by_side(self, context: int | None = None) -> list[SideBySideRow]:
+        """Rows for a two-column view; with ``context``, only rows within that many of a change.
+
+        Rows left out are unchanged; a jump in line numbers marks where they were.
+        """
+        rows: list[SideBySideRow] = []
+        deleted: list[DiffLine] = []
+        inserted: list[DiffLine] = []
+
+        def flush() -> None:
+            for k in range(max(len(deleted), len(inserted))):
+                old = deleted[k] if k < len(deleted) else None
+                new = inserted[k] if k < len(inserted) else None
+                kind = REPLACE if old and new else (DELETE if old else INSERT)
+                rows.append(
+                    SideBySideRow(
+                        kind,
+                        old.old_no if old else None,
+                        old.text if old else "",
+                        new.new_no if new else None,
+                        new.text if new else "",
+                    )
+                )
+            deleted.clear()
+            inserted.clear()
+
+        for line in self.lines:
+            if line.kind == DELETE:
+                if inserted:
+                    flush()
+                deleted.append(line)
+            elif line.kind == INSERT:
+                inserted.append(line)
+            else:
+                flush()
+                rows.append(SideBySideRow(EQUAL, line.old_no, line.text, line.new_no, line.text))
+        flush()
+        if context is None:
+            return rows
+        changed = [k for k, row in enumerate(rows) if row.kind != EQUAL]
+        keep = [False] * len(rows)
+        for k in changed:
+            for near in range(max(0, k - context), min(len(rows), k + context + 1)):
+                keep[near] = True
+        return [row for row, kept in zip(rows, keep, strict=True) if kept]
+
+
+def diff_texts(before: str, after: str, rules: NormalizeRules = NormalizeRules()) -> TextDiff:  # noqa: B008
+    """Normalize both texts with ``rules`` and diff them line by line."""
+    if rules.any:
+        before = normalize_ir(before, rules)
+        after = normalize_ir(after, rules)
+    opcodes = diff_line_opcodes(_keys(before, split_lines(before)), _keys(after, split_lines(after)))
+    removed = sum(i2 - i1 for tag, i1, i2, _, _ in opcodes if tag != EQUAL)
+    added = sum(j2 - j1 for tag, _, _, j1, j2 in opcodes if tag != EQUAL)
+    return TextDiff(before, after, rules, added, removed, tuple(opcodes))
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split on newlines only (as ``patch`` sees them), without the newline."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _keys(text: str, lines: list[str]) -> list[str]:
+    """The lines to match; a last line without its newline differs from the same line with one."""
+    if lines and not text.endswith("\n"):
+        return [*lines[:-1], lines[-1] + "\0no newline"]
+    return lines
+
+
+# ----------------------------------------------------------------------------- line matching
+
+
+def diff_line_opcodes(old: list[str], new: list[str]) -> list[Opcode]:
+    """Opcodes turning ``old`` into ``new`` (lists of lines)."""
+    ids: dict[str, int] = {}
+    a = [ids.setdefault(line, len(ids)) for line in old]
+    b = [ids.setdefault(line, len(ids)) for line in new]
+    n, m = len(a), len(b)
+    head = 0
+    limit = min(n, m)
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[n - 1 - tail] == b[m - 1 - tail]:
+        tail += 1
+    matches: list[tuple[int, int, int]] = []
+    if head:
+        matches.append((0, 0, head))
+    _match_region(a, b, head, n - tail, head, m - tail, matches)
+    if tail:
+        matches.append((n - tail, m - tail, tail))
+    return _opcodes_from_matches(matches, n, m)
+
+
+def _match_region(
+    a: list[int], b: list[int], alo: int, ahi: int, blo: int, bhi: int, out: list[tuple[int, int, int]]
+) -> None:
+    """Append matching blocks ``(i, j, size)`` of ``a[alo:ahi]`` and ``b[blo:bhi]`` in order.
+
+    ``difflib``'s longest-matching-block recursion, on integers: on real IR pairs it gives
+    smaller diffs than a patience diff, whose unique-line anchors often pair the wrong copies
+    of IR blocks that repeat with small changes.
+    """
+    if alo >= ahi or blo >= bhi:
+        return
+    matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+    for i, j, size in matcher.get_matching_blocks():
+        if size:
+            out.append((alo + i, blo + j, size))
+
+
+def _opcodes_from_matches(matches: list[tuple[int, int, int]], n: int, m: int) -> list[Opcode]:
+    opcodes: list[Opcode] = []
+    i = j = 0
+    for ai, bj, size in [*matches, (n, m, 0)]:
+        if i < ai and j < bj:
+            opcodes.append((REPLACE, i, ai, j, bj))
+        elif i < ai:
+            opcodes.append((DELETE, i, ai, j, bj))
+        elif j < bj:
+            opcodes.append((INSERT, i, ai, j, bj))
+        if size:
+            if opcodes and opcodes[-1][0] == EQUAL:
+                _, i1, _, j1, _ = opcodes.pop()
+                opcodes.append((EQUAL, i1, ai + size, j1, bj + size))
+            else:
+                opcodes.append((EQUAL, ai, ai + size, bj, bj + size))
+        i, j = ai + size, bj + size
+    return opcodes
+
+
+def grouped_opcodes(opcodes: list[Opcode], context: int) -> list[list[Opcode]]:
+    """Hunks: runs of changes with ``context`` equal lines around, as difflib groups them."""
+    if not opcodes:
+        return []
+    codes = list(opcodes)
+    if codes[0][0] == EQUAL:
+        _, i1, i2, j1, j2 = codes[0]
+        codes[0] = (EQUAL, max(i1, i2 - context), i2, max(j1, j2 - context), j2)
+    if codes[-1][0] == EQUAL:
+        _, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = (EQUAL, i1, min(i2, i1 + context), j1, min(j2, j1 + context))
+    groups: list[list[Opcode]] = []
+    group: list[Opcode] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == EQUAL and i2 - i1 > 2 * context:
+            group.append((EQUAL, i1, min(i2, i1 + context), j1, min(j2, j1 + context)))
+            groups.append(group)
+            group = []
+            i1, j1 = max(i1, i2 - context), max(j1, j2 - context)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == EQUAL):
+        groups.append(group)
+    return [g for g in groups if any(code[0] != EQUAL for code in g)]
+
+
+def _range(start: int, stop: int) -> str:
+    """A unified-diff range: ``start,length`` with 1-based start (``0,0`` style when empty)."""
+    length = stop - start
+    if length == 1:
+        return f"{start + 1}"
+    if length == 0:
+        return f"{start},0"
+    return f"{start + 1},{length}"
+
+
+# ----------------------------------------------------------------------------- words
+
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def word_diff(old_line: str, new_line: str) -> list[tuple[str, str]]:
+    """``(kind, fragment)`` pieces of both lines: ``equal`` ones shared, ``delete`` only in the
+    old line, ``insert`` only in the new one. Joining equal+delete gives the old line, and
+    equal+insert the new one."""
+    old_tokens = _TOKEN.findall(old_line)
+    new_tokens = _TOKEN.findall(new_line)
+    matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
+    pieces: list[tuple[str, str]] = []
+
+    def add(kind: str, fragment: str) -> None:
+        if not fragment:
+            return
+        if pieces and pieces[-1][0] == kind:
+            pieces[-1] = (kind, pieces[-1][1] + fragment)
+        else:
+            pieces.append((kind, fragment))
+
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == EQUAL:
+            add(EQUAL, "".join(old_tokens[i1:i2]))
+        else:
+            add(DELETE, "".join(old_tokens[i1:i2]))
+            add(INSERT, "".join(new_tokens[j1:j2]))
+    return pieces

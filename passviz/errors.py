@@ -1,0 +1,18 @@
+"""passviz's errors: subclasses of irtrace's, so the CLI renders them the same way."""
+
+from __future__ import annotations
+
+from irtrace.errors import ExitCode, IrtraceError
+
+
+class GraphvizMissingError(IrtraceError):
+    """Graphviz's ``dot`` program is not installed, so a drawing cannot be rendered."""
+
+    # irtrace's ExitCode has no code for a missing program yet; a missing input is the closest.
+    exit_code = ExitCode.INPUT
+
+
+class RenderError(IrtraceError):
+    """Graphviz ran but failed to render the drawing."""
+
+    exit_code = ExitCode.INPUT

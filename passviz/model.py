@@ -1,0 +1,154 @@
+"""What the browser, the drawing and the report show about a run, as plain data.
+
+Nothing here imports Textual or Graphviz: the three front ends share these rows, filters and the
+pass alignment between runs, and tests can check them without a screen.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from irtrace.trace import PHASE_CHECK, PHASE_CODEGEN, PHASE_FINALIZE, PHASE_LOWER, KernelRun, PassRecord, Trace
+
+PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN)
+
+BAR_BLOCKS = " ▏▎▍▌▋▊▉█"
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    """One pass of a run as every passviz view lists it."""
+
+    record: PassRecord
+    key: tuple[str, int]
+    """(name, occurrence): how a pass is matched across targets and runs."""
+    label: str
+    """``name#N`` when the name occurs more than once in the run, else the name."""
+    share: float
+    """Self time as a share of the run's total self time."""
+
+    @property
+    def index(self) -> int:
+        return self.record.index
+
+
+def pass_entries(run: KernelRun) -> list[PassEntry]:
+    """The run's passes in order, labelled and with their share of the time."""
+    total = sum(p.self_s for p in run.passes) or 1.0
+    counts = Counter(p.name for p in run.passes)
+    seen: Counter[str] = Counter()
+    entries = []
+    for record in run.passes:
+        seen[record.name] += 1
+        label = f"{record.name}#{seen[record.name]}" if counts[record.name] > 1 else record.name
+        entries.append(PassEntry(record, (record.name, seen[record.name]), label, record.self_s / total))
+    return entries
+
+
+def line_counts(trace: Trace, run: KernelRun) -> dict[int, tuple[int, int]]:
+    """Lines added and removed per pass index (the cheap multiset count irtrace uses)."""
+    return {record.index: trace.line_changes(record) for record in run.passes}
+
+
+def run_text_size(trace: Trace, run: KernelRun) -> int:
+    """Characters of distinct IR the run refers to: decides whether counting lines can wait."""
+    shas = {sha for p in run.passes for sha in (p.ir_before, p.ir_after) if sha}
+    return sum(len(trace.texts.get(sha, "")) for sha in shas)
+
+
+@dataclass(frozen=True)
+class PassFilter:
+    """Which passes a list shows. Failed passes are always shown: they are what one looks for."""
+
+    changed_only: bool = False
+    name: str = ""
+    """Case-insensitive substring of the pass name."""
+    phase: str = ""
+    """One of ``PHASES``, or '' for all."""
+
+    @property
+    def active(self) -> bool:
+        return self.changed_only or bool(self.name) or bool(self.phase)
+
+    def admits(self, record: PassRecord) -> bool:
+        if self.phase and record.phase != self.phase:
+            return False
+        if self.name and self.name.lower() not in record.name.lower():
+            return False
+        return not self.changed_only or record.changed or record.failed
+
+
+def aligned_pass(run_from: KernelRun, record: PassRecord, run_to: KernelRun) -> PassRecord | None:
+    """The pass of ``run_to`` matching ``record`` by (name, occurrence), through passdiff's alignment.
+
+    When ``run_to`` has no such pass (the backends part ways there), the nearest shared pass
+    before it is taken, so switching targets never jumps back to the start.
+    """
+    from passdiff import align_passes
+
+    if not run_to.passes:
+        return None
+    previous: PassRecord | None = None
+    for alignment in align_passes(run_from, run_to):
+        if alignment.b is not None and alignment.a is not None:
+            previous = alignment.b
+        if alignment.a is not None and alignment.a.index == record.index:
+            if alignment.b is not None:
+                return alignment.b
+            return previous or run_to.passes[0]
+    return previous or run_to.passes[0]
+
+
+def next_matching(
+    entries: Sequence[PassEntry], current: int | None, forward: bool, wanted: str
+) -> PassEntry | None:
+    """The next (or previous) entry after ``current`` that is ``changed`` or ``failed``; wraps around."""
+    if not entries:
+        return None
+    indices = [e.index for e in entries]
+    start = indices.index(current) if current in indices else (-1 if forward else len(entries))
+    order = list(range(start + 1, len(entries))) + list(range(0, start + 1))
+    if not forward:
+        order = list(range(start - 1, -1, -1)) + list(range(len(entries) - 1, start - 1, -1))
+    for position in order:
+        record = entries[position].record
+        if (wanted == "changed" and record.changed) or (wanted == "failed" and record.failed):
+            return entries[position]
+    return None
+
+
+def time_bar(share: float, width: int) -> str:
+    """A bar of ``width`` cells filled in eighths for ``share`` in [0, 1]."""
+    eighths = round(max(0.0, min(1.0, share)) * width * 8)
+    full, rest = divmod(eighths, 8)
+    bar = "█" * full + (BAR_BLOCKS[rest] if rest else "")
+    return bar.ljust(width)
+
+
+def format_ms(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2f} ms"
+
+
+def ir_language(record: PassRecord | None) -> str:
+    """Pygments lexer for the text after a pass: TVMScript is Python, kernel sources are C-like."""
+    return "cpp" if record is not None and record.phase == PHASE_CODEGEN else "python"
+
+
+def run_label(run: KernelRun) -> str:
+    mark = {"ok": "", "failed": " ✗", "incomplete": " …"}.get(run.status, "")
+    return f"{run.target}{mark}"
+
+
+def with_fixed_times(trace: Trace) -> Trace:
+    """A copy whose pass times are a fixed function of the pass index (for stable screenshots)."""
+    runs = []
+    for run in trace.runs:
+        passes = tuple(
+            replace(p, start_s=p.index * 0.001, wall_s=0.0005 * (1 + p.index % 7), self_s=0.0005 * (1 + p.index % 7))
+            for p in run.passes
+        )
+        runs.append(replace(run, passes=passes, total_s=0.1))
+    return replace(trace, runs=tuple(runs))

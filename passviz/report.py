@@ -1,0 +1,196 @@
+"""One self-contained HTML report of a trace: runs, pass lists, a time chart, diffs and drawings.
+
+The page is built in memory and written once at the end (TileLang's own tool rewrites its HTML
+after every pass). It holds no scripts and refers to nothing outside itself: styles are inline,
+the drawings are inline SVG, and links only point inside the page.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from irtrace.report import totals_by_pass
+from irtrace.trace import KernelRun, Trace
+from passviz.drawing import pipe, pipeline_graph
+from passviz.errors import GraphvizMissingError
+from passviz.model import format_ms, pass_entries
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+h1, h2, h3 { font-weight: 600; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; } td, th { padding: 2px 8px; text-align: left; vertical-align: top; }
+th { border-bottom: 1px solid #ccc; } tr:hover td { background: #f6f6f6; }
+.num { text-align: right; font-variant-numeric: tabular-nums; }
+.bar { display: inline-block; height: 10px; background: #f28e2b; vertical-align: middle; }
+.failed, .failed a { color: #c62828; font-weight: 600; } .unchanged { color: #888; }
+.add { color: #2e7d32; } .del { color: #c62828; } .error { background: #fdecea; padding: .5em; white-space: pre-wrap; }
+pre.diff { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto; font-size: 12px; }
+pre.diff .i { background: #e6ffed; display: block; } pre.diff .d { background: #ffeef0; display: block; }
+pre.diff .h { color: #6f42c1; display: block; }
+details > summary { cursor: pointer; } .drawing svg { max-width: 100%; height: auto; }
+code { font-size: 12px; }
+"""
+
+
+def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title: str | None = None) -> str:
+    """The whole page for ``runs`` (all runs of the trace by default)."""
+    runs = list(trace.runs if runs is None else runs)
+    name = Path(trace.path).name if trace.path else "trace"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_e(title or f'passviz report: {name}')}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>{_e(title or f'passviz report: {name}')}</h1>",
+        f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {len({r.kernel for r in runs})} kernel(s).",
+        " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>drawings</a>"
+        " · <a href='#passes'>passes and diffs</a>.</p>",
+        _runs_table(runs),
+        _time_chart(runs),
+        _drawings(trace, runs),
+        '<h2 id="passes">Passes and diffs</h2>',
+        *(_run_section(trace, run) for run in runs),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_report(
+    trace: Trace, output: str | os.PathLike[str], runs: Sequence[KernelRun] | None = None
+) -> Path:
+    """Builds the page, then writes it in one go (a temporary file renamed into place)."""
+    path = Path(output)
+    page = report_html(trace, runs)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(page, encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _run_anchor(run: KernelRun) -> str:
+    return f"run{run.run_id}"
+
+
+def _runs_table(runs: Sequence[KernelRun]) -> str:
+    rows = []
+    for run in runs:
+        changed = sum(p.changed for p in run.passes)
+        lowered = format_ms(run.total_s) if run.total_s is not None else "-"
+        css = ' class="failed"' if run.status == "failed" else ""
+        rows.append(
+            f"<tr{css}><td><a href='#{_run_anchor(run)}'>{_e(run.kernel)}</a></td><td>{_e(run.target)}</td>"
+            f"<td>{_e(run.status)}</td><td class='num'>{len(run.passes)}</td><td class='num'>{changed}</td>"
+            f"<td class='num'>{lowered}</td><td>{_e(run.error or '')}</td></tr>"
+        )
+    return (
+        '<h2 id="runs">Runs</h2><table><tr><th>kernel</th><th>target</th><th>status</th><th>passes</th>'
+        "<th>changed</th><th>lowering</th><th>error</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _time_chart(runs: Sequence[KernelRun]) -> str:
+    totals = totals_by_pass(runs)[:25]
+    longest = max((t.total_s for t in totals), default=0.0) or 1.0
+    rows = [
+        f"<tr><td><code>{_e(t.name)}</code></td><td class='num'>{t.count}</td>"
+        f"<td class='num'>{format_ms(t.total_s)}</td><td class='num'>{t.share:.1%}</td>"
+        f"<td><span class='bar' style='width:{300 * t.total_s / longest:.0f}px'></span></td></tr>"
+        for t in totals
+    ]
+    per_run = max((sum(p.self_s for p in r.passes) for r in runs), default=0.0) or 1.0
+    run_rows = [
+        f"<tr><td>{_e(r.kernel)} @ {_e(r.target)}</td><td class='num'>"
+        f"{format_ms(sum(p.self_s for p in r.passes))}</td><td><span class='bar' "
+        f"style='width:{300 * sum(p.self_s for p in r.passes) / per_run:.0f}px'></span></td></tr>"
+        for r in runs
+    ]
+    return (
+        '<h2 id="time">Time</h2><h3>Pass time per run</h3><table>'
+        + "".join(run_rows)
+        + "</table><h3>Passes taking the most time, over all runs</h3>"
+        "<table><tr><th>pass</th><th>runs</th><th>self time</th><th>share</th><th></th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _drawings(trace: Trace, runs: Sequence[KernelRun]) -> str:
+    parts = ['<h2 id="drawings">Drawings</h2>', "<p>Unchanged passes are folded; aligned passes share a row.</p>"]
+    for kernel in dict.fromkeys(run.kernel for run in runs):
+        lanes = [run for run in runs if run.kernel == kernel]
+        try:
+            svg = pipe(pipeline_graph(trace, lanes, fold=True), "svg").decode("utf-8")
+        except GraphvizMissingError as error:
+            print(f"passviz: warning: {error.message}; the report has no drawings", file=sys.stderr)
+            parts.append(f"<p class='failed'>No drawing: {_e(error.message)}</p>")
+            break
+        parts.append(f"<h3>{_e(kernel)}</h3><div class='drawing'>{_inline_svg(svg)}</div>")
+    return "\n".join(parts)
+
+
+def _inline_svg(svg: str) -> str:
+    """Graphviz's SVG without its XML prologue, DTD and namespace URLs (not needed inline in HTML)."""
+    start = svg.find("<svg")
+    svg = svg[start:] if start >= 0 else svg
+    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
+    return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
+
+
+def _run_section(trace: Trace, run: KernelRun) -> str:
+    from passdiff import NormalizeRules, diff_texts
+
+    rows = []
+    diffs = []
+    for entry in pass_entries(run):
+        record = entry.record
+        added, removed = trace.line_changes(record)
+        anchor = f"{_run_anchor(run)}-p{record.index}"
+        name = _e(entry.label)
+        if record.changed or record.failed:
+            name = f"<a href='#{anchor}'>{name}</a>"
+        css = "failed" if record.failed else "" if record.changed else "unchanged"
+        lines = f"<span class='add'>+{added}</span> <span class='del'>-{removed}</span>" if record.changed else ""
+        rows.append(
+            f"<tr class='{css}'><td class='num'>{record.index}</td>"
+            f"<td>{'&nbsp;&nbsp;' * record.depth}{name}</td><td>{_e(record.phase)}</td><td>{_e(record.scope)}</td>"
+            f"<td class='num'>{format_ms(record.self_s)}</td>"
+            f"<td><span class='bar' style='width:{120 * entry.share:.0f}px'></span></td><td>{lines}</td></tr>"
+        )
+        if record.failed:
+            diffs.append(
+                f"<details open id='{anchor}'><summary class='failed'>{_e(entry.label)}: failed</summary>"
+                f"<div class='error'>{_e(record.error or '')}</div></details>"
+            )
+        elif record.changed:
+            diff = diff_texts(trace.ir_before(record), trace.ir_after(record), NormalizeRules())
+            body = _diff_html(diff.unified(f"before {entry.label}", f"after {entry.label}"))
+            diffs.append(
+                f"<details id='{anchor}'><summary>{_e(entry.label)} "
+                f"<span class='add'>+{diff.added}</span> <span class='del'>-{diff.removed}</span></summary>"
+                f"<pre class='diff'>{body or '(only normalized-away changes)'}</pre></details>"
+            )
+    status = f" <span class='failed'>failed: {_e(run.error or '')}</span>" if run.status == "failed" else ""
+    return (
+        f"<h3 id='{_run_anchor(run)}'>{_e(run.kernel)} @ {_e(run.target)}</h3>"
+        f"<p><code>{_e(run.spec)}</code>{status}</p>"
+        "<details><summary>pass list</summary><table><tr><th>#</th><th>pass</th><th>phase</th><th>scope</th>"
+        "<th>self time</th><th>share</th><th>lines</th></tr>" + "".join(rows) + "</table></details>"
+        "<p>Diffs of the passes that changed the IR:</p>" + "".join(diffs)
+    )
+
+
+def _diff_html(unified: str) -> str:
+    out = []
+    for line in unified.splitlines():
+        css = "h" if line.startswith(("@@", "---", "+++")) else "i" if line[:1] == "+" else "d" if line[:1] == "-" else ""
+        out.append(f"<span class='{css}'>{_e(line)}</span>" if css else _e(line) + "\n")
+    return "".join(out)

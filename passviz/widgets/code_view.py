@@ -1,0 +1,313 @@
+"""A virtualised, syntax-highlighted view of IR text or of a diff.
+
+Only the rows on screen are highlighted and rendered (Textual's line API), so an IR of tens of
+thousands of lines scrolls as fast as a short one. Rows come from a sequence that may build them
+on demand; see ``IrRows``, ``UnifiedRows`` and ``SideBySideRows``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from passviz.highlight import highlighter
+
+INSERT_BG = Style(bgcolor="#15391f")
+DELETE_BG = Style(bgcolor="#45181d")
+INSERT_WORD_BG = Style(bgcolor="#2b7a3e")
+DELETE_WORD_BG = Style(bgcolor="#8c2c36")
+NOTE_STYLE = Style(color="#9a9a9a", italic=True)
+GUTTER_STYLE = Style(color="#6c6c6c")
+SEPARATOR_STYLE = Style(color="#4a4a4a")
+MARKERS = {"insert": "+", "delete": "-"}
+BACKGROUNDS = {"insert": INSERT_BG, "delete": DELETE_BG}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One column of one row: line numbers, text and how it differs."""
+
+    kind: str
+    """``text`` (plain IR), ``equal``, ``insert``, ``delete``, ``blank`` or ``note``."""
+    numbers: tuple[int | None, ...]
+    text: str
+    changed_spans: tuple[tuple[int, int], ...] = ()
+    """Character ranges a word diff marks as changed within the line."""
+
+
+Row = tuple[Cell, ...]
+"""One cell, or two for side by side."""
+
+
+class IrRows(Sequence[Row]):
+    """An IR text as numbered rows, built only when looked at."""
+
+    columns = 1
+    numbered = 1
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return (Cell("text", (index + 1,), self.lines[index]),)
+
+
+class UnifiedRows(Sequence[Row]):
+    """passdiff's diff lines, with old and new line numbers."""
+
+    columns = 1
+    numbered = 2
+
+    def __init__(self, lines: Sequence[Any]) -> None:
+        self.lines = lines
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        line = self.lines[index]
+        return (Cell(line.kind, (line.old_no, line.new_no), line.text),)
+
+
+class SideBySideRows(Sequence[Row]):
+    """passdiff's side-by-side rows; replaced lines get a word diff when first shown."""
+
+    columns = 2
+    numbered = 1
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self.rows = rows
+        self._built: dict[int, Row] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        built = self._built.get(index)
+        if built is None:
+            built = self._build(self.rows[index])
+            self._built[index] = built
+        return built
+
+    @staticmethod
+    def _build(row: Any) -> Row:
+        old_kind, new_kind = {
+            "equal": ("equal", "equal"),
+            "replace": ("delete", "insert"),
+            "delete": ("delete", "blank"),
+            "insert": ("blank", "insert"),
+        }[row.kind]
+        if row.old_text is None:
+            old_kind = "blank"
+        if row.new_text is None:
+            new_kind = "blank"
+        old_spans: list[tuple[int, int]] = []
+        new_spans: list[tuple[int, int]] = []
+        if row.kind == "replace" and row.old_text is not None and row.new_text is not None:
+            from passdiff import word_diff
+
+            old_at = new_at = 0
+            for kind, fragment in word_diff(row.old_text, row.new_text):
+                size = len(fragment)
+                if kind in ("equal", "delete", "replace"):
+                    if kind != "equal":
+                        old_spans.append((old_at, old_at + size))
+                    old_at += size
+                if kind in ("equal", "insert", "replace"):
+                    if kind != "equal":
+                        new_spans.append((new_at, new_at + size))
+                    new_at += size
+        return (
+            Cell(old_kind, (row.old_no,), row.old_text or "", tuple(old_spans)),
+            Cell(new_kind, (row.new_no,), row.new_text or "", tuple(new_spans)),
+        )
+
+
+class NoteRows(Sequence[Row]):
+    """A few lines of explanation in place of IR (no diff, still computing)."""
+
+    columns = 1
+    numbered = 0
+
+    def __init__(self, *lines: str) -> None:
+        self.lines = lines
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return (Cell("note", (), self.lines[index]),)
+
+
+class CodeView(ScrollView, can_focus=True):
+    """Shows rows of IR or diff; highlights and renders only what is on screen."""
+
+    DEFAULT_CSS = """
+    CodeView { background: $surface; }
+    """
+
+    language: reactive[str] = reactive("python")
+    """Pygments lexer name for the text."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._rows: Sequence[Row] = NoteRows()
+        self._max_text = 0
+        self._digits = 1
+
+    # ------------------------------------------------------------------ content
+
+    def show(self, rows: Sequence[Row], language: str = "python", *, keep_scroll: bool = False) -> None:
+        """Replace the content; ``keep_scroll`` keeps the position (same pass on another target)."""
+        self._rows = rows
+        self.language = language
+        texts = _row_texts(rows)
+        self._max_text = max((len(t) for t in texts), default=0)
+        largest = max((n for row in _sample_numbers(rows) for n in row if n), default=len(rows))
+        self._digits = len(str(max(largest, len(rows), 1)))
+        self._update_virtual_size()
+        if not keep_scroll:
+            self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    @property
+    def rows(self) -> Sequence[Row]:
+        return self._rows
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def kind(self) -> str:
+        return type(self._rows).__name__
+
+    @property
+    def document_text(self) -> str:
+        """The content as plain text (IR as is; diffs with +/- markers; side by side with ' | ')."""
+        rows = self._rows
+        if isinstance(rows, IrRows):
+            return "\n".join(rows.lines)
+        out = []
+        for row in rows:
+            out.append(" | ".join(MARKERS.get(cell.kind, " ") + cell.text for cell in row))
+        return "\n".join(out)
+
+    # ------------------------------------------------------------------ rendering
+
+    def _gutter_width(self) -> int:
+        numbered = getattr(self._rows, "numbered", 1)
+        return numbered * (self._digits + 1) + 2 if numbered else 1
+
+    def _update_virtual_size(self) -> None:
+        columns = getattr(self._rows, "columns", 1)
+        gutter = self._gutter_width()
+        if columns == 1:
+            width = gutter + self._max_text
+        else:
+            half = max(1, (self.scrollable_content_region.width - 1) // 2)
+            width = self.scrollable_content_region.width + max(0, gutter + self._max_text - half)
+        self.virtual_size = Size(width, len(self._rows))
+
+    def on_resize(self) -> None:
+        self._update_virtual_size()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= len(self._rows) or width <= 0:
+            return Strip.blank(width, base)
+        row = self._rows[index]
+        if len(row) == 1:
+            segments = self._render_cell(row[0], width, scroll_x)
+        else:
+            half = (width - 1) // 2
+            segments = [
+                *self._render_cell(row[0], half, scroll_x),
+                Segment("│", SEPARATOR_STYLE),
+                *self._render_cell(row[1], width - 1 - half, scroll_x),
+            ]
+        return Strip(Segment.apply_style(segments, base), width)
+
+    def _render_cell(self, cell: Cell, width: int, scroll_x: int) -> list[Segment]:
+        if width <= 0:
+            return []
+        if cell.kind == "note":
+            text = Text(cell.text, style=NOTE_STYLE, end="", no_wrap=True)
+            return Segment.adjust_line_length(list(text.render(self.app.console)), width)
+        digits = self._digits
+        gutter = " ".join(f"{'' if n is None else n:>{digits}}" for n in cell.numbers)
+        marker = MARKERS.get(cell.kind, " ")
+        gutter = f"{gutter} {marker} " if cell.numbers else f"{marker}"
+        background = BACKGROUNDS.get(cell.kind)
+        content_width = max(0, width - len(gutter))
+        if cell.kind == "blank":
+            content = Text("", end="")
+        else:
+            content = highlighter(self.language).highlight(cell.text)
+            if cell.changed_spans:
+                content = content.copy()
+                strong = DELETE_WORD_BG if cell.kind == "delete" else INSERT_WORD_BG
+                for start, end in cell.changed_spans:
+                    content.stylize(strong, start, end)
+        visible = content[scroll_x : scroll_x + content_width] if scroll_x or len(content) > content_width else content
+        segments = [Segment(gutter[:width], GUTTER_STYLE), *visible.render(self.app.console)]
+        segments = Segment.adjust_line_length(segments, width)
+        if background is not None:
+            segments = list(Segment.apply_style(segments, background))
+        return segments
+
+
+def _row_texts(rows: Sequence[Row]) -> list[str]:
+    if isinstance(rows, IrRows):
+        return rows.lines
+    if isinstance(rows, UnifiedRows):
+        return [line.text for line in rows.lines]
+    if isinstance(rows, SideBySideRows):
+        return [max(r.old_text or "", r.new_text or "", key=len) for r in rows.rows]
+    return [cell.text for row in rows for cell in row]
+
+
+def _sample_numbers(rows: Sequence[Row]) -> list[tuple[int | None, ...]]:
+    """Line numbers of the last rows: the widest ones, without building every row."""
+    if not len(rows):
+        return []
+    return [cell.numbers for row in rows[max(0, len(rows) - 3) :] for cell in row]

@@ -1,0 +1,55 @@
+"""One or two lines about the selected pass: where it ran, its time, what it changed, its error."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from irtrace.trace import KernelRun
+from passviz.model import PassEntry, format_ms
+
+
+class PassHeader(Static):
+    """Names the selected pass; a failed pass shows its error in red."""
+
+    DEFAULT_CSS = """
+    PassHeader { height: auto; padding: 0 1; background: $boost; }
+    """
+
+    def show_pass(
+        self,
+        run: KernelRun,
+        entry: PassEntry | None,
+        counts: tuple[int, int] | None,
+        *,
+        show_times: bool = True,
+        note: str = "",
+    ) -> None:
+        text = Text()
+        text.append(f"{run.kernel} @ {run.target}", style="bold")
+        if entry is None:
+            text.append("  no pass selected", style="dim")
+            self.update(text)
+            return
+        record = entry.record
+        text.append("  ›  ")
+        text.append(entry.label, style="bold red" if record.failed else "bold cyan")
+        where = [record.phase, record.pipeline or "", record.scope]
+        text.append("  " + " · ".join(x for x in where if x), style="dim")
+        if show_times:
+            text.append(f"  {format_ms(record.wall_s)} ({entry.share:.0%})")
+        if record.failed:
+            text.append("  FAILED", style="bold white on red")
+        elif record.changed:
+            added, removed = counts if counts else (0, 0)
+            text.append("  changed ", style="green")
+            text.append(f"+{added}", style="green")
+            text.append(f" -{removed}", style="red")
+        else:
+            text.append("  unchanged", style="dim")
+        if note:
+            text.append(f"  {note}", style="yellow")
+        if record.failed and record.error:
+            text.append("\n")
+            text.append(record.error, style="red")
+        self.update(text)

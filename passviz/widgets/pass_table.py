@@ -1,0 +1,113 @@
+"""The list of a run's passes: nesting, phase, scope, a time bar and +/- lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from passviz.model import PassEntry, format_ms, time_bar
+from passviz.widgets.messages import PassChosen
+
+BAR_WIDTH = 8
+SCOPES = {"module": "", "host": "host", "device": "dev"}
+"""Short scope names; before the host/device split the cell stays empty."""
+
+
+class PassTable(DataTable[Text | str]):
+    """One row per pass; moving the cursor posts ``PassChosen``."""
+
+    DEFAULT_CSS = """
+    PassTable { height: 1fr; }
+    """
+
+    def __init__(self, *, show_times: bool = True, id: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, id=id)
+        self.show_times = show_times
+        self._entries: list[PassEntry] = []
+        self._quiet = False
+
+    def on_mount(self) -> None:
+        self.add_column(" ", key="mark", width=1)
+        self.add_column("pass", key="pass")
+        self.add_column("phase", key="phase")
+        self.add_column("scope", key="scope")
+        if self.show_times:
+            self.add_column("time", key="time")
+        self.add_column("+/-", key="lines")
+
+    @property
+    def entries(self) -> list[PassEntry]:
+        return self._entries
+
+    @property
+    def selected_index(self) -> int | None:
+        """``PassRecord.index`` under the cursor."""
+        if not self._entries or self.cursor_row < 0 or self.cursor_row >= len(self._entries):
+            return None
+        return self._entries[self.cursor_row].index
+
+    def show_entries(
+        self,
+        entries: Sequence[PassEntry],
+        counts: Mapping[int, tuple[int, int]] | None,
+        select: int | None,
+    ) -> None:
+        """Fill the table; ``counts`` may be ``None`` while they are computed; cursor onto ``select``."""
+        self._quiet = True
+        try:
+            self.clear()
+            self._entries = list(entries)
+            for entry in self._entries:
+                record = entry.record
+                cells: list[Text | str] = [
+                    _mark(entry),
+                    Text("  " * record.depth + entry.label, style="bold red" if record.failed else ""),
+                    record.phase,
+                    SCOPES.get(record.scope, record.scope),
+                ]
+                if self.show_times:
+                    cells.append(Text(f"{time_bar(entry.share, BAR_WIDTH)} {format_ms(record.self_s):>7}"))
+                cells.append(_lines_cell(record.changed, counts.get(record.index) if counts else None))
+                self.add_row(*cells, key=str(record.index))
+        finally:
+            self._quiet = False
+        self.move_to(select)
+
+    def move_to(self, index: int | None) -> None:
+        """Put the cursor on the pass with this index (the first row if it is not listed)."""
+        row = next((i for i, e in enumerate(self._entries) if e.index == index), 0)
+        if self._entries:
+            self.move_cursor(row=row, animate=False, scroll=True)
+            self.post_message(PassChosen(self._entries[row].index))
+
+    def update_counts(self, counts: Mapping[int, tuple[int, int]]) -> None:
+        for entry in self._entries:
+            self.update_cell(
+                str(entry.index), "lines", _lines_cell(entry.record.changed, counts.get(entry.index))
+            )
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if self._quiet or event.row_key.value is None:
+            return
+        self.post_message(PassChosen(int(event.row_key.value)))
+
+
+def _mark(entry: PassEntry) -> Text:
+    if entry.record.failed:
+        return Text("✗", style="bold red")
+    return Text("●", style="green") if entry.record.changed else Text("·", style="dim")
+
+
+def _lines_cell(changed: bool, counts: tuple[int, int] | None) -> Text:
+    if not changed:
+        return Text("")
+    if counts is None:
+        return Text("…", style="dim")
+    added, removed = counts
+    text = Text()
+    text.append(f"+{added}", style="green")
+    text.append(f" -{removed}", style="red")
+    return text

@@ -1,0 +1,103 @@
+"""A real tilelang-lsp server (and its real worker) per test module, driven by pytest-lsp."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import make_test_lsp_client
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+DATA = Path(__file__).resolve().parent / "data"
+SERVER = [sys.executable, "-m", "tilelang_lsp.cli"]
+
+
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client, also keeping every publishDiagnostics with its version."""
+    client = make_test_lsp_client()
+    client.published = []  # type: ignore[attr-defined]
+    original = client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def publish(params: types.PublishDiagnosticsParams) -> None:
+        client.published.append(params)  # type: ignore[attr-defined]
+        original(params)
+
+    client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+    return client
+
+
+CONFIG = ClientServerConfig(server_command=SERVER, client_factory=recording_client)
+
+
+async def start(client: LanguageClient, **options: Any) -> None:
+    """Initialize with inlay-hint and code-lens refresh support and the given options."""
+    capabilities = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True),
+            code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
+        )
+    )
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities, root_uri=ROOT.as_uri(), initialization_options=options
+        )
+    )
+
+
+def open_file(client: LanguageClient, path: Path, text: str | None = None, version: int = 1) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text or path.read_text())
+        )
+    )
+    return uri
+
+
+def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def wait_published(client: LanguageClient, uri: str, version: int, timeout: float = 120) -> types.PublishDiagnosticsParams:
+    """The first diagnostics published for ``uri`` at ``version``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for params in client.published:  # type: ignore[attr-defined]
+            if params.uri == uri and params.version == version:
+                return params
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"no diagnostics for {uri} version {version}")
+
+
+async def hints(client: LanguageClient, uri: str) -> list[types.InlayHint]:
+    result = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(0, 0), end=types.Position(10_000, 0)),
+        )
+    )
+    return list(result or [])
+
+
+def whole_file_server(**options: Any):  # type: ignore[no-untyped-def]
+    """A module-scoped fixture: one server for the tests of a module."""
+
+    @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
+    async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+        await start(lsp_client, **options)
+        yield
+        await lsp_client.shutdown_session()
+
+    return client

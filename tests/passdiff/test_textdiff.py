@@ -1,0 +1,123 @@
+"""Normalization rules and text diffs, on real IR from the recorded GEMM."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from irtrace.trace import Trace
+from passdiff import NormalizeRules, diff_texts, normalize_ir, word_diff
+from passdiff.textdiff import split_lines
+
+RAW = NormalizeRules.none()
+
+
+def _ir(trace: Trace, target: str, query: str) -> str:
+    run = trace.find_run("matmul", target)
+    return trace.ir_after(run.find_pass(query))
+
+
+def _renumber(text: str, shift: int) -> str:
+    """A pure renaming: every numbered variable ``base_N`` becomes ``base_{N+shift}``."""
+    return re.sub(r"\b([A-Za-z_]\w*?)_(\d+)\b(?!\")", lambda m: f"{m[1]}_{int(m[2]) + shift}", text)
+
+
+def test_pure_renaming_is_no_difference_with_renaming_on_and_one_with_it_off(gemm_trace: Trace) -> None:
+    # After LowerOpaqueBlock the GEMM holds many numbered variables (mbarrier_1, C_local_1, ...).
+    before = _ir(gemm_trace, "cuda:sm_90", "tl.LowerOpaqueBlock")
+    renamed = _renumber(before, 7)
+    assert renamed != before
+    numbered = set(re.findall(r"\b[A-Za-z_]\w*?_\d+\b", before))
+    assert len(numbered) >= 3, numbered
+
+    with_renaming = diff_texts(before, renamed, NormalizeRules(rename_vars=True))
+    without = diff_texts(before, renamed, NormalizeRules(rename_vars=False))
+    assert with_renaming.is_empty
+    assert not without.is_empty
+    changed = {line.text for line in without.lines if line.kind != "equal"}
+    assert all(re.search(r"_\d+\b", text) for text in changed)
+    assert "rename_vars" in with_renaming.rules.enabled()
+    assert "rename_vars" not in without.rules.enabled()
+
+
+def test_renaming_does_not_hide_a_real_change(gemm_trace: Trace) -> None:
+    before = _ir(gemm_trace, "cuda:sm_90", "tl.LowerOpaqueBlock")
+    line = next(line for line in before.splitlines() if "threadIdx.x" in line)
+    edited = _renumber(before, 3).replace(line, line.replace("threadIdx.x", "threadIdx.y"))
+    diff = diff_texts(before, edited, NormalizeRules(rename_vars=True))
+    assert (diff.added, diff.removed) == (1, 1)
+
+
+def test_target_masking_hides_only_the_target_json(gemm_trace: Trace) -> None:
+    cuda = _ir(gemm_trace, "cuda:sm_90", "tirx.BindTarget")
+    hip = _ir(gemm_trace, "hip:gfx942", "tirx.BindTarget")
+    assert '"sm_90"' in cuda and '"gfx942"' in hip
+    assert not diff_texts(cuda, hip, RAW).is_empty
+    masked = diff_texts(cuda, hip, NormalizeRules())
+    assert masked.is_empty
+    assert "sm_90" not in masked.before and "T.target(<target>)" in masked.before
+    # Lines are kept one for one, so line numbers point into the raw IR.
+    assert len(masked.before.splitlines()) == len(cuda.splitlines())
+
+
+def test_metadata_and_address_masks() -> None:
+    old = 'T.sblock_attr({"layout_map": {A: metadata["tl.Layout"][0]}}) # at 0x7f3a5c2b1e90, 0xFFFFFFFF'
+    new = 'T.sblock_attr({"layout_map": {A: metadata["tl.Layout"][3]}}) # at 0x55d1e3a9c010, 0xFFFFFFFF'
+    assert diff_texts(old, new).is_empty
+    assert normalize_ir(old).endswith("0x<addr>, 0xFFFFFFFF")
+    only_addresses = NormalizeRules(mask_metadata=False)
+    assert (diff_texts(old, new, only_addresses).added, diff_texts(old, new, RAW).added) == (1, 1)
+    assert NormalizeRules().enabled() == ["mask_targets", "mask_addresses", "mask_metadata"]
+    assert RAW.enabled() == []
+
+
+def test_line_diff_round_trips_and_unified_applies_with_patch(gemm_trace: Trace, tmp_path) -> None:
+    run = gemm_trace.find_run("matmul", "cuda:sm_90")
+    record = run.find_pass("tl.LowerTileOp")
+    before, after = gemm_trace.ir_before(record), gemm_trace.ir_after(record)
+    diff = diff_texts(before, after, RAW)
+    assert [x.text for x in diff.lines if x.kind != "insert"] == split_lines(before)
+    assert [x.text for x in diff.lines if x.kind != "delete"] == split_lines(after)
+    assert diff.added - diff.removed == len(split_lines(after)) - len(split_lines(before))
+    target = tmp_path / "ir.py"
+    target.write_text(before)
+    subprocess.run(["patch", "-s", str(target)], input=diff.unified(), text=True, check=True)
+    assert target.read_text() == after
+
+
+def test_side_by_side_pairs_replaced_lines(gemm_trace: Trace) -> None:
+    run = gemm_trace.find_run("matmul", "cuda:sm_90")
+    record = run.find_pass("tl.LayoutInference")
+    diff = diff_texts(gemm_trace.ir_before(record), gemm_trace.ir_after(record), RAW)
+    rows = diff.side_by_side()
+    assert sum(row.old_no is not None for row in rows) == len(split_lines(diff.before))
+    assert sum(row.new_no is not None for row in rows) == len(split_lines(diff.after))
+    assert any(row.kind == "replace" for row in rows)
+    near = diff.side_by_side(context=1)
+    assert 0 < len(near) < len(rows)
+    assert all(row.kind != "equal" or row.old_text == row.new_text for row in near)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('tx = T.launch_thread("threadIdx.x", 256)', 'tx = T.launch_thread("threadIdx.x", 128)'),
+        ("C_local = T.alloc(1)", "C_local_1 = T.alloc(1)  # moved"),
+        ("", "a b"),
+    ],
+)
+def test_word_diff_rebuilds_both_lines(old: str, new: str) -> None:
+    pieces = word_diff(old, new)
+    assert "".join(f for kind, f in pieces if kind != "insert") == old
+    assert "".join(f for kind, f in pieces if kind != "delete") == new
+    if old.startswith("tx"):
+        assert ("delete", "256") in pieces and ("insert", "128") in pieces
+
+
+def test_library_imports_no_terminal_or_compiler_code() -> None:
+    code = "import sys, passdiff; print(sorted(m for m in ('rich', 'tilelang', 'tvm') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,244 @@
+"""The pass browser driven with Textual's Pilot, asserting on what it selects and shows."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from passdiff import diff_texts
+
+from irtrace.trace import Trace, TraceWriter, load_trace
+from passviz.app import KEYS, PassvizApp, key_help
+from passviz.widgets.code_view import CodeView
+from passviz.widgets.help_screen import HelpScreen
+from passviz.widgets.pass_header import PassHeader
+from passviz.widgets.pass_table import PassTable
+
+SIZE = (160, 45)
+
+
+def run_of(trace: Trace, target: str):
+    return next(run for run in trace.runs if run.target == target)
+
+
+async def test_opens_on_the_first_run_and_shows_its_first_pass(three_target_trace: Trace) -> None:
+    app = PassvizApp([three_target_trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        first = three_target_trace.runs[0]
+        assert app.current_run == first
+        assert app.selected_record == first.passes[0]
+        assert app.query_one(PassTable).row_count == len(first.passes)
+        assert app.query_one(CodeView).document_text == three_target_trace.ir_after(first.passes[0])
+
+
+async def test_next_changed_key_selects_the_next_changed_pass_and_shows_its_ir(three_target_trace: Trace) -> None:
+    run = three_target_trace.runs[0]
+    changed = [p for p in run.passes if p.changed]
+    app = PassvizApp([three_target_trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.selected_record == changed[0]
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.selected_record == changed[1]
+        assert app.query_one(CodeView).document_text == three_target_trace.ir_after(changed[1])
+        await pilot.press("N")
+        await pilot.pause()
+        assert app.selected_record == changed[0]
+
+
+async def test_arrow_keys_move_through_passes(three_target_trace: Trace) -> None:
+    run = three_target_trace.runs[0]
+    app = PassvizApp([three_target_trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+        assert app.selected_record == run.passes[3]
+        assert app.query_one(CodeView).document_text == three_target_trace.ir_after(run.passes[3])
+
+
+async def test_diff_keys_show_the_pass_diff_unified_and_side_by_side(three_target_trace: Trace) -> None:
+    trace = three_target_trace
+    run = trace.runs[0]
+    layout = run.find_pass("tl.LayoutInference")
+    expected = diff_texts(trace.ir_before(layout), trace.ir_after(layout))
+    app = PassvizApp([trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.query_one(PassTable).move_to(layout.index)
+        await pilot.press("d")
+        await pilot.pause()
+        code = app.query_one(CodeView)
+        assert code.kind == "UnifiedRows"
+        shown = code.document_text.splitlines()
+        assert sum(line.startswith("+") for line in shown) == expected.added > 0
+        assert sum(line.startswith("-") for line in shown) == expected.removed
+        await pilot.press("s")
+        await pilot.pause()
+        assert code.kind == "SideBySideRows"
+        assert code.row_count == len(expected.side_by_side())
+        await pilot.press("i")
+        await pilot.pause()
+        assert code.document_text == trace.ir_after(layout)
+
+
+async def test_switching_target_keeps_the_aligned_pass(three_target_trace: Trace) -> None:
+    trace = three_target_trace
+    cuda, hip = run_of(trace, "cuda:sm_90"), run_of(trace, "hip:gfx942")
+    lower = cuda.find_pass("tl.LowerTileOp")
+    app = PassvizApp([trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.query_one(PassTable).move_to(lower.index)
+        await pilot.pause()
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.current_run == hip
+        assert app.selected_record == hip.find_pass("tl.LowerTileOp")
+        assert app.query_one(CodeView).document_text == trace.ir_after(hip.find_pass("tl.LowerTileOp"))
+        await pilot.press("T")
+        await pilot.pause()
+        assert app.current_run == cuda
+        assert app.selected_record == lower
+
+
+async def test_switching_target_by_clicking_the_tree(three_target_trace: Trace) -> None:
+    trace = three_target_trace
+    hip = run_of(trace, "hip:gfx942")
+    app = PassvizApp([trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("n", "n")
+        await pilot.pause()
+        name = app.selected_record.name
+        # Row 0 of the tree is the kernel, rows 1.. its targets.
+        await pilot.click("#runs", offset=(6, 2))
+        await pilot.pause()
+        assert app.current_run == hip
+        assert app.selected_record.name == name
+
+
+async def test_changed_only_filter_lists_changed_and_failed_passes(three_target_trace: Trace) -> None:
+    run = three_target_trace.runs[0]
+    app = PassvizApp([three_target_trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("c")
+        await pilot.pause()
+        visible = [entry.record for entry in app.visible_entries]
+        assert visible == [p for p in run.passes if p.changed or p.failed]
+        assert app.query_one(PassTable).row_count == len(visible)
+        assert app.selected_record in visible
+        await pilot.press("c")
+        await pilot.pause()
+        assert len(app.visible_entries) == len(run.passes)
+
+
+async def test_name_search_and_phase_filter(three_target_trace: Trace) -> None:
+    run = three_target_trace.runs[0]
+    app = PassvizApp([three_target_trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"simplify", "enter")
+        await pilot.pause()
+        names = [entry.record.name for entry in app.visible_entries]
+        assert names == [p.name for p in run.passes if "simplify" in p.name.lower()]
+        assert isinstance(app.focused, PassTable)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(app.visible_entries) == len(run.passes)
+        await pilot.press("p")  # all -> check
+        await pilot.pause()
+        assert {e.record.phase for e in app.visible_entries} == {"check"}
+
+
+async def test_failed_pass_is_marked_and_shows_its_error(three_target_trace: Trace) -> None:
+    trace = three_target_trace
+    ascend = run_of(trace, "ascend")
+    failed = next(p for p in ascend.passes if p.failed)
+    app = PassvizApp([trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("t", "t")
+        await pilot.pause()
+        assert app.current_run == ascend
+        await pilot.press("home")
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.selected_record == failed
+        table = app.query_one(PassTable)
+        assert str(table.get_cell(str(failed.index), "mark")) == "✗"
+        header = str(app.query_one(PassHeader).render())
+        assert "FAILED" in header and failed.error and failed.error.splitlines()[0] in header
+        await pilot.press("d")
+        await pilot.pause()
+        assert failed.error.splitlines()[0] in app.query_one(CodeView).document_text
+
+
+async def test_help_screen_lists_every_key(three_target_trace: Trace) -> None:
+    app = PassvizApp([three_target_trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        listed = dict(app.screen.keys)
+        assert len(KEYS) + 1 == len(key_help()) == len(listed)
+        assert "next pass that changed the IR" in listed.values()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_compare_trace_opens_the_same_pass_in_the_other_trace(three_target_trace: Trace, tmp_path: Path) -> None:
+    assert three_target_trace.path is not None
+    other_path = tmp_path / "rerun.jsonl"
+    shutil.copy(three_target_trace.path, other_path)
+    other = load_trace(other_path)
+    app = PassvizApp([three_target_trace, other])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("n", "n", "n")
+        await pilot.pause()
+        record = app.selected_record
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.run_ref == (1, three_target_trace.runs[0].run_id)
+        assert app.selected_record == record
+        assert app.trace is app.traces[1]
+
+
+async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(three_target_trace: Trace, tmp_path: Path) -> None:
+    """The real CUDA run, with each IR text repeated 400 times (about 30,000 lines a pass)."""
+    import time
+
+    source = three_target_trace
+    run = source.runs[0]
+    with TraceWriter(tmp_path / "large.jsonl") as writer:
+        big = {sha: "\n".join([text] * 400) for sha, text in source.texts.items()}
+        writer.add_run(run, big)
+    trace = load_trace(tmp_path / "large.jsonl")
+    lower = run.find_pass("tl.LowerTileOp")
+    app = PassvizApp([trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        code = app.query_one(CodeView)
+        app.query_one(PassTable).move_to(lower.index)
+        await pilot.pause()
+        assert code.row_count == len(trace.ir_after(lower).splitlines()) > 20_000
+        await pilot.click("#code")
+        assert app.focused is code
+        started = time.perf_counter()
+        await pilot.press("pagedown", "pagedown", "end")
+        await pilot.pause()
+        assert code.scroll_offset.y > 20_000
+        # Scrolling renders only visible rows, so it costs about what a short IR costs.
+        assert time.perf_counter() - started < 2.0
+        await pilot.press("d")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert code.kind == "UnifiedRows"

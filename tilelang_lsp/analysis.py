@@ -1,0 +1,334 @@
+"""Analyze one document with TileLang's real frontend and pipeline; runs inside the worker only.
+
+Everything returned is plain JSON data (buffer facts, diagnostics, kernel summaries), so the
+server never needs tilelang. A ``should_stop`` callback is polled after every pass, which is how
+an edit cancels analysis of older text within one pass.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from irtrace.errors import IrtraceError, KernelSourceError
+from irtrace.facts import (
+    CompilerDiagnostic,
+    buffer_facts,
+    capture_native_stderr,
+    error_diagnostics,
+    layout_stop_pass,
+    native_log_diagnostics,
+    reached,
+    shared_memory_bytes,
+)
+from irtrace.loader import FACTORY, PRIMFUNC, build_primfunc, find_kernels, load_kernel_module
+from irtrace.specs import KernelSpec, format_value
+from irtrace.targets import TargetSpec, get_target
+from irtrace.trace import TraceWriter
+from tilelang_lsp.source import (
+    KernelSource,
+    ProjectConfig,
+    read_project_config,
+    resolve_arguments,
+    resolve_target,
+    scan_kernels,
+)
+
+RACE_CHECK_CONFIG = "tl.disable_data_race_check"
+
+
+class Cancelled(Exception):
+    """A newer edit made this analysis pointless."""
+
+
+class _CancellableWriter(TraceWriter):
+    """An in-memory trace writer that ends the lowering after any pass once cancellation is asked."""
+
+    def __init__(self, should_stop: Callable[[], bool], path: str | None = None) -> None:
+        super().__init__(path)
+        self.should_stop = should_stop
+        self.cancelled = False
+
+    def add_pass(self, run_id: int, record: Any) -> None:
+        super().add_pass(run_id, record)
+        if self.should_stop():
+            self.cancelled = True
+            raise Cancelled("cancelled by a newer edit")
+
+
+_TVM_TARGETS: dict[str, Any] = {}
+
+
+def tvm_target(target: TargetSpec) -> Any:
+    """TileLang's target object for ``target``, made once per process."""
+    if target.name not in _TVM_TARGETS:
+        from irtrace.api import make_tvm_target
+
+        _TVM_TARGETS[target.name] = make_tvm_target(target)
+    return _TVM_TARGETS[target.name]
+
+
+def _diagnostic(diag: CompilerDiagnostic, fallback_line: int | None) -> dict[str, Any]:
+    data = asdict(diag)
+    if data["line"] is None:
+        data["line"] = fallback_line
+        data["located"] = False
+    else:
+        data["located"] = True
+    return data
+
+
+def _never() -> bool:
+    return False
+
+
+def analyze(
+    path: str,
+    text: str,
+    *,
+    default_target: str = "cuda:sm_90",
+    override_target: str | None = None,
+    full: bool = False,
+    race_check: bool = True,
+    kernels_only: list[str] | None = None,
+    should_stop: Callable[[], bool] = _never,
+    on_kernel: Callable[[str, int], None] | None = None,
+    trace_path: str | None = None,
+) -> dict[str, Any]:
+    """Load ``text`` as the file ``path``, build each kernel and lower it up to layout inference.
+
+    ``full`` runs the whole pipeline instead (the kernel summary); ``override_target`` analyzes
+    for that target rather than each kernel's own (side-by-side layouts in hover).
+    """
+    started = time.perf_counter()
+    file = Path(path)
+    result: dict[str, Any] = {"kernels": [], "diagnostics": [], "dialect": None}
+    sources = {k.name: k for k in scan_kernels(text)}
+    project = read_project_config(file)
+    try:
+        loaded = load_kernel_module(file, text=text)
+    except KernelSourceError as error:
+        code = "syntax" if isinstance(error.__cause__, SyntaxError) else "import"
+        diag = error_diagnostics(error, file, code=code)
+        result["diagnostics"].append(_diagnostic(diag, 1))
+        result["elapsed_ms"] = (time.perf_counter() - started) * 1000
+        return result
+    try:
+        result["dialect"] = loaded.dialect
+        for kernel in find_kernels(loaded):
+            source = sources.get(kernel.name)
+            if kernel.kind == FACTORY and source is None:
+                continue  # a helper function, not a kernel factory
+            if kernels_only is not None and kernel.name not in kernels_only:
+                continue
+            if should_stop():
+                raise Cancelled("cancelled by a newer edit")
+            line = source.line if source is not None else kernel.line
+            if on_kernel is not None:
+                on_kernel(kernel.name, line or 1)
+            result["kernels"].append(
+                _analyze_kernel(
+                    kernel,
+                    source,
+                    loaded,
+                    project,
+                    line,
+                    default_target=default_target,
+                    override_target=override_target,
+                    full=full,
+                    race_check=race_check,
+                    should_stop=should_stop,
+                    trace_path=trace_path,
+                    diagnostics=result["diagnostics"],
+                )
+            )
+    finally:
+        sys.modules.pop(loaded.module.__name__, None)
+    result["elapsed_ms"] = (time.perf_counter() - started) * 1000
+    return result
+
+
+def _analyze_kernel(
+    kernel: Any,
+    source: KernelSource | None,
+    loaded: Any,
+    project: ProjectConfig,
+    line: int | None,
+    *,
+    default_target: str,
+    override_target: str | None,
+    full: bool,
+    race_check: bool,
+    should_stop: Callable[[], bool],
+    trace_path: str | None,
+    diagnostics: list[dict[str, Any]],
+) -> dict[str, Any]:
+    file = loaded.path
+    if source is not None:
+        choice = resolve_arguments(source, project)
+        target_name, target_origin = resolve_target(source, loaded.dialect, default_target, project)
+    else:
+        choice = None
+        target_name, target_origin = (
+            ("ascend", "Ascend dialect")
+            if loaded.dialect == "ascend"
+            else (
+                default_target,
+                "default target",
+            )
+        )
+    if override_target is not None:
+        target_name, target_origin = override_target, "extra target"
+    target = get_target(target_name)
+    args = choice.args if choice else ()
+    kwargs = choice.kwargs if choice else {}
+    spec = KernelSpec(str(file), kernel.name, args, kwargs, called=kernel.kind != PRIMFUNC)
+    summary: dict[str, Any] = {
+        "name": kernel.name,
+        "kind": kernel.kind,
+        "line": line,
+        "target": target.name,
+        "target_origin": target_origin,
+        "call": f"{kernel.name}{spec.call_text}" if spec.called else kernel.name,
+        "args_origin": choice.origin if choice else "module-level PrimFunc",
+        "args_from_project": list(choice.from_project) if choice else [],
+        "args_missing": list(choice.missing) if choice else [],
+        "args": {k: format_value(v) for k, v in kwargs.items()},
+        "status": "ok",
+        "error": None,
+        "buffers": [],
+        "full": full,
+    }
+    if choice is not None and choice.missing:
+        summary["status"] = "failed"
+        summary["error"] = f"no value for {', '.join(choice.missing)}"
+        diagnostics.append(
+            _diagnostic(
+                CompilerDiagnostic(
+                    message=(
+                        f"{kernel.name}: no value for parameter(s) {', '.join(choice.missing)}; add a "
+                        f"`# tilelang: args(...)` directive above it, a literal call in this file, a default, "
+                        "or [tool.tilelang-lsp.args] in pyproject.toml"
+                    ),
+                    severity="warning",
+                    code="arguments",
+                    line=line,
+                    file=str(file),
+                ),
+                line,
+            )
+        )
+        return summary
+    if source is not None and source.directive is not None and source.directive.error:
+        diagnostics.append(
+            _diagnostic(
+                CompilerDiagnostic(
+                    message=source.directive.error,
+                    code="directive",
+                    line=source.directive.line,
+                    file=str(file),
+                ),
+                line,
+            )
+        )
+    stop = layout_stop_pass(target)
+    writer = _CancellableWriter(should_stop, trace_path)
+    tvm = tvm_target(target)
+    try:
+        with capture_native_stderr() as log:
+            began = time.perf_counter()
+            try:
+                built = build_primfunc(kernel, spec, tvm, file)
+            except IrtraceError as error:
+                summary["status"] = "failed"
+                summary["error"] = error.message
+                diagnostics.append(_diagnostic(error_diagnostics(error, file, code="frontend"), line))
+                return summary
+            summary["build_ms"] = (time.perf_counter() - began) * 1000
+            configs = dict(built.pass_configs)
+            if race_check:
+                configs.setdefault(RACE_CHECK_CONFIG, False)
+            from irtrace.recorder import record_lowering
+
+            recorded = record_lowering(
+                built.func,
+                target,
+                writer,
+                kernel=kernel.name,
+                spec=spec.text,
+                args=spec.args_json(),
+                pass_configs=configs,
+                tvm_target=tvm,
+                stop_after=() if full else (stop,),
+            )
+    finally:
+        writer.close()
+    if writer.cancelled:
+        raise Cancelled("cancelled by a newer edit")
+    passes = recorded.run.passes
+    ok = recorded.error is None if full else reached(passes, stop)
+    summary["passes"] = len(passes)
+    summary["pass_names"] = [p.name for p in passes]
+    summary["lowering_ms"] = (recorded.run.total_s or 0.0) * 1000
+    summary["stop_pass"] = None if full else stop
+    if not full:
+        diagnostics.extend(_diagnostic(d, line) for d in native_log_diagnostics(log.text, file))
+    if not ok and recorded.error is not None:
+        failed = next((p for p in passes if p.failed), None)
+        code = "layout-inference" if failed is not None and "LayoutInference" in failed.name else "lowering"
+        if failed is None:
+            code = "semantic-check"
+        summary["status"] = "failed"
+        summary["error"] = (
+            str(recorded.error).strip().splitlines()[0] if str(recorded.error).strip() else code
+        )
+        summary["failed_pass"] = failed.name if failed is not None else None
+        diag = error_diagnostics(recorded.error, file, code=code)
+        diagnostics.append(_diagnostic(diag, line))
+    stopped = recorded.stopped_module if ok else None
+    if full:
+        summary["shared_bytes"] = shared_memory_bytes(recorded.stopped_module) if ok else None
+    else:
+        facts = buffer_facts(built.func, stopped)
+        summary["buffers"] = [asdict(f) for f in facts]
+        summary["shared_bytes"] = sum(
+            f.bytes or 0 for f in facts if f.role == "alloc" and f.scope.startswith("shared")
+        )
+    return summary
+
+
+def ir_after_pass(
+    path: str, text: str, kernel: str, pass_name: str, *, default_target: str, target: str | None = None
+) -> dict[str, Any]:
+    """The IR after ``pass_name`` (``name`` or ``name#2`` for a later occurrence) of a full lowering."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        trace_file = str(Path(folder) / "ir.jsonl")
+        result = analyze(
+            path,
+            text,
+            default_target=default_target,
+            override_target=target,
+            full=True,
+            kernels_only=[kernel],
+            trace_path=trace_file,
+        )
+        from irtrace.trace import load_trace
+
+        trace = load_trace(trace_file)
+    if not trace.runs:
+        raise KeyError(f"kernel {kernel!r} could not be built: {result['diagnostics']}")
+    run = trace.runs[0]
+    record = run.find_pass(pass_name)
+    return {
+        "kernel": kernel,
+        "target": run.target,
+        "pass": record.name,
+        "index": record.index,
+        "text": trace.ir_after(record) if record.ir_after else trace.ir_before(record),
+    }

@@ -1,0 +1,103 @@
+"""``textDocument/inlayHint``: shape, dtype, scope and layout after allocations and on parameters."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from tilelang_lsp.render import hint_label, source_hint_label
+from tilelang_lsp.source import hint_column, source_buffers
+
+if TYPE_CHECKING:
+    from tilelang_lsp.server import DocumentState, TileLangLanguageServer
+
+METHOD = types.TEXT_DOCUMENT_INLAY_HINT
+OPTIONS = types.InlayHintOptions(resolve_provider=False)
+
+
+async def handle(server: TileLangLanguageServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    """Hints from the current version's analysis (source-only where it has none), within the range."""
+    doc = server.documents.get(params.text_document.uri)
+    if doc is None:
+        return []
+    await server.wait_for_analysis(doc)
+    hints = document_hints(server, doc)
+    first, last = params.range.start.line, params.range.end.line
+    return [h for h in hints if first <= h.position.line <= last]
+
+
+def document_hints(server: TileLangLanguageServer, doc: DocumentState) -> list[types.InlayHint]:
+    """Every hint of the document, cached per analyzed version."""
+    key = (doc.version, doc.analysis_version, doc.failure, server.options.trusted)
+    if doc.hints_cache is not None and doc.hints_cache[0] == key:
+        return doc.hints_cache[1]
+    hints = _build_hints(server, doc)
+    doc.hints_cache = (key, hints)
+    return hints
+
+
+def _build_hints(server: TileLangLanguageServer, doc: DocumentState) -> list[types.InlayHint]:
+    options = server.options.inlay_hints
+    lines = doc.text.splitlines()
+    hints: list[types.InlayHint] = []
+    covered: set[int] = set()
+    failed: list[dict[str, Any]] = []
+    analysis = doc.analysis if doc.current(doc.analysis_version) else None
+    reason = _fallback_reason(server, doc, analysis)
+    if analysis is not None and not analysis.get("kernels"):
+        analysis = None  # the module did not import: everything comes from the source
+    if analysis is not None:
+        for kernel in analysis.get("kernels", []):
+            if not kernel.get("buffers"):
+                failed.append(kernel)
+            for fact in kernel.get("buffers", []):
+                line = fact.get("line")
+                if line is None or not server.file_matches(doc, fact.get("file")) or line > len(lines):
+                    continue
+                if fact["role"] == "param" and not options.parameters:
+                    continue
+                covered.add(line)
+                column = hint_column(lines[line - 1], fact["name"], fact["role"])
+                hints.append(_hint(line, column, hint_label(fact, kernel["target"], options), fact["role"]))
+    for buffer in source_buffers(doc.text):
+        if buffer.line in covered or (buffer.role == "param" and not options.parameters):
+            continue
+        why = reason
+        if analysis is not None:
+            kernel = _kernel_above(failed, analysis, buffer.line)
+            if kernel is None:
+                continue
+            why = f"source only: {kernel['name']} did not build"
+        hints.append(
+            _hint(buffer.line, buffer.end_column, source_hint_label(buffer, options, why), buffer.role)
+        )
+    return hints
+
+
+def _kernel_above(failed: list[dict[str, Any]], analysis: dict[str, Any], line: int) -> dict[str, Any] | None:
+    """The failed kernel that ``line`` lies in, if the closest kernel above it is a failed one."""
+    kernels = [k for k in analysis.get("kernels", []) if k.get("line") and k["line"] <= line]
+    if not kernels:
+        return None
+    closest = max(kernels, key=lambda k: k["line"])
+    return closest if closest in failed else None
+
+
+def _fallback_reason(server: TileLangLanguageServer, doc: DocumentState, analysis: Any) -> str:
+    if not server.options.trusted:
+        return "source only: workspace not trusted"
+    if doc.failure:
+        return "source only: analysis stopped"
+    if analysis is None:
+        return "source only: analyzing"
+    return "source only: does not compile"
+
+
+def _hint(line: int, column: int, label: str, role: str) -> types.InlayHint:
+    return types.InlayHint(
+        position=types.Position(line=line - 1, character=column),
+        label=label,
+        kind=types.InlayHintKind.Type,
+        padding_left=True,
+    )

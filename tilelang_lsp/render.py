@@ -1,0 +1,149 @@
+"""Text for hints, hovers and code lenses, from the worker's plain-data facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang_lsp.options import InlayHintOptions
+from tilelang_lsp.source import ASCEND_SCOPE_NAMES, SourceBuffer
+
+SOURCE_ONLY = "source only"
+
+
+def scope_name(scope: str, target: str | None) -> str:
+    """Ascend's memory names (``UB``, ``L1``, ``L0C``) on Ascend; TileLang's scope elsewhere."""
+    if target == "ascend":
+        return ASCEND_SCOPE_NAMES.get(scope, scope)
+    return scope
+
+
+def shape_text(shape: Any) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def stages_suffix(fact: dict[str, Any]) -> str:
+    """``×3`` when pipelining gave the buffer a leading stage dimension."""
+    shape, allocated = list(fact["shape"]), list(fact["allocated_shape"])
+    if len(allocated) == len(shape) + 1 and allocated[1:] == shape:
+        return f" ×{allocated[0]}"
+    return ""
+
+
+def hint_label(fact: dict[str, Any], target: str | None, options: InlayHintOptions) -> str:
+    """``[128, 32] ×3 float16 shared.dyn · swizzle 64B``, as the options allow."""
+    parts = []
+    if options.shape:
+        parts.append(shape_text(fact["shape"]) + stages_suffix(fact))
+    if options.dtype:
+        parts.append(str(fact["dtype"]))
+    if options.scope:
+        parts.append(scope_name(fact["scope"], target))
+    label = " ".join(parts)
+    if options.layout and fact.get("layout_short"):
+        label = f"{label} · {fact['layout_short']}" if label else str(fact["layout_short"])
+    return label
+
+
+def source_hint_label(buffer: SourceBuffer, options: InlayHintOptions, why: str) -> str:
+    """A hint from the text alone, marked as such."""
+    parts = []
+    if options.shape:
+        parts.append(buffer.shape)
+    if options.dtype:
+        parts.append(buffer.dtype)
+    if options.scope:
+        parts.append(buffer.scope)
+    return f"{' '.join(parts)} ({why})"
+
+
+def _kib(size: int | None) -> str:
+    if size is None:
+        return "?"
+    return f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
+
+
+def hover_markdown(
+    fact: dict[str, Any],
+    kernel: dict[str, Any],
+    others: list[tuple[str, dict[str, Any] | None, str | None]],
+) -> str:
+    """The buffer's facts, its layout in full, and its layout on the other targets."""
+    target = kernel["target"]
+    lines = [
+        f"**{fact['name']}** — {'kernel parameter' if fact['role'] == 'param' else 'allocation'} "
+        f"in `{kernel['name']}`",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| shape | `{shape_text(fact['shape'])}` |",
+    ]
+    if list(fact["allocated_shape"]) != list(fact["shape"]):
+        lines.append(f"| allocated | `{shape_text(fact['allocated_shape'])}` (after pipelining) |")
+    lines += [
+        f"| dtype | `{fact['dtype']}` |",
+        f"| scope | `{scope_name(fact['scope'], target)}`"
+        + (f" (`{fact['scope']}`)" if scope_name(fact["scope"], target) != fact["scope"] else "")
+        + " |",
+        f"| size | {_kib(fact.get('bytes'))} |",
+    ]
+    if fact.get("layout_short"):
+        lines.append(f"| layout | {fact['layout_short']} |")
+    if fact.get("layout_long"):
+        lines += ["", f"Layout on `{target}` after `{kernel.get('stop_pass') or 'layout inference'}`:", ""]
+        lines += ["```", _wrap_layout(str(fact["layout_long"])), "```"]
+    if others:
+        lines += ["", "| target | scope | layout |", "|---|---|---|"]
+        lines.append(
+            f"| **{target}** | `{scope_name(fact['scope'], target)}` | {fact.get('layout_short') or '—'} |"
+        )
+        for name, other, problem in others:
+            if other is None:
+                lines.append(f"| {name} | — | {problem or 'not analyzed yet'} |")
+            else:
+                lines.append(
+                    f"| {name} | `{scope_name(other['scope'], name)}` | {other.get('layout_short') or '—'} |"
+                )
+    lines += ["", provenance(kernel)]
+    return "\n".join(lines)
+
+
+def provenance(kernel: dict[str, Any]) -> str:
+    """Which arguments and target were used and where they came from."""
+    text = (
+        f"Analyzed `{kernel['call']}` — arguments from {kernel['args_origin']}"
+        f"; target `{kernel['target']}` from {kernel['target_origin']}."
+    )
+    if kernel.get("args_from_project"):
+        text += f" From pyproject.toml: {', '.join(kernel['args_from_project'])}."
+    return text
+
+
+def _wrap_layout(text: str) -> str:
+    """One field per line: TileLang prints a layout on one long line."""
+    for key in (
+        ", replicate:",
+        ", thread:",
+        ", forward_thread:",
+        ", forward_index:",
+        ", thread_range:",
+        ", transform:",
+    ):
+        text = text.replace(key, ",\n  " + key[2:])
+    return text
+
+
+def lens_title(kernel: dict[str, Any], summary: dict[str, Any] | None) -> str:
+    """``cuda:sm_90 · 85 passes · 312 ms · smem 48.0 KiB`` (the layout-stage figures until the summary)."""
+    if kernel.get("status") != "ok":
+        return f"{kernel['target']} · failed: {(kernel.get('error') or '')[:80]}"
+    if summary is not None and summary.get("status") == "ok":
+        return (
+            f"{kernel['target']} · {summary.get('passes', 0)} passes · "
+            f"{summary.get('lowering_ms', 0):.0f} ms · smem {_kib(summary.get('shared_bytes'))}"
+        )
+    if summary is not None:
+        return f"{kernel['target']} · lowering failed in {summary.get('failed_pass') or 'the pipeline'}"
+    return (
+        f"{kernel['target']} · {kernel.get('passes', 0)} passes to {kernel.get('stop_pass')} · "
+        f"{kernel.get('lowering_ms', 0):.0f} ms · smem {_kib(kernel.get('shared_bytes'))} (full lowering pending)"
+    )

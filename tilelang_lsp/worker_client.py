@@ -1,0 +1,243 @@
+"""The server's side of the worker: start it, send one request at a time, cut it off, restart it.
+
+A request that outlives its time limit kills the worker; a worker that dies or grows past its
+memory limit is replaced on the next request. Each restart is reported once through ``on_restart``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 180.0
+"""Importing tilelang and warming up; generous because a loaded machine is slow."""
+CANCEL_GRACE_S = 5.0
+"""How long a cancelled request may take to finish its current pass before the worker is killed."""
+
+
+class WorkerError(Exception):
+    """The worker could not answer: it died, hung past the time limit, or failed to start."""
+
+
+class WorkerTimeout(WorkerError):
+    """The request ran past its time limit; the worker was killed."""
+
+
+class RequestFailed(Exception):
+    """The worker answered with an error (a bug in analysis, not in the user's kernel)."""
+
+
+class RequestCancelled(Exception):
+    """The worker stopped the request because a newer edit asked it to."""
+
+
+@dataclass
+class Progress:
+    """The kernel a request is working on, from the worker's progress events."""
+
+    kernel: str | None = None
+    line: int | None = None
+
+
+class WorkerClient:
+    """An asyncio client for ``python -m tilelang_lsp.worker``."""
+
+    def __init__(
+        self,
+        python: str | None = None,
+        *,
+        memory_limit_mb: float = 6144,
+        warmup_target: str = "cuda:sm_90",
+        on_restart: Callable[[str], None] | None = None,
+    ) -> None:
+        self.python = python or sys.executable
+        self.memory_limit_mb = memory_limit_mb
+        self.warmup_target = warmup_target
+        self.on_restart = on_restart
+        self.process: asyncio.subprocess.Process | None = None
+        self.ready: asyncio.Future[dict[str, Any]] | None = None
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.progress: dict[int, Progress] = {}
+        self.next_id = 0
+        self.lock = asyncio.Lock()
+        self.restarts = 0
+        self.ready_info: dict[str, Any] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._stderr: asyncio.Task[None] | None = None
+        self._restart_reason: str | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None and self.process.returncode is None else None
+
+    async def start(self) -> None:
+        """Start the worker if none is running (it warms up on its own)."""
+        if self.process is not None and self.process.returncode is None:
+            return
+        env = dict(os.environ)
+        env["TILELANG_LSP_WARMUP_TARGET"] = self.warmup_target
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self.process = await asyncio.create_subprocess_exec(
+            self.python,
+            "-m",
+            "tilelang_lsp.worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            limit=64 * 2**20,
+        )
+        self.ready = asyncio.get_running_loop().create_future()
+        self._reader = asyncio.create_task(self._read(self.process))
+        self._stderr = asyncio.create_task(self._forward_stderr(self.process))
+        if self._restart_reason is not None:
+            self.restarts += 1
+            if self.on_restart is not None:
+                self.on_restart(self._restart_reason)
+            self._restart_reason = None
+
+    async def _forward_stderr(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stderr is not None
+        while line := await process.stderr.readline():
+            sys.stderr.write("[worker] " + line.decode("utf-8", "replace"))
+
+    async def _read(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None
+        while True:
+            line = await process.stdout.readline()
+            if not line:
+                break
+            try:
+                message = json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("worker wrote a line that is not JSON: %r", line[:200])
+                continue
+            event = message.get("event")
+            if event == "ready":
+                self.ready_info = message
+                if self.ready is not None and not self.ready.done():
+                    self.ready.set_result(message)
+            elif event == "progress":
+                self.progress[int(message["request"])] = Progress(message.get("kernel"), message.get("line"))
+            elif "id" in message:
+                future = self.pending.pop(int(message["id"]), None)
+                if future is not None and not future.done():
+                    future.set_result(message)
+        await process.wait()
+        self._fail_all(WorkerError(f"the TileLang worker exited (code {process.returncode})"))
+        if self._restart_reason is None:
+            self._restart_reason = f"the TileLang worker exited unexpectedly (code {process.returncode})"
+
+    def _fail_all(self, error: Exception) -> None:
+        if self.ready is not None and not self.ready.done():
+            self.ready.set_exception(error)
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self.pending.clear()
+
+    async def kill(self, reason: str) -> None:
+        """Kill the worker; the next request starts a new one and reports ``reason``."""
+        process = self.process
+        if process is None or process.returncode is not None:
+            return
+        self._restart_reason = reason
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(process.wait(), 10)
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._reader, 10)
+        self._fail_all(WorkerError(reason))
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float,
+        on_start: Callable[[int], None] | None = None,
+    ) -> Any:
+        """Send one request once the worker is ready; at most one is in flight at a time.
+
+        Raises ``WorkerTimeout`` (worker killed), ``WorkerError`` (worker died),
+        ``RequestCancelled`` or ``RequestFailed``. An asyncio cancellation of the caller asks the
+        worker to stop after its current pass and waits for that before letting the next one in.
+        """
+        async with self.lock:
+            await self.start()
+            assert self.ready is not None and self.process is not None
+            await asyncio.wait_for(asyncio.shield(self.ready), START_TIMEOUT_S)
+            self.next_id += 1
+            request_id = self.next_id
+            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            self.pending[request_id] = future
+            self._write({"id": request_id, "method": method, "params": params})
+            if on_start is not None:
+                on_start(request_id)
+            try:
+                message = await asyncio.wait_for(asyncio.shield(future), timeout)
+            except asyncio.TimeoutError:
+                progress = self.progress.pop(request_id, Progress())
+                where = f" while building {progress.kernel}" if progress.kernel else ""
+                await self.kill(f"the TileLang worker ran past {timeout:g} s{where} and was restarted")
+                error = WorkerTimeout(f"analysis stopped after {timeout:g} s{where}")
+                error.progress = progress  # type: ignore[attr-defined]
+                raise error from None
+            except asyncio.CancelledError:
+                self._write({"cancel": request_id})
+                try:
+                    await asyncio.wait_for(asyncio.shield(future), CANCEL_GRACE_S)
+                except (asyncio.TimeoutError, WorkerError):
+                    await self.kill("the TileLang worker did not stop a cancelled analysis and was restarted")
+                raise
+            finally:
+                self.progress.pop(request_id, None)
+            if float(message.get("rss_mb") or 0) > self.memory_limit_mb:
+                await self.kill(
+                    f"the TileLang worker grew to {message['rss_mb']:.0f} MB "
+                    f"(limit {self.memory_limit_mb:g} MB) and was restarted"
+                )
+        if "result" in message:
+            return message["result"]
+        if message.get("cancelled"):
+            raise RequestCancelled(message.get("error", "cancelled"))
+        raise RequestFailed(message.get("error", "the worker failed"))
+
+    def cancel(self, request_id: int) -> None:
+        """Ask the worker to stop ``request_id`` after the pass it is in."""
+        if request_id in self.pending:
+            self._write({"cancel": request_id})
+
+    def _write(self, message: dict[str, Any]) -> None:
+        process = self.process
+        if process is None or process.stdin is None or process.returncode is not None:
+            return
+        try:
+            process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    async def stop(self) -> None:
+        """End the worker at shutdown (no restart is reported)."""
+        process = self.process
+        if process is None or process.returncode is not None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), 3)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        self._restart_reason = None
