@@ -36,7 +36,9 @@ def lower_traced(func: Any, target: Any, tvm_target: Any, configs: dict[str, Any
 
     started = time.perf_counter()
     with TraceWriter(path) as writer:
-        result = record_lowering(func, target, writer, kernel="bench", pass_configs=configs, tvm_target=tvm_target)
+        result = record_lowering(
+            func, target, writer, kernel="bench", pass_configs=configs, tvm_target=tvm_target
+        )
     elapsed = time.perf_counter() - started
     if result.error is not None:
         raise RuntimeError(f"traced lowering failed: {result.run.error}")
@@ -44,7 +46,9 @@ def lower_traced(func: Any, target: Any, tvm_target: Any, configs: dict[str, Any
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--manifest", default=str(ROOT / "examples" / "irtrace.toml"))
     parser.add_argument("--only", help="substring of 'kernel target' to restrict the run")
@@ -59,7 +63,9 @@ def main() -> int:
     worst = 0.0
     rows = []
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
-    print(f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} {'trace KiB':>10}")
+    print(
+        f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} {'trace KiB':>10}"
+    )
     for request in load_manifest(args.manifest):
         path = Path(request.spec.path)
         loaded = load_kernel_module(path if path.is_absolute() else (request.base_dir or ROOT) / path)
@@ -70,7 +76,11 @@ def main() -> int:
                     continue
                 tvm_target = make_tvm_target(target)
                 spec = request.spec
-                built = build_primfunc(kernel, KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called), tvm_target)
+                built = build_primfunc(
+                    kernel,
+                    KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called),
+                    tvm_target,
+                )
                 configs = {**built.pass_configs, **request.pass_configs}
                 trace_path = workdir / "bench.jsonl"
                 lower_untraced(built.func, tvm_target, configs)  # warm caches once for both

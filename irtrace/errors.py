@@ -13,28 +13,32 @@ class ExitCode(IntEnum):
     """Exit codes of every tool in tilelang-devtools (documented in ``--help``)."""
 
     OK = 0
-    """Success."""
     USAGE = 2
-    """Bad command line: unknown option, unknown target, bad argument literal."""
     INPUT = 3
-    """The kernel file or trace file is missing or unreadable, or names no such kernel."""
     KERNEL_SOURCE = 4
-    """The kernel file raised while being imported (syntax error, failing import)."""
     LOWERING = 5
-    """A kernel failed to build or lower; the trace holds the failure and was still written."""
     TRACE_FORMAT = 6
-    """A trace file is corrupt or written by a newer, unknown schema version."""
     SCRIPT = 7
-    """`irtrace run`: the traced script itself failed; captured traces were kept."""
     NOT_FOUND = 8
-    """A kernel, target or pass asked for is not in the trace."""
     INTERRUPTED = 130
-    """Interrupted (Ctrl-C); what was recorded so far is kept."""
+
+
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.USAGE: "bad command line: unknown option or target, an argument that is not a literal",
+    ExitCode.INPUT: "a kernel, manifest, script or trace file is missing, or names no such kernel",
+    ExitCode.KERNEL_SOURCE: "the kernel file raised while being imported (syntax error, failing import)",
+    ExitCode.LOWERING: "a kernel failed to build or lower; the trace holds the failure and was written",
+    ExitCode.TRACE_FORMAT: "a trace file is corrupt, not a trace, or of a newer schema",
+    ExitCode.SCRIPT: "irtrace run: the script failed; the kernels it lowered before were kept",
+    ExitCode.NOT_FOUND: "a kernel, target or pass asked for is not in the trace",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); what was recorded so far is kept",
+}
 
 
 def exit_codes_help() -> str:
     """The exit-code table shown at the end of ``--help``."""
-    rows = [f"  {code.value:>3}  {(code.__doc__ or '').strip()}" for code in ExitCode]
+    rows = [f"  {code.value:>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()]
     return "exit codes:\n" + "\n".join(rows)
 
 

@@ -7,7 +7,14 @@ import subprocess
 import sys
 
 CORE = ["irtrace", "irtrace.trace", "irtrace.targets", "irtrace.specs", "irtrace.report", "irtrace.errors"]
-LAZY = ["irtrace.loader", "irtrace.recorder", "irtrace.api", "irtrace.manifest", "irtrace.capture", "irtrace.cli"]
+LAZY = [
+    "irtrace.loader",
+    "irtrace.recorder",
+    "irtrace.api",
+    "irtrace.manifest",
+    "irtrace.capture",
+    "irtrace.cli",
+]
 
 
 def imported_roots(modules: list[str]) -> set[str]:

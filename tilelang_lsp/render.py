@@ -139,11 +139,12 @@ def lens_title(kernel: dict[str, Any], summary: dict[str, Any] | None) -> str:
     if summary is not None and summary.get("status") == "ok":
         return (
             f"{kernel['target']} · {summary.get('passes', 0)} passes · "
-            f"{summary.get('lowering_ms', 0):.0f} ms · smem {_kib(summary.get('shared_bytes'))}"
+            f"{summary.get('lowering_ms', 0):.0f} ms · smem {_kib(kernel.get('shared_bytes'))}"
         )
     if summary is not None:
         return f"{kernel['target']} · lowering failed in {summary.get('failed_pass') or 'the pipeline'}"
     return (
         f"{kernel['target']} · {kernel.get('passes', 0)} passes to {kernel.get('stop_pass')} · "
-        f"{kernel.get('lowering_ms', 0):.0f} ms · smem {_kib(kernel.get('shared_bytes'))} (full lowering pending)"
+        f"{kernel.get('lowering_ms', 0):.0f} ms · smem {_kib(kernel.get('shared_bytes'))}"
+        " (full lowering pending)"
     )

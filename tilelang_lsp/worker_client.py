@@ -97,6 +97,7 @@ class WorkerClient:
             limit=64 * 2**20,
         )
         self.ready = asyncio.get_running_loop().create_future()
+        self.ready.add_done_callback(_retrieve)
         self._reader = asyncio.create_task(self._read(self.process))
         self._stderr = asyncio.create_task(self._forward_stderr(self.process))
         if self._restart_reason is not None:
@@ -181,6 +182,7 @@ class WorkerClient:
             self.next_id += 1
             request_id = self.next_id
             future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            future.add_done_callback(_retrieve)
             self.pending[request_id] = future
             self._write({"id": request_id, "method": method, "params": params})
             if on_start is not None:
@@ -241,3 +243,9 @@ class WorkerClient:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         self._restart_reason = None
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a failure as seen: a request abandoned at its time limit fails later, unawaited."""
+    if not future.cancelled():
+        future.exception()

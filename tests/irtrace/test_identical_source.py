@@ -43,13 +43,17 @@ def test_traced_source_is_byte_identical(spec_text: str, kernel_name: str, targe
     (kernel,) = select_kernels(loaded, spec)
     (target,) = resolve_targets([target_name], loaded.dialect)
     tvm_target = make_tvm_target(target)
-    built = build_primfunc(kernel, KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called), tvm_target)
+    built = build_primfunc(
+        kernel, KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called), tvm_target
+    )
     configs = {**built.pass_configs, **request.pass_configs}
 
     with tvm.transform.PassContext(opt_level=3, config=configs), tvm_target:
         untraced = tilelang.lower(built.func, target=tvm_target).kernel_source
     with TraceWriter() as writer:
-        result = record_lowering(built.func, target, writer, kernel=kernel.name, pass_configs=configs, tvm_target=tvm_target)
+        result = record_lowering(
+            built.func, target, writer, kernel=kernel.name, pass_configs=configs, tvm_target=tvm_target
+        )
 
     assert result.run.status == STATUS_OK, result.run.error
     assert result.kernel_source == untraced

@@ -30,6 +30,16 @@ def recording_client() -> LanguageClient:
         original(params)
 
     client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+    client.refreshes = []  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_refresh(params: None) -> None:
+        client.refreshes.append("inlayHint")  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(params: None) -> None:
+        client.refreshes.append("codeLens")  # type: ignore[attr-defined]
+
     return client
 
 

@@ -16,9 +16,9 @@ SCHEME = "tilelang-ir"
 
 
 async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any] | None:
-    """``{kernel, target, pass, uri, text}``; ``uri`` is a ``tilelang-ir:`` name for the document."""
+    """``{kernel, target, passName, index, uri, text}``; ``uri`` names a read-only ``tilelang-ir:`` document."""
     doc = document_of(server, params)
-    kernel, pass_name = field_of(params, "kernel"), field_of(params, "pass")
+    kernel, pass_name = field_of(params, "kernel"), field_of(params, "passName")
     if doc is None or not kernel or not pass_name or not server.options.trusted:
         return None
     request = {
@@ -34,7 +34,8 @@ async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any] 
             "irAfterPass", request, timeout=server.options.analysis_timeout_s
         )
     except (WorkerError, RequestFailed, RequestCancelled) as error:
-        return {"kernel": kernel, "pass": pass_name, "error": str(error)}
-    name = f"{kernel}@{result['target']}/{result['index']:03d}-{result['pass']}.py"
+        return {"kernel": kernel, "passName": pass_name, "error": str(error)}
+    result["passName"] = result.pop("pass")
+    name = f"{kernel}@{result['target']}/{result['index']:03d}-{result['passName']}.py"
     result["uri"] = f"{SCHEME}:/{quote(name)}"
     return result

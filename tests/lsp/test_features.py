@@ -1,0 +1,216 @@
+"""End to end against the real server and real tilelang: hints, hover, diagnostics, lenses, requests."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.lsp.conftest import DATA, EXAMPLES, hints, open_file, wait_published, whole_file_server
+
+client = whole_file_server(trusted=True, extra_targets=["hip:gfx942"])
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
+    """The GEMM's buffers as TileLang itself reports them after tl.LayoutInference (sm_90)."""
+    import tilelang  # noqa: F401  (makes tvm importable)
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    from irtrace.api import make_tvm_target
+    from irtrace.loader import build_primfunc, find_kernels, load_kernel_module
+    from irtrace.recorder import record_lowering
+    from irtrace.specs import KernelSpec
+    from irtrace.targets import get_target
+    from irtrace.trace import TraceWriter
+
+    path = EXAMPLES / "gemm.py"
+    target = get_target("cuda:sm_90")
+    tvm_target = make_tvm_target(target)
+    kernel = next(k for k in find_kernels(load_kernel_module(path)) if k.name == "matmul")
+    built = build_primfunc(kernel, KernelSpec(str(path), "matmul", (), {}, True), tvm_target, path)
+    recorded = record_lowering(
+        built.func, target, TraceWriter(None), kernel="matmul", tvm_target=tvm_target,
+        stop_after=["tl.LayoutInference"], pass_configs=built.pass_configs,
+    )
+    facts: dict[str, tuple[str, str, str, str | None]] = {}
+
+    def visit(node) -> None:  # type: ignore[no-untyped-def]
+        annotations = getattr(node, "annotations", None)
+        if annotations is None or "layout_map" not in annotations:
+            return
+        for buffer, layout in annotations["layout_map"].items():
+            threads = per_thread = None
+            if type(layout).__name__ == "Fragment":
+                threads = int(layout.get_thread_size())
+                per_thread = 1
+                for dim in layout.get_output_shape():
+                    per_thread *= int(dim)
+            facts[buffer.name] = (
+                str(list(int(d) for d in buffer.shape)), str(buffer.dtype), buffer.scope(),
+                f"{threads} thr, {per_thread} elem/thr" if threads else None,
+            )
+
+    for _, func in recorded.stopped_module.functions.items():
+        post_order_visit(func.body, visit)
+    return facts
+
+
+async def test_gemm_hints_equal_compiler_facts(client: LanguageClient) -> None:
+    uri = open_file(client, EXAMPLES / "gemm.py")
+    published = await wait_published(client, uri, 1)
+    assert list(published.diagnostics) == []
+    got = await hints(client, uri)
+
+    def hint(line: int, character: int, label: str) -> types.InlayHint:
+        return types.InlayHint(
+            position=types.Position(line=line, character=character), label=label,
+            kind=types.InlayHintKind.Type, padding_left=True,
+        )
+
+    assert got == [
+        hint(22, 34, "[1024, 1024] float16 global"),
+        hint(23, 34, "[1024, 1024] float16 global"),
+        hint(24, 34, "[1024, 1024] float16 global"),
+        hint(27, 64, "[128, 32] ×3 float16 shared.dyn · swizzle 64B"),
+        hint(28, 64, "[32, 128] ×3 float16 shared.dyn · swizzle 128B"),
+        hint(29, 71, "[128, 128] float32 local.fragment · 128 thr, 128 elem/thr"),
+    ]
+    facts = compiler_facts()
+    assert facts["A_shared"][:3] == ("[3, 128, 32]", "float16", "shared.dyn")
+    assert facts["B_shared"][:3] == ("[3, 32, 128]", "float16", "shared.dyn")
+    assert facts["C_local"] == ("[128, 128]", "float32", "local.fragment", "128 thr, 128 elem/thr")
+    # The hint's range filter: only the fragment's line.
+    ranged = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(29, 0), end=types.Position(29, 80)),
+        )
+    )
+    assert list(ranged or []) == [got[-1]]
+
+
+async def test_hover_shows_layout_on_other_targets(client: LanguageClient) -> None:
+    uri = (EXAMPLES / "gemm.py").as_uri()
+    position = types.Position(line=29, character=14)  # C_local
+    for _ in range(300):
+        hover = await client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=position)
+        )
+        assert hover is not None
+        if "| hip:gfx942 | `local.fragment` |" in hover.contents.value:
+            break
+        await asyncio.sleep(0.1)
+    text = hover.contents.value
+    assert text.startswith("**C_local** — allocation in `matmul`")
+    assert "| **cuda:sm_90** | `local.fragment` | 128 thr, 128 elem/thr |" in text
+    assert "| hip:gfx942 | `local.fragment` |" in text
+    assert "Fragment((128, 128) -> (128,)," in text
+    assert "arguments from call site (line 46); target `cuda:sm_90` from default target" in text
+
+
+async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) -> None:
+    uri = (EXAMPLES / "gemm.py").as_uri()
+    for _ in range(300):
+        lenses = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        if lenses and "full lowering pending" not in lenses[0].command.title:
+            break
+        await asyncio.sleep(0.1)
+    assert [lens.command.command for lens in lenses] == [
+        "tilelang.kernelSummary", "tilelang.traceKernel", "tilelang.showIrAfterPass",
+    ]
+    title = lenses[0].command.title
+    assert title.startswith("cuda:sm_90 · ") and " passes · " in title and title.endswith("smem 48.0 KiB")
+    assert lenses[0].range == types.Range(start=types.Position(8, 0), end=types.Position(8, 0))
+    passes = await client.protocol.send_request_async(
+        "tilelang/passes", {"textDocument": {"uri": uri}, "kernel": "matmul"}
+    )
+    assert "tl.LayoutInference#1" in passes.passes
+    ir = await client.protocol.send_request_async(
+        "tilelang/irAfterPass", {"textDocument": {"uri": uri}, "kernel": "matmul", "passName": "tl.LayoutInference"}
+    )
+    assert ir.passName == "tl.LayoutInference"
+    assert "@T.prim_func" in ir.text and "C_local" in ir.text
+    assert ir.uri == "tilelang-ir:/matmul%40cuda%3Asm_90/024-tl.LayoutInference.py"
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "severity", "code", "message"),
+    [
+        ("layout_conflict.py", 8, types.DiagnosticSeverity.Error, "layout-inference", "f: (j, i) and (i, j)"),
+        ("read_before_write.py", 14, types.DiagnosticSeverity.Warning, "buffer-init",
+         "`C_local` is read before anything writes it"),
+        ("race.py", 10, types.DiagnosticSeverity.Warning, "data-race", "is written by multiple threads"),
+        ("undefined_name.py", 9, types.DiagnosticSeverity.Error, "frontend", "undefined_name"),
+        ("syntax_error.py", 9, types.DiagnosticSeverity.Error, "syntax", "syntax error"),
+    ],
+)
+async def test_diagnostics_at_the_exact_line(
+    client: LanguageClient, name: str, line: int, severity: types.DiagnosticSeverity, code: str, message: str
+) -> None:
+    path = DATA / name
+    uri = open_file(client, path)
+    published = await wait_published(client, uri, 1)
+    found = [d for d in published.diagnostics if d.code == code]
+    assert len(found) == 1, published.diagnostics
+    diagnostic = found[0]
+    text = path.read_text().splitlines()[line - 1]
+    indent = len(text) - len(text.lstrip())
+    assert diagnostic.range == types.Range(
+        start=types.Position(line=line - 1, character=indent),
+        end=types.Position(line=line - 1, character=len(text.rstrip())),
+    )
+    assert (diagnostic.severity, diagnostic.source) == (severity, "tilelang")
+    assert message in diagnostic.message
+
+
+async def test_failed_compile_falls_back_to_source_hints(client: LanguageClient) -> None:
+    uri = (DATA / "syntax_error.py").as_uri()
+    got = await hints(client, uri)
+    assert types.InlayHint(
+        position=types.Position(line=7, character=51),
+        label="[64, 32] float16 shared.dyn (source only: does not compile)",
+        kind=types.InlayHintKind.Type, padding_left=True,
+    ) in got
+    uri = (DATA / "layout_conflict.py").as_uri()
+    labels = [h.label for h in await hints(client, uri)]
+    assert "[128, 128] float32 local.fragment" in labels  # compiler facts survive a layout failure
+
+
+async def test_directive_and_project_arguments(client: LanguageClient) -> None:
+    uri = open_file(client, DATA / "directive.py")
+    published = await wait_published(client, uri, 1)
+    missing = [d for d in published.diagnostics if d.code == "arguments"]
+    assert [d.range.start.line for d in missing] == [15]
+    got = await hints(client, uri)
+    assert "[64, 32] float16 shared.dyn" in [h.label for h in got]
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=13)
+        )
+    )
+    assert "`scaled(64, N=32)` — arguments from directive (line 4); target `hip:gfx942` from directive" in (
+        hover.contents.value
+    )
+
+
+async def test_fast_edits_publish_only_the_last_version(client: LanguageClient) -> None:
+    path = EXAMPLES / "gemm.py"
+    uri = path.as_uri()
+    base = path.read_text()
+    from tests.lsp.conftest import change
+
+    client.published.clear()  # type: ignore[attr-defined]
+    for version, block_k in enumerate([16, 32, 64, 16, 32, 64, 16, 64], start=2):
+        change(client, uri, version, base.replace("block_K=32", f"block_K={block_k}"))
+        await asyncio.sleep(0.01)
+    await wait_published(client, uri, 9)
+    await asyncio.sleep(1.0)
+    versions = {p.version for p in client.published if p.uri == uri}  # type: ignore[attr-defined]
+    assert versions == {9}
+    labels = [h.label for h in await hints(client, uri)]
+    assert "[128, 64] ×3 float16 shared.dyn · swizzle 128B" in labels
