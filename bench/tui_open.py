@@ -72,8 +72,12 @@ async def time_first_screen(path: Path) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", type=Path, default=Path(tempfile.gettempdir()) / "passviz-bench-10x5.jsonl")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--trace", type=Path, default=Path(tempfile.gettempdir()) / "passviz-bench-10x5.jsonl"
+    )
     parser.add_argument("--rebuild", action="store_true", help="record the trace again")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()

@@ -94,6 +94,7 @@ class CaptureRecorder(PassRecorder):
         if self.run_id is None:
             return  # a compilation that lowered nothing (e.g. served from a cache)
         self.write_failed(error)
+        self.drain()
         run = self.writer.end_run(
             self.run_id,
             status=STATUS_FAILED if error is not None else STATUS_OK,

@@ -10,8 +10,10 @@ A module is printed only when it is new: identity first, then a structural hash,
 from __future__ import annotations
 
 import linecache
+import queue
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -87,7 +89,8 @@ class _OpenPass:
     parent: int | None
     started: float
     overhead_at_start: float
-    ir_before: str
+    ir_before: int
+    """Structural hash of the module the pass received."""
     child_wall: float = 0.0
 
 
@@ -103,8 +106,86 @@ class RecordedLowering:
     modules: dict[str, Any] = field(default_factory=dict)
 
 
+class SnapshotPrinter:
+    """Turns modules into stored IR texts and writes pass records, in submission order.
+
+    With ``threaded``, printing and writing happen on a background thread: TVM's printer runs
+    in C++ with the GIL released, so it overlaps with the pipeline's own work. Records always
+    reach the file after the texts they refer to; ``drain`` waits for everything submitted.
+    """
+
+    def __init__(self, writer: TraceWriter, *, threaded: bool) -> None:
+        self.writer = writer
+        self.texts: dict[int, str] = {}
+        """Structural hash -> SHA-256 of the printed text."""
+        self.finished: list[PassRecord] = []
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        if threaded:
+            self._queue = queue.SimpleQueue()
+            self._thread = threading.Thread(target=self._work, name="irtrace-printer", daemon=True)
+            self._thread.start()
+
+    def _work(self) -> None:
+        assert self._queue is not None
+        while (job := self._queue.get()) is not None:
+            try:
+                job()
+            except BaseException as error:  # surfaced by drain()
+                self._error = self._error or error
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        if self._queue is None:
+            job()
+        else:
+            self._queue.put(job)
+
+    def print_module(self, structural: int, mod: Any) -> None:
+        """Print ``mod`` once under its structural hash."""
+
+        def job() -> None:
+            if structural not in self.texts:
+                text = mod.script()
+                self.texts[structural] = self.writer.add_text(text, text_sha256(text))
+
+        self._submit(job)
+
+    def sha(self, structural: int | None) -> str | None:
+        return None if structural is None else self.texts[structural]
+
+    def write(self, run_id: int, build: Callable[[], PassRecord]) -> None:
+        """Write the record ``build`` makes once the texts it refers to are stored."""
+
+        def job() -> None:
+            record = build()
+            self.writer.add_pass(run_id, record)
+            self.finished.append(record)
+
+        self._submit(job)
+
+    def add_source(self, source: str) -> None:
+        def job() -> None:
+            self.writer.add_text(source)
+
+        self._submit(job)
+
+    def drain(self) -> None:
+        """Wait until every submitted job is done; re-raise a failure of the printer thread."""
+        if self._queue is not None and self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._queue, self._thread = None, None
+        if self._error is not None:
+            raise self._error
+
+
 class PassRecorder:
-    """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``."""
+    """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``.
+
+    Modules are keyed by structural hash while the pipeline runs; the ``SnapshotPrinter`` turns
+    them into stored texts and writes the records.
+    """
 
     pass_instrument_priority = 1000
 
@@ -115,9 +196,11 @@ class PassRecorder:
         *,
         stop_after: Sequence[str] = (),
         keep_modules: Sequence[str] = (),
+        threaded: bool = True,
     ) -> None:
         self.writer = writer
         self.run_id = run_id
+        self.printer = SnapshotPrinter(writer, threaded=threaded)
         self.stop_after = set(stop_after)
         self.keep_modules = set(keep_modules)
         self.kept: dict[str, Any] = {}
@@ -125,37 +208,70 @@ class PassRecorder:
         self.overhead = 0.0
         self.next_index = 0
         self.open: list[_OpenPass] = []
-        self.finished: list[PassRecord] = []
         self.pipeline: str | None = None
         self.pipeline_seen = False
         self.last_module: Any = None
         self.last_hash: int | None = None
-        self.last_sha: str | None = None
-        self.input_sha: str | None = None
-        self.hash_to_sha: dict[int, str] = {}
-        self.scope_by_sha: dict[str, str] = {}
+        self.input_hash: int | None = None
+        self.scopes: dict[int, str] = {}
         self.kernel_source: str | None = None
         self.stopped_module: Any = None
         self.stop_requested = False
         self.unfinished: list[tuple[_OpenPass, float]] = []
 
+    @property
+    def finished(self) -> list[PassRecord]:
+        """Records written so far (complete after ``drain``)."""
+        return self.printer.finished
+
+    @property
+    def input_sha(self) -> str | None:
+        return self.printer.sha(self.input_hash)
+
+    def drain(self) -> None:
+        self.printer.drain()
+
     # --- snapshots -------------------------------------------------------------------------
 
-    def _snapshot(self, mod: Any) -> str:
-        """The text key of ``mod``, printing it only if this structure was not seen before."""
-        if self.last_module is not None and mod.same_as(self.last_module) and self.last_sha:
-            return self.last_sha
+    def _snapshot(self, mod: Any) -> int:
+        """The structural hash of ``mod``; a module not seen before is queued for printing."""
+        if self.last_module is not None and self.last_hash is not None and mod.same_as(self.last_module):
+            return self.last_hash
         import tvm
 
         structural = int(tvm.ir.structural_hash(mod))
-        sha = self.hash_to_sha.get(structural)
-        if sha is None:
-            text = mod.script()
-            sha = self.writer.add_text(text, text_sha256(text))
-            self.hash_to_sha[structural] = sha
-            self.scope_by_sha[sha] = module_scope(mod)
-        self.last_module, self.last_hash, self.last_sha = mod, structural, sha
-        return sha
+        if structural not in self.scopes:
+            self.scopes[structural] = module_scope(mod)
+            self.printer.print_module(structural, mod)
+        self.last_module, self.last_hash = mod, structural
+        return structural
+
+    def _write(self, frame: _OpenPass, ended: float, wall: float, after: int | None, **extra: Any) -> None:
+        """Queue the record of a finished (or failed) pass."""
+        printer = self.printer
+        before = frame.ir_before
+
+        def build() -> PassRecord:
+            return PassRecord(
+                index=frame.index,
+                name=frame.name,
+                raw_name=frame.raw_name,
+                phase=frame.phase,
+                pipeline=frame.pipeline,
+                depth=frame.depth,
+                parent=frame.parent,
+                start_s=frame.started - self.t0,
+                wall_s=wall,
+                self_s=max(0.0, wall - frame.child_wall),
+                changed=extra.pop("changed", after is not None and printer.sha(after) != printer.sha(before)),
+                ir_before=printer.sha(before),
+                ir_after=extra.pop("ir_after_sha", None) or printer.sha(after),
+                scope=extra.pop("scope", None)
+                or self.scopes.get(after if after is not None else before, "module"),
+                **extra,
+            )
+
+        printer.write(self._run_id(), build)
 
     # --- TileLang PassEventObserver ------------------------------------------------------------
 
@@ -177,15 +293,14 @@ class PassRecorder:
             self.run_id = self.begin_run(mod)
         return self.run_id
 
-    def pass_started(self, mod: Any, event: Any) -> _OpenPass:
-        began = time.perf_counter()
-        self._current_run(mod)
-        raw_name = str(event.name)
-        name = (name_anonymous_pass() or raw_name) if raw_name == _ANONYMOUS_PASS else raw_name
-        phase, pipeline = self._phase(event.phase)
+    def _run_id(self) -> int:
+        assert self.run_id is not None, "a pass finished before any started"
+        return self.run_id
+
+    def _open(self, mod: Any, name: str, raw_name: str, phase: str, pipeline: str | None) -> _OpenPass:
         ir_before = self._snapshot(mod)
-        if self.input_sha is None:
-            self.input_sha = ir_before
+        if self.input_hash is None:
+            self.input_hash = ir_before
         frame = _OpenPass(
             index=self.next_index,
             name=name,
@@ -200,6 +315,14 @@ class PassRecorder:
         )
         self.next_index += 1
         self.open.append(frame)
+        return frame
+
+    def pass_started(self, mod: Any, event: Any) -> _OpenPass:
+        began = time.perf_counter()
+        self._current_run(mod)
+        raw_name = str(event.name)
+        name = (name_anonymous_pass() or raw_name) if raw_name == _ANONYMOUS_PASS else raw_name
+        frame = self._open(mod, name, raw_name, *self._phase(event.phase))
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead
@@ -209,27 +332,9 @@ class PassRecorder:
         ended = time.perf_counter()
         frame = self.open.pop() if self.open and self.open[-1] is state else state
         wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
-        ir_after = self._snapshot(mod)
         if self.open:
             self.open[-1].child_wall += wall
-        record = PassRecord(
-            index=frame.index,
-            name=frame.name,
-            raw_name=frame.raw_name,
-            phase=frame.phase,
-            pipeline=frame.pipeline,
-            depth=frame.depth,
-            parent=frame.parent,
-            start_s=frame.started - self.t0,
-            wall_s=wall,
-            self_s=max(0.0, wall - frame.child_wall),
-            changed=ir_after != frame.ir_before,
-            ir_before=frame.ir_before,
-            ir_after=ir_after,
-            scope=self.scope_by_sha.get(ir_after, "module"),
-        )
-        self.writer.add_pass(self._run_id(), record)
-        self.finished.append(record)
+        self._write(frame, ended, wall, self._snapshot(mod))
         if frame.name in self.keep_modules or frame.raw_name in self.keep_modules:
             self.kept[frame.name] = mod
         if frame.name in self.stop_after or frame.raw_name in self.stop_after:
@@ -254,26 +359,8 @@ class PassRecorder:
         self.unfinished, self.open = [], []
         message = None if isinstance(error, StopLowering) else _one_line(error)
         for frame, ended in sorted(pending, key=lambda item: item[0].index):
-            record = PassRecord(
-                index=frame.index,
-                name=frame.name,
-                raw_name=frame.raw_name,
-                phase=frame.phase,
-                pipeline=frame.pipeline,
-                depth=frame.depth,
-                parent=frame.parent,
-                start_s=frame.started - self.t0,
-                wall_s=max(0.0, ended - frame.started),
-                self_s=max(0.0, ended - frame.started - frame.child_wall),
-                changed=False,
-                ir_before=frame.ir_before,
-                ir_after=None,
-                scope=self.scope_by_sha.get(frame.ir_before, "module"),
-                status=STATUS_FAILED,
-                error=message,
-            )
-            self.writer.add_pass(self._run_id(), record)
-            self.finished.append(record)
+            wall = max(0.0, ended - frame.started)
+            self._write(frame, ended, wall, None, status=STATUS_FAILED, error=message)
 
     # --- TileLang PassInstrumentationTool --------------------------------------------------
 
@@ -299,20 +386,7 @@ class PassRecorder:
         """Record codegen as the last step; passes the backend runs inside it nest under it."""
         began = time.perf_counter()
         self._current_run(event.mod)
-        frame = _OpenPass(
-            index=self.next_index,
-            name="codegen",
-            raw_name=str(event.name),
-            phase=PHASE_CODEGEN,
-            pipeline=None,
-            depth=len(self.open),
-            parent=self.open[-1].index if self.open else None,
-            started=0.0,
-            overhead_at_start=0.0,
-            ir_before=self._snapshot(event.mod),
-        )
-        self.next_index += 1
-        self.open.append(frame)
+        frame = self._open(event.mod, "codegen", str(event.name), PHASE_CODEGEN, None)
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead
@@ -328,35 +402,23 @@ class PassRecorder:
             if frame in self.open:
                 self.open.remove(frame)
             source = _inspect_source(result) if error is None else None
-            sha = self.writer.add_text(source) if source is not None else None
-            self.kernel_source = source if source is not None else self.kernel_source
+            if source is not None:
+                self.kernel_source = source
+                self.printer.add_source(source)
             wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
-            record = PassRecord(
-                index=frame.index,
-                name=frame.name,
-                raw_name=frame.raw_name,
-                phase=PHASE_CODEGEN,
-                pipeline=None,
-                depth=frame.depth,
-                parent=frame.parent,
-                start_s=frame.started - self.t0,
-                wall_s=wall,
-                self_s=max(0.0, wall - frame.child_wall),
-                changed=sha is not None,
-                ir_before=frame.ir_before,
-                ir_after=sha,
+            self._write(
+                frame,
+                ended,
+                wall,
+                None,
+                ir_after_sha=text_sha256(source) if source is not None else None,
+                changed=source is not None,
                 scope="device",
                 status=STATUS_FAILED if error is not None else STATUS_OK,
                 error=_one_line(error),
             )
-            self.writer.add_pass(self._run_id(), record)
-            self.finished.append(record)
             self.overhead += time.perf_counter() - ended
         return result
-
-    def _run_id(self) -> int:
-        assert self.run_id is not None, "a pass finished before any started"
-        return self.run_id
 
     def finish(self, error: BaseException | None) -> None:
         pass
@@ -404,6 +466,7 @@ def record_lowering(
     tvm_target: Any = None,
     stop_after: Sequence[str] = (),
     keep_modules: Sequence[str] = (),
+    threaded: bool = True,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
@@ -430,7 +493,9 @@ def record_lowering(
             host=host_facts(),
         )
     )
-    recorder = PassRecorder(writer, run.run_id, stop_after=stop_after, keep_modules=keep_modules)
+    recorder = PassRecorder(
+        writer, run.run_id, stop_after=stop_after, keep_modules=keep_modules, threaded=threaded
+    )
     failure: BaseException | None = None
     started = time.perf_counter()
     try:
@@ -448,8 +513,9 @@ def record_lowering(
         # TVM may re-wrap the StopLowering raised from its callback; the flag says it was ours.
         if not recorder.stop_requested:
             failure = error
-    total = time.perf_counter() - started
     recorder.write_failed(failure)
+    recorder.drain()
+    total = time.perf_counter() - started
     stopped = recorder.stop_requested
     status = STATUS_FAILED if failure is not None else STATUS_OK
     error_text = _one_line(failure) if failure is not None else None

@@ -69,7 +69,7 @@ class PassRecord:
     self_s: float
     """Wall time minus that of nested passes."""
     changed: bool
-    """Whether the pass changed the module (structural hash differs)."""
+    """Whether the printed IR after the pass differs from the IR it received."""
     ir_before: str | None
     """SHA-256 of the IR text the pass received."""
     ir_after: str | None

@@ -70,7 +70,7 @@ KEY_NAMES = {"question_mark": "?", "slash": "/"}
 
 def key_help() -> list[tuple[str, str]]:
     """(key as typed, what it does) for the help screen and the docs."""
-    rows = [("↑ ↓ / j k", "move through the passes (or click one)")]
+    rows = [("↑ ↓ PgUp PgDn Home End", "move through the passes (or click one)")]
     rows += [(KEY_NAMES.get(key, key), text) for key, _, _, text, _ in KEYS]
     return rows
 
@@ -114,7 +114,10 @@ class PassvizApp(App[None]):
             with Vertical(id="right"):
                 yield PassHeader(id="pass-header")
                 yield Tabs(
-                    Tab("IR after", id="ir"), Tab("Diff", id="diff"), Tab("Side by side", id="side"), id="modes"
+                    Tab("IR after", id="ir"),
+                    Tab("Diff", id="diff"),
+                    Tab("Side by side", id="side"),
+                    id="modes",
                 )
                 yield CodeView(id="code")
         yield Footer()
@@ -360,4 +363,3 @@ def _diff(before: str, after: str) -> Any:
     from passdiff import NormalizeRules, diff_texts
 
     return diff_texts(before, after, NormalizeRules())
-

@@ -78,9 +78,7 @@ def _lane_specific(lanes: Sequence[Lane]) -> set[tuple[int, int]]:
         for alignment in align_passes(lanes[0].run, lane.run):
             if alignment.status == "shared" and alignment.a is not None:
                 shared_here.add(alignment.a.index)
-            elif alignment.b is not None and alignment.a is None:
-                specific.add((lane.number, alignment.b.index))
-            elif alignment.status == "moved" and alignment.b is not None:
+            elif alignment.b is not None and (alignment.a is None or alignment.status == "moved"):
                 specific.add((lane.number, alignment.b.index))
         shared_with_any |= shared_here
     specific |= {(0, p.index) for p in lanes[0].run.passes if p.index not in shared_with_any}
@@ -143,7 +141,9 @@ def _draw_lane(
             )
         else:
             name = node_id(lane.number, first.index)
-            container.node(name, **_node_attrs(trace, first, hottest, (lane.number, first.index) in only_here))
+            container.node(
+                name, **_node_attrs(trace, first, hottest, (lane.number, first.index) in only_here)
+            )
             nodes[(lane.number, first.index)] = name
         for entry in group:
             group_node[entry.index] = name
@@ -155,7 +155,9 @@ def _draw_lane(
                 continue
             if record.index in children:
                 with container.subgraph(name=f"cluster_l{lane.number}_n{record.index}") as nested:
-                    nested.attr(label=f"{group[0].label} (nested)", style="dashed", color="#bbbbbb", fontsize="9")
+                    nested.attr(
+                        label=f"{group[0].label} (nested)", style="dashed", color="#bbbbbb", fontsize="9"
+                    )
                     add_group(nested, group)
                     add_children(nested, record.index, None)
             else:
@@ -169,7 +171,10 @@ def _draw_lane(
             if any(g[0].record.scope == scope and g[0].record.parent is None for g in groups):
                 with lane_graph.subgraph(name=f"cluster_l{lane.number}_{scope}") as scoped:
                     scoped.attr(
-                        label=SCOPE_LABELS[scope], style="rounded,dashed", color=SCOPE_COLORS[scope], fontsize="10"
+                        label=SCOPE_LABELS[scope],
+                        style="rounded,dashed",
+                        color=SCOPE_COLORS[scope],
+                        fontsize="10",
                     )
                     add_children(scoped, None, scope)
     _chain(graph, lane, group_node)
@@ -264,4 +269,6 @@ def pipe(graph: graphviz.Digraph, fmt: str) -> bytes:
         ) from None
     except graphviz.CalledProcessError as error:
         stderr = (error.stderr or b"").decode(errors="replace").strip().splitlines()
-        raise RenderError(f"Graphviz failed to render the drawing: {stderr[-1] if stderr else error}") from None
+        raise RenderError(
+            f"Graphviz failed to render the drawing: {stderr[-1] if stderr else error}"
+        ) from None

@@ -10,7 +10,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from irtrace.trace import PHASE_CHECK, PHASE_CODEGEN, PHASE_FINALIZE, PHASE_LOWER, KernelRun, PassRecord, Trace
+from irtrace.trace import (
+    PHASE_CHECK,
+    PHASE_CODEGEN,
+    PHASE_FINALIZE,
+    PHASE_LOWER,
+    KernelRun,
+    PassRecord,
+    Trace,
+)
 
 PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN)
 
@@ -147,7 +155,12 @@ def with_fixed_times(trace: Trace) -> Trace:
     runs = []
     for run in trace.runs:
         passes = tuple(
-            replace(p, start_s=p.index * 0.001, wall_s=0.0005 * (1 + p.index % 7), self_s=0.0005 * (1 + p.index % 7))
+            replace(
+                p,
+                start_s=p.index * 0.001,
+                wall_s=0.0005 * (1 + p.index % 7),
+                self_s=0.0005 * (1 + p.index % 7),
+            )
             for p in run.passes
         )
         runs.append(replace(run, passes=passes, total_s=0.1))

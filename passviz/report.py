@@ -22,13 +22,15 @@ from passviz.model import format_ms, pass_entries
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
-h1, h2, h3 { font-weight: 600; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+h1, h2, h3 { font-weight: 600; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
 table { border-collapse: collapse; } td, th { padding: 2px 8px; text-align: left; vertical-align: top; }
 th { border-bottom: 1px solid #ccc; } tr:hover td { background: #f6f6f6; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 .bar { display: inline-block; height: 10px; background: #f28e2b; vertical-align: middle; }
 .failed, .failed a { color: #c62828; font-weight: 600; } .unchanged { color: #888; }
-.add { color: #2e7d32; } .del { color: #c62828; } .error { background: #fdecea; padding: .5em; white-space: pre-wrap; }
+.add { color: #2e7d32; } .del { color: #c62828; }
+.error { background: #fdecea; padding: .5em; white-space: pre-wrap; }
 pre.diff { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto; font-size: 12px; }
 pre.diff .i { background: #e6ffed; display: block; } pre.diff .d { background: #ffeef0; display: block; }
 pre.diff .h { color: #6f42c1; display: block; }
@@ -124,7 +126,10 @@ def _time_chart(runs: Sequence[KernelRun]) -> str:
 
 
 def _drawings(trace: Trace, runs: Sequence[KernelRun]) -> str:
-    parts = ['<h2 id="drawings">Drawings</h2>', "<p>Unchanged passes are folded; aligned passes share a row.</p>"]
+    parts = [
+        '<h2 id="drawings">Drawings</h2>',
+        "<p>Unchanged passes are folded; aligned passes share a row.</p>",
+    ]
     for kernel in dict.fromkeys(run.kernel for run in runs):
         lanes = [run for run in runs if run.kernel == kernel]
         try:
@@ -158,10 +163,13 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
         if record.changed or record.failed:
             name = f"<a href='#{anchor}'>{name}</a>"
         css = "failed" if record.failed else "" if record.changed else "unchanged"
-        lines = f"<span class='add'>+{added}</span> <span class='del'>-{removed}</span>" if record.changed else ""
+        lines = (
+            f"<span class='add'>+{added}</span> <span class='del'>-{removed}</span>" if record.changed else ""
+        )
         rows.append(
             f"<tr class='{css}'><td class='num'>{record.index}</td>"
-            f"<td>{'&nbsp;&nbsp;' * record.depth}{name}</td><td>{_e(record.phase)}</td><td>{_e(record.scope)}</td>"
+            f"<td>{'&nbsp;&nbsp;' * record.depth}{name}</td>"
+            f"<td>{_e(record.phase)}</td><td>{_e(record.scope)}</td>"
             f"<td class='num'>{format_ms(record.self_s)}</td>"
             f"<td><span class='bar' style='width:{120 * entry.share:.0f}px'></span></td><td>{lines}</td></tr>"
         )
@@ -191,6 +199,14 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
 def _diff_html(unified: str) -> str:
     out = []
     for line in unified.splitlines():
-        css = "h" if line.startswith(("@@", "---", "+++")) else "i" if line[:1] == "+" else "d" if line[:1] == "-" else ""
+        css = (
+            "h"
+            if line.startswith(("@@", "---", "+++"))
+            else "i"
+            if line[:1] == "+"
+            else "d"
+            if line[:1] == "-"
+            else ""
+        )
         out.append(f"<span class='{css}'>{_e(line)}</span>" if css else _e(line) + "\n")
     return "".join(out)

@@ -211,7 +211,7 @@ def _analyze_kernel(
                 CompilerDiagnostic(
                     message=(
                         f"{kernel.name}: no value for parameter(s) {', '.join(choice.missing)}; add a "
-                        f"`# tilelang: args(...)` directive above it, a literal call in this file, a default, "
+                        "`# tilelang: args(...)` directive above it, a literal call in this file, a default, "
                         "or [tool.tilelang-lsp.args] in pyproject.toml"
                     ),
                     severity="warning",

@@ -41,6 +41,8 @@ class InitializationOptions:
     """The worker is restarted once its resident memory grows past this."""
     hint_wait_s: float = 2.0
     """How long an inlay-hint request waits for the running analysis before answering from source."""
+    background_delay_ms: int = 1000
+    """Idle time after fresh hints before extra targets and the full lowering run (typing cancels them)."""
     summary: bool = True
     """Run the whole pipeline in the background for the code lens summary."""
     race_check: bool = True

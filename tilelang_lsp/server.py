@@ -192,7 +192,8 @@ class TileLangLanguageServer(LanguageServer):
         return track
 
     async def _background(self, doc: DocumentState, version: int) -> None:
-        """Extra targets for hover, then the full lowering for the code lens summary."""
+        """Extra targets for hover, then the full lowering for the code lens summary, once idle."""
+        await asyncio.sleep(self.options.background_delay_ms / 1000)
         extra = [t for t in self.options.extra_targets if (t == "ascend") == (self.dialect(doc) == "ascend")]
         primary = {k["target"] for k in (doc.analysis or {}).get("kernels", [])}
         params = {"path": doc.path, "text": doc.text, "default_target": self.options.default_target}

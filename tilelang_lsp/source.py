@@ -203,10 +203,8 @@ def parse_directive(comment: str, line: int) -> Directive | None:
 
 def _is_prim_func_decorator(node: ast.expr) -> bool:
     target = node.func if isinstance(node, ast.Call) else node
-    return (
-        (isinstance(target, ast.Attribute)
-        and target.attr == "prim_func")
-        or (isinstance(target, ast.Name) and target.id == "prim_func")
+    return (isinstance(target, ast.Attribute) and target.attr == "prim_func") or (
+        isinstance(target, ast.Name) and target.id == "prim_func"
     )
 
 

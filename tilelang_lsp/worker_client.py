@@ -225,10 +225,8 @@ class WorkerClient:
         process = self.process
         if process is None or process.stdin is None or process.returncode is not None:
             return
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
     async def stop(self) -> None:
         """End the worker at shutdown (no restart is reported)."""

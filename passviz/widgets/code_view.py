@@ -288,7 +288,11 @@ class CodeView(ScrollView, can_focus=True):
                 strong = DELETE_WORD_BG if cell.kind == "delete" else INSERT_WORD_BG
                 for start, end in cell.changed_spans:
                     content.stylize(strong, start, end)
-        visible = content[scroll_x : scroll_x + content_width] if scroll_x or len(content) > content_width else content
+        visible = (
+            content[scroll_x : scroll_x + content_width]
+            if scroll_x or len(content) > content_width
+            else content
+        )
         segments = [Segment(gutter[:width], GUTTER_STYLE), *visible.render(self.app.console)]
         segments = Segment.adjust_line_length(segments, width)
         if background is not None:

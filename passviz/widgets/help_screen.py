@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -16,7 +17,7 @@ class HelpScreen(ModalScreen[None]):
     """Lists every key of the browser; any of escape, q or ? closes it."""
 
     CSS_PATH = "help_screen.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "close"),
         Binding("q", "dismiss", "close", show=False),
         Binding("question_mark", "dismiss", "close", show=False),

@@ -41,7 +41,9 @@ class RunTree(Tree[RunRef | None]):
                 for run in trace.runs:
                     if run.kernel == kernel:
                         label = Text(run_label(run), style="red" if run.status == "failed" else "")
-                        self._run_nodes[(trace_no, run.run_id)] = node.add_leaf(label, data=(trace_no, run.run_id))
+                        self._run_nodes[(trace_no, run.run_id)] = node.add_leaf(
+                            label, data=(trace_no, run.run_id)
+                        )
 
     def mark(self, ref: RunRef) -> None:
         """Move the cursor onto a run without posting ``RunChosen`` (the app already switched)."""

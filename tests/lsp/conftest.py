@@ -65,7 +65,9 @@ def open_file(client: LanguageClient, path: Path, text: str | None = None, versi
     uri = path.as_uri()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text or path.read_text())
+            types.TextDocumentItem(
+                uri=uri, language_id="python", version=version, text=text or path.read_text()
+            )
         )
     )
     return uri
@@ -80,7 +82,9 @@ def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
     )
 
 
-async def wait_published(client: LanguageClient, uri: str, version: int, timeout: float = 120) -> types.PublishDiagnosticsParams:
+async def wait_published(
+    client: LanguageClient, uri: str, version: int, timeout: float = 120
+) -> types.PublishDiagnosticsParams:
     """The first diagnostics published for ``uri`` at ``version``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -32,8 +32,13 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     kernel = next(k for k in find_kernels(load_kernel_module(path)) if k.name == "matmul")
     built = build_primfunc(kernel, KernelSpec(str(path), "matmul", (), {}, True), tvm_target, path)
     recorded = record_lowering(
-        built.func, target, TraceWriter(None), kernel="matmul", tvm_target=tvm_target,
-        stop_after=["tl.LayoutInference"], pass_configs=built.pass_configs,
+        built.func,
+        target,
+        TraceWriter(None),
+        kernel="matmul",
+        tvm_target=tvm_target,
+        stop_after=["tl.LayoutInference"],
+        pass_configs=built.pass_configs,
     )
     facts: dict[str, tuple[str, str, str, str | None]] = {}
 
@@ -49,7 +54,9 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
                 for dim in layout.get_output_shape():
                     per_thread *= int(dim)
             facts[buffer.name] = (
-                str(list(int(d) for d in buffer.shape)), str(buffer.dtype), buffer.scope(),
+                str(list(int(d) for d in buffer.shape)),
+                str(buffer.dtype),
+                buffer.scope(),
                 f"{threads} thr, {per_thread} elem/thr" if threads else None,
             )
 
@@ -66,8 +73,10 @@ async def test_gemm_hints_equal_compiler_facts(client: LanguageClient) -> None:
 
     def hint(line: int, character: int, label: str) -> types.InlayHint:
         return types.InlayHint(
-            position=types.Position(line=line, character=character), label=label,
-            kind=types.InlayHintKind.Type, padding_left=True,
+            position=types.Position(line=line, character=character),
+            label=label,
+            kind=types.InlayHintKind.Type,
+            padding_left=True,
         )
 
     assert got == [
@@ -121,7 +130,9 @@ async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) ->
             break
         await asyncio.sleep(0.1)
     assert [lens.command.command for lens in lenses] == [
-        "tilelang.kernelSummary", "tilelang.traceKernel", "tilelang.showIrAfterPass",
+        "tilelang.kernelSummary",
+        "tilelang.traceKernel",
+        "tilelang.showIrAfterPass",
     ]
     title = lenses[0].command.title
     assert title.startswith("cuda:sm_90 · ") and " passes · " in title and title.endswith("smem 48.0 KiB")
@@ -131,7 +142,8 @@ async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) ->
     )
     assert "tl.LayoutInference#1" in passes.passes
     ir = await client.protocol.send_request_async(
-        "tilelang/irAfterPass", {"textDocument": {"uri": uri}, "kernel": "matmul", "passName": "tl.LayoutInference"}
+        "tilelang/irAfterPass",
+        {"textDocument": {"uri": uri}, "kernel": "matmul", "passName": "tl.LayoutInference"},
     )
     assert ir.passName == "tl.LayoutInference"
     assert "@T.prim_func" in ir.text and "C_local" in ir.text
@@ -142,8 +154,13 @@ async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) ->
     ("name", "line", "severity", "code", "message"),
     [
         ("layout_conflict.py", 8, types.DiagnosticSeverity.Error, "layout-inference", "f: (j, i) and (i, j)"),
-        ("read_before_write.py", 14, types.DiagnosticSeverity.Warning, "buffer-init",
-         "`C_local` is read before anything writes it"),
+        (
+            "read_before_write.py",
+            14,
+            types.DiagnosticSeverity.Warning,
+            "buffer-init",
+            "`C_local` is read before anything writes it",
+        ),
         ("race.py", 10, types.DiagnosticSeverity.Warning, "data-race", "is written by multiple threads"),
         ("undefined_name.py", 9, types.DiagnosticSeverity.Error, "frontend", "undefined_name"),
         ("syntax_error.py", 9, types.DiagnosticSeverity.Error, "syntax", "syntax error"),
@@ -171,11 +188,15 @@ async def test_diagnostics_at_the_exact_line(
 async def test_failed_compile_falls_back_to_source_hints(client: LanguageClient) -> None:
     uri = (DATA / "syntax_error.py").as_uri()
     got = await hints(client, uri)
-    assert types.InlayHint(
-        position=types.Position(line=7, character=51),
-        label="[64, 32] float16 shared.dyn (source only: does not compile)",
-        kind=types.InlayHintKind.Type, padding_left=True,
-    ) in got
+    assert (
+        types.InlayHint(
+            position=types.Position(line=7, character=51),
+            label="[64, 32] float16 shared.dyn (source only: does not compile)",
+            kind=types.InlayHintKind.Type,
+            padding_left=True,
+        )
+        in got
+    )
     uri = (DATA / "layout_conflict.py").as_uri()
     labels = [h.label for h in await hints(client, uri)]
     assert "[128, 128] float32 local.fragment" in labels  # compiler facts survive a layout failure

@@ -1,4 +1,4 @@
-"""A few hundred random edits of the example kernels never kill the server; every request is answered in 5 s."""
+"""Hundreds of random edits of the example kernels never kill the server; each request answers in 5 s."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ LIMIT_S = 5.0
 def mutate(text: str, rng: random.Random) -> str:
     """One random edit: truncate, delete or insert characters or lines, or swap two lines."""
     lines = text.splitlines(keepends=True)
-    kind = rng.choice(["truncate", "delete_chars", "insert_chars", "delete_line", "insert_line", "swap_lines"])
+    kind = rng.choice(
+        ["truncate", "delete_chars", "insert_chars", "delete_line", "insert_line", "swap_lines"]
+    )
     if kind == "truncate":
         return text[: rng.randrange(len(text) + 1)]
     if kind == "delete_chars" and text:
@@ -65,11 +67,18 @@ async def test_random_edits_are_survived(client: LanguageClient) -> None:
             await asyncio.sleep(rng.choice([0.0, 0.01, 0.05, 0.2]))
         document = types.TextDocumentIdentifier(uri=uris[name])
         whole = types.Range(start=types.Position(0, 0), end=types.Position(10_000, 0))
-        slowest = max(slowest, await timed(client.text_document_inlay_hint_async(types.InlayHintParams(document, whole))))
+        slowest = max(
+            slowest,
+            await timed(client.text_document_inlay_hint_async(types.InlayHintParams(document, whole))),
+        )
         if step % 5 == 0:
             position = types.Position(line=rng.randrange(60), character=rng.randrange(40))
-            slowest = max(slowest, await timed(client.text_document_hover_async(types.HoverParams(document, position))))
-            slowest = max(slowest, await timed(client.text_document_code_lens_async(types.CodeLensParams(document))))
+            slowest = max(
+                slowest, await timed(client.text_document_hover_async(types.HoverParams(document, position)))
+            )
+            slowest = max(
+                slowest, await timed(client.text_document_code_lens_async(types.CodeLensParams(document)))
+            )
     status = await client.protocol.send_request_async("tilelang/workerStatus", {})
     assert status.pid is not None
     assert slowest < LIMIT_S

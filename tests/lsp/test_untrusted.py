@@ -43,7 +43,10 @@ async def test_untrusted_workspace_gets_source_hints(client: LanguageClient) -> 
     assert any("workspace is not trusted" in m for m in messages)
     hover = await client.text_document_hover_async(
         types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=29, character=14)
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=29, character=14),
         )
     )
-    assert hover.contents.value.endswith("From the source only: the workspace is not trusted, so the kernel was not compiled.")
+    assert hover.contents.value.endswith(
+        "From the source only: the workspace is not trusted, so the kernel was not compiled."
+    )

@@ -35,8 +35,15 @@ async def handle(server: TileLangLanguageServer, params: types.CodeLensParams) -
         arguments = [uri, kernel["name"], kernel["target"]]
         title = lens_title(kernel, summaries.get(kernel["name"]))
         lenses += [
-            types.CodeLens(range=where, command=types.Command(title=title, command=KERNEL_SUMMARY, arguments=arguments)),
-            types.CodeLens(range=where, command=types.Command(title="Trace", command=TRACE_KERNEL, arguments=arguments)),
-            types.CodeLens(range=where, command=types.Command(title="IR after pass…", command=SHOW_IR, arguments=arguments)),
+            types.CodeLens(
+                range=where, command=types.Command(title=title, command=KERNEL_SUMMARY, arguments=arguments)
+            ),
+            types.CodeLens(
+                range=where, command=types.Command(title="Trace", command=TRACE_KERNEL, arguments=arguments)
+            ),
+            types.CodeLens(
+                range=where,
+                command=types.Command(title="IR after pass…", command=SHOW_IR, arguments=arguments),
+            ),
         ]
     return lenses

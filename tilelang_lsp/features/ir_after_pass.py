@@ -16,7 +16,7 @@ SCHEME = "tilelang-ir"
 
 
 async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any] | None:
-    """``{kernel, target, passName, index, uri, text}``; ``uri`` names a read-only ``tilelang-ir:`` document."""
+    """``{kernel, target, passName, index, uri, text}``; ``uri`` names a read-only document."""
     doc = document_of(server, params)
     kernel, pass_name = field_of(params, "kernel"), field_of(params, "passName")
     if doc is None or not kernel or not pass_name or not server.options.trusted:

@@ -1,0 +1,84 @@
+"""The HTML report and the ``passviz`` command line."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from irtrace.errors import ExitCode
+from irtrace.trace import Trace
+from passviz.cli import main
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+
+
+@needs_dot
+def test_html_report_is_one_file_with_no_outside_references(
+    three_target_trace: Trace, tmp_path: Path
+) -> None:
+    assert three_target_trace.path
+    out = tmp_path / "report.html"
+    assert main(["html", three_target_trace.path, "-o", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert not re.search(r"<script|<link|<img|<iframe|@import|src=|url\(", page, re.I)
+    assert all(href.startswith("#") for href in re.findall(r"href=['\"]([^'\"]*)", page))
+    assert "http://" not in page and "https://" not in page
+    for anchor in re.findall(r"href=['\"]#([^'\"]*)", page):
+        assert f"id='{anchor}'" in page or f'id="{anchor}"' in page, anchor
+    assert "<svg" in page  # the drawing, inline
+    for run in three_target_trace.runs:
+        assert f"{run.kernel} @ {run.target}" in page
+        for record in run.passes:
+            if record.changed or record.failed:
+                assert f"id='run{run.run_id}-p{record.index}'" in page
+    failed = next(p for r in three_target_trace.runs for p in r.passes if p.failed)
+    assert failed.error and failed.error.split("'")[0] in page
+
+
+def test_dot_command_writes_each_format(three_target_trace: Trace, tmp_path: Path, capsys) -> None:
+    assert three_target_trace.path
+    out = tmp_path / "cuda.dot"
+    code = main(
+        ["dot", three_target_trace.path, "-o", str(out), "-t", "cuda:sm_90", "-t", "ascend", "--fold"]
+    )
+    assert code == 0
+    source = out.read_text()
+    assert "cluster_lane0" in source and "cluster_lane1" in source and "cluster_lane2" not in source
+    assert "hip:gfx942" not in source
+
+
+def test_missing_dot_program_says_to_install_graphviz(
+    three_target_trace: Trace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    assert three_target_trace.path
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code = main(["dot", three_target_trace.path, "-o", str(tmp_path / "p.svg")])
+    err = capsys.readouterr().err.strip()
+    assert code == ExitCode.INPUT
+    assert len(err.splitlines()) == 1 and "install Graphviz" in err
+    assert not (tmp_path / "p.svg").exists()
+
+
+def test_errors_are_one_line_with_documented_exit_codes(
+    three_target_trace: Trace, tmp_path: Path, capsys
+) -> None:
+    assert three_target_trace.path
+    assert main(["dot", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "x.svg")]) == ExitCode.INPUT
+    assert (
+        main(["dot", three_target_trace.path, "-o", str(tmp_path / "x.svg"), "-t", "metal"])
+        == ExitCode.NOT_FOUND
+    )
+    assert main(["dot", three_target_trace.path, "-o", str(tmp_path / "x.pdf")]) == ExitCode.USAGE
+    not_trace = tmp_path / "not.jsonl"
+    not_trace.write_text("hello\n")
+    assert main([str(not_trace)]) == ExitCode.TRACE_FORMAT
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 4 and all(line.startswith("passviz: error: ") for line in errors)
+    assert main(["--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert "exit codes:" in help_text and "passviz dot TRACE" in help_text and "Graphviz" in help_text
