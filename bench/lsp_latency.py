@@ -108,7 +108,7 @@ def measure_bare() -> dict[str, list[float]]:
     from tilelang_lsp.analysis import analyze
     from tilelang_lsp.worker import WARMUP_KERNEL
 
-    analyze(str(ROOT / "examples" / "warmup_bench.py"), WARMUP_KERNEL)
+    analyze(str(ROOT / "bench" / "_lsp_warmup.py"), WARMUP_KERNEL)
     bare: dict[str, list[float]] = {}
     for name in EXAMPLES:
         path = ROOT / "examples" / name

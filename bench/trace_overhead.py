@@ -30,7 +30,9 @@ def lower_untraced(func: Any, tvm_target: Any, configs: dict[str, Any]) -> float
     return time.perf_counter() - started
 
 
-def lower_traced(func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path) -> float:
+def lower_traced(
+    func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path, threaded: bool = True
+) -> float:
     from irtrace.recorder import record_lowering
     from irtrace.trace import TraceWriter
 
@@ -52,6 +54,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--manifest", default=str(ROOT / "examples" / "irtrace.toml"))
     parser.add_argument("--only", help="substring of 'kernel target' to restrict the run")
+    parser.add_argument("--inline", action="store_true", help="print IR on the pipeline's thread")
     args = parser.parse_args()
 
     from irtrace.api import make_tvm_target
@@ -87,7 +90,9 @@ def main() -> int:
                 untraced, traced = [], []
                 for _ in range(args.repeat):
                     untraced.append(lower_untraced(built.func, tvm_target, configs))
-                    traced.append(lower_traced(built.func, target, tvm_target, configs, trace_path))
+                    traced.append(
+                        lower_traced(built.func, target, tvm_target, configs, trace_path, not args.inline)
+                    )
                 base, with_trace = statistics.median(untraced), statistics.median(traced)
                 ratio = with_trace / base
                 worst = max(worst, ratio)

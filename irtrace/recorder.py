@@ -89,8 +89,8 @@ class _OpenPass:
     parent: int | None
     started: float
     overhead_at_start: float
-    ir_before: int
-    """Structural hash of the module the pass received."""
+    ir_before: Snapshot
+    """The module the pass received."""
     child_wall: float = 0.0
 
 
@@ -104,6 +104,19 @@ class RecordedLowering:
     stopped_module: Any = None
     """The module after ``stop_after`` (or the last one seen), for callers that inspect it."""
     modules: dict[str, Any] = field(default_factory=dict)
+    cancelled: bool = False
+    """``should_stop`` ended the lowering early."""
+
+
+class Snapshot:
+    """A module seen by the recorder; the printer fills in its text key and scope later."""
+
+    __slots__ = ("mod", "scope", "sha")
+
+    def __init__(self, mod: Any) -> None:
+        self.mod: Any = mod
+        self.sha: str | None = None
+        self.scope = "module"
 
 
 class SnapshotPrinter:
@@ -114,10 +127,11 @@ class SnapshotPrinter:
     reach the file after the texts they refer to; ``drain`` waits for everything submitted.
     """
 
-    def __init__(self, writer: TraceWriter, *, threaded: bool) -> None:
+    def __init__(self, writer: TraceWriter, *, threaded: bool, capture_ir: bool = True) -> None:
         self.writer = writer
-        self.texts: dict[int, str] = {}
-        """Structural hash -> SHA-256 of the printed text."""
+        self.capture_ir = capture_ir
+        self.texts: dict[int, tuple[str, str]] = {}
+        """Structural hash -> (SHA-256 of the printed text, scope)."""
         self.finished: list[PassRecord] = []
         self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
@@ -141,18 +155,27 @@ class SnapshotPrinter:
         else:
             self._queue.put(job)
 
-    def print_module(self, structural: int, mod: Any) -> None:
-        """Print ``mod`` once under its structural hash."""
+    def snapshot(self, mod: Any) -> Snapshot:
+        """Hash ``mod`` and print it if its structure is new, off the pipeline's thread."""
+        snap = Snapshot(mod)
+        if not self.capture_ir:
+            snap.mod = None
+            return snap
 
         def job() -> None:
-            if structural not in self.texts:
-                text = mod.script()
-                self.texts[structural] = self.writer.add_text(text, text_sha256(text))
+            import tvm
+
+            structural = int(tvm.ir.structural_hash(snap.mod))
+            known = self.texts.get(structural)
+            if known is None:
+                text = snap.mod.script()
+                known = (self.writer.add_text(text, text_sha256(text)), module_scope(snap.mod))
+                self.texts[structural] = known
+            snap.sha, snap.scope = known
+            snap.mod = None  # let the module go once it is stored
 
         self._submit(job)
-
-    def sha(self, structural: int | None) -> str | None:
-        return None if structural is None else self.texts[structural]
+        return snap
 
     def write(self, run_id: int, build: Callable[[], PassRecord]) -> None:
         """Write the record ``build`` makes once the texts it refers to are stored."""
@@ -197,10 +220,14 @@ class PassRecorder:
         stop_after: Sequence[str] = (),
         keep_modules: Sequence[str] = (),
         threaded: bool = True,
+        capture_ir: bool = True,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.writer = writer
         self.run_id = run_id
-        self.printer = SnapshotPrinter(writer, threaded=threaded)
+        self.printer = SnapshotPrinter(writer, threaded=threaded and capture_ir, capture_ir=capture_ir)
+        self.should_stop = should_stop
+        self.cancelled = False
         self.stop_after = set(stop_after)
         self.keep_modules = set(keep_modules)
         self.kept: dict[str, Any] = {}
@@ -211,9 +238,8 @@ class PassRecorder:
         self.pipeline: str | None = None
         self.pipeline_seen = False
         self.last_module: Any = None
-        self.last_hash: int | None = None
-        self.input_hash: int | None = None
-        self.scopes: dict[int, str] = {}
+        self.last_snapshot: Snapshot | None = None
+        self.input_snapshot: Snapshot | None = None
         self.kernel_source: str | None = None
         self.stopped_module: Any = None
         self.stop_requested = False
@@ -226,29 +252,25 @@ class PassRecorder:
 
     @property
     def input_sha(self) -> str | None:
-        return self.printer.sha(self.input_hash)
+        return self.input_snapshot.sha if self.input_snapshot is not None else None
 
     def drain(self) -> None:
         self.printer.drain()
 
     # --- snapshots -------------------------------------------------------------------------
 
-    def _snapshot(self, mod: Any) -> int:
-        """The structural hash of ``mod``; a module not seen before is queued for printing."""
-        if self.last_module is not None and self.last_hash is not None and mod.same_as(self.last_module):
-            return self.last_hash
-        import tvm
+    def _snapshot(self, mod: Any) -> Snapshot:
+        """The snapshot of ``mod``; the same object as last time reuses the last snapshot."""
+        if self.last_snapshot is not None and mod.same_as(self.last_module):
+            return self.last_snapshot
+        snap = self.printer.snapshot(mod)
+        self.last_module, self.last_snapshot = mod, snap
+        return snap
 
-        structural = int(tvm.ir.structural_hash(mod))
-        if structural not in self.scopes:
-            self.scopes[structural] = module_scope(mod)
-            self.printer.print_module(structural, mod)
-        self.last_module, self.last_hash = mod, structural
-        return structural
-
-    def _write(self, frame: _OpenPass, ended: float, wall: float, after: int | None, **extra: Any) -> None:
+    def _write(
+        self, frame: _OpenPass, ended: float, wall: float, after: Snapshot | None, **extra: Any
+    ) -> None:
         """Queue the record of a finished (or failed) pass."""
-        printer = self.printer
         before = frame.ir_before
 
         def build() -> PassRecord:
@@ -263,15 +285,14 @@ class PassRecorder:
                 start_s=frame.started - self.t0,
                 wall_s=wall,
                 self_s=max(0.0, wall - frame.child_wall),
-                changed=extra.pop("changed", after is not None and printer.sha(after) != printer.sha(before)),
-                ir_before=printer.sha(before),
-                ir_after=extra.pop("ir_after_sha", None) or printer.sha(after),
-                scope=extra.pop("scope", None)
-                or self.scopes.get(after if after is not None else before, "module"),
+                changed=extra.pop("changed", after is not None and after.sha != before.sha),
+                ir_before=before.sha,
+                ir_after=extra.pop("ir_after_sha", None) or (after.sha if after is not None else None),
+                scope=extra.pop("scope", None) or (after if after is not None else before).scope,
                 **extra,
             )
 
-        printer.write(self._run_id(), build)
+        self.printer.write(self._run_id(), build)
 
     # --- TileLang PassEventObserver ------------------------------------------------------------
 
@@ -299,8 +320,8 @@ class PassRecorder:
 
     def _open(self, mod: Any, name: str, raw_name: str, phase: str, pipeline: str | None) -> _OpenPass:
         ir_before = self._snapshot(mod)
-        if self.input_hash is None:
-            self.input_hash = ir_before
+        if self.input_snapshot is None:
+            self.input_snapshot = ir_before
         frame = _OpenPass(
             index=self.next_index,
             name=name,
@@ -340,6 +361,8 @@ class PassRecorder:
         if frame.name in self.stop_after or frame.raw_name in self.stop_after:
             self.stopped_module = mod
             self.stop_requested = True
+        elif self.should_stop is not None and self.should_stop():
+            self.cancelled = self.stop_requested = True
         self.overhead += time.perf_counter() - ended
         if self.stop_requested and not self.open:
             raise StopLowering(frame.name)
@@ -467,11 +490,16 @@ def record_lowering(
     stop_after: Sequence[str] = (),
     keep_modules: Sequence[str] = (),
     threaded: bool = True,
+    capture_ir: bool = True,
+    should_stop: Callable[[], bool] | None = None,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
     A lowering error is recorded (failed pass, IR before it, the error) and returned, not
-    raised; the run is written either way. ``stop_after`` ends the pipeline after that pass.
+    raised; the run is written either way. ``stop_after`` ends the pipeline after that pass;
+    ``should_stop``, asked after every pass, cancels it (``RecordedLowering.cancelled``).
+    ``threaded`` prints IR on a background thread; ``capture_ir=False`` records passes and
+    times without any IR (the language server's hints need none).
     """
     import tilelang
     import tvm
@@ -494,7 +522,13 @@ def record_lowering(
         )
     )
     recorder = PassRecorder(
-        writer, run.run_id, stop_after=stop_after, keep_modules=keep_modules, threaded=threaded
+        writer,
+        run.run_id,
+        stop_after=stop_after,
+        keep_modules=keep_modules,
+        threaded=threaded,
+        capture_ir=capture_ir,
+        should_stop=should_stop,
     )
     failure: BaseException | None = None
     started = time.perf_counter()
@@ -538,6 +572,7 @@ def record_lowering(
         error=failure,
         stopped_module=recorder.stopped_module or recorder.last_module,
         modules=recorder.kept,
+        cancelled=recorder.cancelled,
     )
 
 

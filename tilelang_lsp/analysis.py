@@ -45,21 +45,6 @@ class Cancelled(Exception):
     """A newer edit made this analysis pointless."""
 
 
-class _CancellableWriter(TraceWriter):
-    """An in-memory trace writer that ends the lowering after any pass once cancellation is asked."""
-
-    def __init__(self, should_stop: Callable[[], bool], path: str | None = None) -> None:
-        super().__init__(path)
-        self.should_stop = should_stop
-        self.cancelled = False
-
-    def add_pass(self, run_id: int, record: Any) -> None:
-        super().add_pass(run_id, record)
-        if self.should_stop():
-            self.cancelled = True
-            raise Cancelled("cancelled by a newer edit")
-
-
 _TVM_TARGETS: dict[str, Any] = {}
 
 
@@ -236,7 +221,7 @@ def _analyze_kernel(
             )
         )
     stop = layout_stop_pass(target)
-    writer = _CancellableWriter(should_stop, trace_path)
+    writer = TraceWriter(trace_path)
     tvm = tvm_target(target)
     try:
         with capture_native_stderr() as log:
@@ -264,13 +249,16 @@ def _analyze_kernel(
                 pass_configs=configs,
                 tvm_target=tvm,
                 stop_after=() if full else (stop,),
+                should_stop=should_stop,
+                # hints need no IR text; a trace file (trace and IR commands) does
+                capture_ir=trace_path is not None,
             )
     finally:
         writer.close()
-    if writer.cancelled:
+    if recorded.cancelled:
         raise Cancelled("cancelled by a newer edit")
     passes = recorded.run.passes
-    ok = recorded.error is None if full else reached(passes, stop)
+    ok = recorded.error is None and (full or reached(passes, stop))
     summary["passes"] = len(passes)
     summary["pass_names"] = [p.name for p in passes]
     summary["lowering_ms"] = (recorded.run.total_s or 0.0) * 1000

@@ -1,32 +1,71 @@
-"""The browser's look, with pytest-textual-snapshot (times fixed: see ``snapshot_trace``)."""
+"""The browser's look, with pytest-textual-snapshot (times fixed: see ``snapshot_trace``).
+
+Keys are pressed in ``run_before`` and followed by ``settle``, so the screenshot is taken only
+once the messages a key press sets off have all been handled, however busy the machine is.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from textual.pilot import Pilot
+
 from irtrace.trace import Trace
 from passviz.app import PassvizApp
+from passviz.widgets.code_view import CodeView
 from passviz.widgets.pass_table import PassTable
 
 SIZE = (160, 45)
 
 
+async def settle(pilot: Pilot) -> None:
+    app = pilot.app
+    assert isinstance(app, PassvizApp)
+    for _ in range(200):
+        await pilot.pause()
+        if (
+            app.query_one(PassTable).row_count
+            and app.query_one(CodeView).row_count
+            and app.selected is not None
+        ):
+            break
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
+def pressing(*keys: str, select: str | None = None) -> Callable[[Pilot], Awaitable[None]]:
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        if select is not None:
+            app = pilot.app
+            assert isinstance(app, PassvizApp) and app.current_run is not None
+            app.query_one(PassTable).move_to(app.current_run.find_pass(select).index)
+            await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run_before
+
+
 def test_snapshot_first_screen(snap_compare, snapshot_trace: Trace) -> None:
-    assert snap_compare(PassvizApp([snapshot_trace]), terminal_size=SIZE)
+    assert snap_compare(PassvizApp([snapshot_trace]), run_before=pressing(), terminal_size=SIZE)
 
 
 def test_snapshot_side_by_side_diff_of_layout_inference(snap_compare, snapshot_trace: Trace) -> None:
-    index = snapshot_trace.runs[0].find_pass("tl.LayoutInference").index
-
-    async def select(pilot) -> None:
-        await pilot.pause()
-        pilot.app.query_one(PassTable).move_to(index)
-        await pilot.pause()
-
-    assert snap_compare(PassvizApp([snapshot_trace]), run_before=select, press=["s"], terminal_size=SIZE)
+    app = PassvizApp([snapshot_trace])
+    assert snap_compare(app, run_before=pressing("s", select="tl.LayoutInference"), terminal_size=SIZE)
 
 
 def test_snapshot_failed_ascend_pass_changed_only(snap_compare, snapshot_trace: Trace) -> None:
-    assert snap_compare(PassvizApp([snapshot_trace]), press=["t", "t", "c", "e"], terminal_size=SIZE)
+    assert snap_compare(
+        PassvizApp([snapshot_trace]), run_before=pressing("t", "t", "c", "e"), terminal_size=SIZE
+    )
 
 
 def test_snapshot_help_screen(snap_compare, snapshot_trace: Trace) -> None:
-    assert snap_compare(PassvizApp([snapshot_trace]), press=["question_mark"], terminal_size=SIZE)
+    assert snap_compare(
+        PassvizApp([snapshot_trace]), run_before=pressing("question_mark"), terminal_size=SIZE
+    )
