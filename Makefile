@@ -37,8 +37,11 @@ format: setup ## Apply ruff's formatting and fixes
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: setup ## Run the benchmarks in bench/
+bench: setup ## Run the benchmarks in bench/ (each ends with a RESULT line)
 	$(PY) bench/trace_overhead.py
+	$(PY) bench/diff_speed.py
+	$(PY) bench/tui_open.py
+	$(PY) bench/lsp_latency.py
 
 clean: ## Remove build outputs (keeps .venv)
 	rm -rf out .pytest_cache .ruff_cache .mypy_cache *.egg-info

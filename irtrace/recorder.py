@@ -508,19 +508,7 @@ def record_lowering(
 
     target_object = tvm_target or determine_target(dict_or_str(target.tvm_target), return_object=True)
     configs = dict(pass_configs or {})
-    run = writer.begin_run(
-        KernelRun(
-            run_id=-1,
-            kernel=kernel,
-            spec=spec,
-            args=dict(args or {"args": [], "kwargs": {}}),
-            target=target.name,
-            target_detail=str(target_object),
-            pass_configs={str(k): _jsonable(v) for k, v in configs.items()},
-            tilelang_version=tilelang_version(),
-            host=host_facts(),
-        )
-    )
+    run = _begin_run(writer, target, kernel, spec, args, str(target_object), configs)
     recorder = PassRecorder(
         writer,
         run.run_id,
@@ -586,21 +574,33 @@ def record_failure(
     error: str,
 ) -> KernelRun:
     """Record a kernel that could not even be built for ``target`` (its factory raised)."""
-    run = writer.begin_run(
+    run = _begin_run(writer, target, kernel, spec, args, "", {})
+    return writer.end_run(
+        run.run_id, status=STATUS_FAILED, error=error, total_s=None, input_ir=None, source_sha256=None
+    )
+
+
+def _begin_run(
+    writer: TraceWriter,
+    target: TargetSpec,
+    kernel: str,
+    spec: str,
+    args: Mapping[str, Any] | None,
+    target_detail: str,
+    configs: Mapping[str, Any],
+) -> KernelRun:
+    return writer.begin_run(
         KernelRun(
             run_id=-1,
             kernel=kernel,
             spec=spec,
             args=dict(args or {"args": [], "kwargs": {}}),
             target=target.name,
-            target_detail="",
-            pass_configs={},
+            target_detail=target_detail,
+            pass_configs={str(k): _jsonable(v) for k, v in configs.items()},
             tilelang_version=tilelang_version(),
             host=host_facts(),
         )
-    )
-    return writer.end_run(
-        run.run_id, status=STATUS_FAILED, error=error, total_s=None, input_ir=None, source_sha256=None
     )
 
 
