@@ -9,7 +9,6 @@ import argparse
 
 import tilelang
 import torch
-
 from gemm import matmul
 
 

@@ -37,8 +37,16 @@ def hopper_ws_gemm(
                 for ko in T.serial(k_iters):
                     s = ko % num_stages
                     T.mbarrier_wait_parity(empty[s], ((ko // num_stages) & 1) ^ 1)
-                    T.tma_copy(A[by * block_M : (by + 1) * block_M, ko * block_K : (ko + 1) * block_K], A_shared[s, :, :], barrier=full[s])
-                    T.tma_copy(B[ko * block_K : (ko + 1) * block_K, bx * block_N : (bx + 1) * block_N], B_shared[s, :, :], barrier=full[s])
+                    T.tma_copy(
+                        A[by * block_M : (by + 1) * block_M, ko * block_K : (ko + 1) * block_K],
+                        A_shared[s, :, :],
+                        barrier=full[s],
+                    )
+                    T.tma_copy(
+                        B[ko * block_K : (ko + 1) * block_K, bx * block_N : (bx + 1) * block_N],
+                        B_shared[s, :, :],
+                        barrier=full[s],
+                    )
                     T.mbarrier_arrive(full[s])
             else:  # consumer
                 T.set_max_nreg(240, 1)
