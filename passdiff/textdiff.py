@@ -204,6 +204,9 @@ def _keys(text: str, lines: list[str]) -> list[str]:
 # ----------------------------------------------------------------------------- line matching
 
 
+_EXACT_MATCH_LIMIT = 5_000 * 5_000
+
+
 def diff_line_opcodes(old: list[str], new: list[str]) -> list[Opcode]:
     """Opcodes turning ``old`` into ``new`` (lists of lines)."""
     ids: dict[str, int] = {}
@@ -237,7 +240,10 @@ def _match_region(
     """
     if alo >= ahi or blo >= bhi:
         return
-    matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+    # Without autojunk, matching is quadratic on very repetitive text (unrolled IR of tens of
+    # thousands of lines); past this size difflib's own heuristic keeps it fast.
+    large = (ahi - alo) * (bhi - blo) > _EXACT_MATCH_LIMIT
+    matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=large)
     for i, j, size in matcher.get_matching_blocks():
         if size:
             out.append((alo + i, blo + j, size))
