@@ -10,12 +10,14 @@ A module is printed only when it is new: identity first, then a structural hash,
 from __future__ import annotations
 
 import linecache
+import os
 import queue
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +39,8 @@ from irtrace.trace import (
 
 _ANONYMOUS_PASS = "pass_fn"
 _PASS_FACTORY_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*\)\s*\(")
+PRINT_WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
+"""Threads printing IR; the pipeline keeps one core."""
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
 _INSTRUMENT_FILES = ("instrumentation/events.py", "irtrace/recorder.py", "tvm/ir/instrument.py")
 
@@ -122,14 +126,20 @@ class Snapshot:
 class SnapshotPrinter:
     """Turns modules into stored IR texts and writes pass records, in submission order.
 
-    With ``threaded``, printing and writing happen on a background thread: TVM's printer runs
-    in C++ with the GIL released, so it overlaps with the pipeline's own work. Records always
-    reach the file after the texts they refer to; ``drain`` waits for everything submitted.
+    With ``threaded``, modules are hashed and printed by a small pool of threads and written in
+    order by one more: TVM's printer runs in C++ with the GIL released, so printing overlaps
+    with the pipeline's own work. Records always reach the file after the texts they refer to;
+    ``drain`` waits for everything submitted.
     """
 
     def __init__(self, writer: TraceWriter, *, threaded: bool, capture_ir: bool = True) -> None:
         self.writer = writer
         self.capture_ir = capture_ir
+        self._claimed: set[int] = set()
+        """Structural hashes some print job has started on (so each is printed once)."""
+        self._pool = (
+            ThreadPoolExecutor(PRINT_WORKERS, thread_name_prefix="irtrace-print") if threaded else None
+        )
         self.texts: dict[int, tuple[str, str]] = {}
         """Structural hash -> (SHA-256 of the printed text, scope)."""
         self.finished: list[PassRecord] = []
@@ -161,21 +171,31 @@ class SnapshotPrinter:
         if not self.capture_ir:
             snap.mod = None
             return snap
+        rendering = self._pool.submit(self._render, mod) if self._pool is not None else None
 
         def job() -> None:
-            import tvm
-
-            structural = int(tvm.ir.structural_hash(snap.mod))
+            structural, text, scope = rendering.result() if rendering is not None else self._render(mod)
             known = self.texts.get(structural)
             if known is None:
-                text = snap.mod.script()
-                known = (self.writer.add_text(text, text_sha256(text)), module_scope(snap.mod))
+                if text is None or scope is None:  # a later snapshot's job claimed it first
+                    text, scope = snap.mod.script(), module_scope(snap.mod)
+                known = (self.writer.add_text(text, text_sha256(text)), scope)
                 self.texts[structural] = known
             snap.sha, snap.scope = known
             snap.mod = None  # let the module go once it is stored
 
         self._submit(job)
         return snap
+
+    def _render(self, mod: Any) -> tuple[int, str | None, str | None]:
+        """Structural hash, and text and scope unless another job has this structure."""
+        import tvm
+
+        structural = int(tvm.ir.structural_hash(mod))
+        if structural in self._claimed:
+            return structural, None, None
+        self._claimed.add(structural)
+        return structural, mod.script(), module_scope(mod)
 
     def write(self, run_id: int, build: Callable[[], PassRecord]) -> None:
         """Write the record ``build`` makes once the texts it refers to are stored."""
@@ -198,6 +218,9 @@ class SnapshotPrinter:
         if self._queue is not None and self._thread is not None:
             self._queue.put(None)
             self._thread.join()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
             self._queue, self._thread = None, None
         if self._error is not None:
             raise self._error
