@@ -20,10 +20,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## Make the environment in .venv (idempotent; a second run is quick)
 
-demo: setup ## Record every bundled example on every backend and print the summary
+demo: setup ## Record every bundled example on every backend, print the summary and time per pass
 	@mkdir -p $(dir $(TRACE))
 	$(VENV)/bin/irtrace record --manifest examples/irtrace.toml -o $(TRACE)
-	$(VENV)/bin/irtrace show $(TRACE)
+	$(VENV)/bin/irtrace show $(TRACE) --by-pass
 
 test: setup ## Run the test suite
 	$(PY) -m pytest -q

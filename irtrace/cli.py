@@ -110,8 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
-    plain = bool(os.environ.get("NO_COLOR")) or not (sys.stderr if stderr else sys.stdout).isatty()
-    return Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=plain, emoji=False)
+    stream = sys.stderr if stderr else sys.stdout
+    plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
+    # Piped output is for files and tools: do not squeeze tables to an 80-column guess.
+    width = None if stream.isatty() else 200
+    return Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=plain, emoji=False, width=width)
 
 
 def _plain() -> bool:
