@@ -222,8 +222,7 @@ class TileLangLanguageServer(LanguageServer):
             return
         doc.summary, doc.summary_version = summary, version
         self.publish(doc)
-        with contextlib.suppress(Exception):
-            self.workspace_code_lens_refresh(None)
+        self.refresh_code_lenses()
 
     def refresh(self) -> None:
         """Ask the client to ask again for hints and lenses (when it supports refresh)."""
@@ -233,6 +232,12 @@ class TileLangLanguageServer(LanguageServer):
         if workspace.inlay_hint is not None and workspace.inlay_hint.refresh_support:
             self.workspace_inlay_hint_refresh(None)
         if workspace.code_lens is not None and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+
+    def refresh_code_lenses(self) -> None:
+        """Ask the client for lenses again, if it supports that (the summary came in)."""
+        workspace = self.client_capabilities.workspace
+        if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
 
     def _report_untrusted(self) -> None:

@@ -53,6 +53,10 @@ def _rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+IDLE_BEFORE_WARMUP_S = 0.05
+"""How long the worker waits for a first request before lowering its warm-up kernel."""
+
+
 class Worker:
     """Reads requests on a thread (so cancellations arrive while analyzing) and runs them in order."""
 
@@ -86,12 +90,19 @@ class Worker:
 
         import_s = time.perf_counter() - started
         default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", "cuda:sm_90")
-        warmup_s = self.warm_up(default)
-        self.send({"event": "ready", "pid": os.getpid(), "import_s": import_s, "warmup_s": warmup_s})
+        self.send({"event": "ready", "pid": os.getpid(), "import_s": import_s, "warmup_s": None})
+        warm = False
         while True:
-            message = self.requests.get()
+            try:
+                # Warm up only while idle: a request already waiting warms the process itself.
+                message = self.requests.get(timeout=None if warm else IDLE_BEFORE_WARMUP_S)
+            except queue.Empty:
+                warm = True
+                self.send({"event": "warm", "warmup_s": self.warm_up(default)})
+                continue
             if message is None:
                 return
+            warm = True
             self.handle(message)
 
     def warm_up(self, target: str) -> float:

@@ -127,6 +127,8 @@ class WorkerClient:
                 self.ready_info = message
                 if self.ready is not None and not self.ready.done():
                     self.ready.set_result(message)
+            elif event == "warm":
+                self.ready_info = {**self.ready_info, "warmup_s": message.get("warmup_s")}
             elif event == "progress":
                 self.progress[int(message["request"])] = Progress(message.get("kernel"), message.get("line"))
             elif "id" in message:
