@@ -154,6 +154,43 @@ class KernelRun:
         )
 
 
+class LazyTexts(Mapping[str, str]):
+    """IR texts of a loaded trace, decoded from their JSON line when first asked for.
+
+    Most readers look at a few snapshots of a large trace; decoding every text up front would
+    dominate the time to open it.
+    """
+
+    def __init__(self, raw_lines: dict[str, str], where: str) -> None:
+        self._raw = raw_lines
+        self._decoded: dict[str, str] = {}
+        self._where = where
+
+    def __getitem__(self, sha: str) -> str:
+        text = self._decoded.get(sha)
+        if text is None:
+            line = self._raw[sha]
+            try:
+                text = str(json.loads(line)["text"])
+            except (ValueError, KeyError, TypeError):
+                raise TraceFormatError(f"{self._where}: the IR record {sha[:12]} is corrupt") from None
+            self._decoded[sha] = text
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, sha: object) -> bool:
+        return sha in self._raw
+
+    def size(self, sha: str) -> int:
+        """About the length of the text, without decoding it."""
+        return len(self._raw.get(sha, ""))
+
+
 @dataclass(frozen=True)
 class Trace:
     """A loaded trace file: its runs and the IR texts they refer to."""
@@ -181,6 +218,14 @@ class Trace:
 
     def ir_before(self, record: PassRecord) -> str:
         return self.text(record.ir_before)
+
+    def text_size(self, sha: str | None) -> int:
+        """About the length of a stored text, cheaply (for deciding what to compute lazily)."""
+        if sha is None:
+            return 0
+        if isinstance(self.texts, LazyTexts):
+            return self.texts.size(sha)
+        return len(self.texts.get(sha, ""))
 
     def kernel_source(self, run: KernelRun) -> str | None:
         return self.texts.get(run.source_sha256) if run.source_sha256 else None
@@ -389,6 +434,8 @@ def merge_traces(paths: Iterable[str | os.PathLike[str]], output: str | os.PathL
 
 # ----------------------------------------------------------------------------- reading
 
+_IR_PREFIX = '{"record":"ir","sha256":"'
+_SHA_END = len(_IR_PREFIX) + 64
 _PASS_FIELDS = {f for f in PassRecord.__dataclass_fields__}
 _RUN_FIELDS = {f for f in KernelRun.__dataclass_fields__} - {"run_id", "passes"}
 
@@ -414,7 +461,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 
 def parse_trace_lines(lines: list[str], where: str = "<trace>") -> Trace:
     """Build a ``Trace`` from the file's lines (see ``load_trace``)."""
-    texts: dict[str, str] = {}
+    raw_texts: dict[str, str] = {}
     runs: dict[int, KernelRun] = {}
     passes: dict[int, list[PassRecord]] = {}
     truncated = False
@@ -424,6 +471,10 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>") -> Trace:
         last -= 1
     for number, line in enumerate(lines[: last + 1], start=1):
         if not line.strip():
+            continue
+        if line.startswith(_IR_PREFIX) and line.endswith('"}') and line[_SHA_END : _SHA_END + 2] == '",':
+            # IR texts are most of a trace: keep the line, decode the text when it is read.
+            raw_texts[line[len(_IR_PREFIX) : _SHA_END]] = line
             continue
         try:
             record = json.loads(line)
@@ -449,7 +500,7 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>") -> Trace:
                     )
                 created = created or str(record.get("created", ""))
             elif kind == "ir":
-                texts[str(record["sha256"])] = str(record["text"])
+                raw_texts[str(record["sha256"])] = line
             elif kind == "run":
                 run_id = int(record["run"])
                 fields = {k: v for k, v in record.items() if k in _RUN_FIELDS}
@@ -482,4 +533,4 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>") -> Trace:
         if run.status == STATUS_INCOMPLETE:
             truncated = True
         finished.append(replace(run, passes=records))
-    return Trace(tuple(finished), texts, created, where, truncated)
+    return Trace(tuple(finished), LazyTexts(raw_texts, where), created, where, truncated)

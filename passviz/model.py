@@ -63,7 +63,7 @@ def line_counts(trace: Trace, run: KernelRun) -> dict[int, tuple[int, int]]:
 def run_text_size(trace: Trace, run: KernelRun) -> int:
     """Characters of distinct IR the run refers to: decides whether counting lines can wait."""
     shas = {sha for p in run.passes for sha in (p.ir_before, p.ir_after) if sha}
-    return sum(len(trace.texts.get(sha, "")) for sha in shas)
+    return sum(trace.text_size(sha) for sha in shas)
 
 
 @dataclass(frozen=True)

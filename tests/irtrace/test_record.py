@@ -260,3 +260,15 @@ def test_stop_after_ends_the_pipeline_early() -> None:
     assert result.run.passes[-1].name == "tl.LayoutInference"
     assert result.run.status == STATUS_OK and result.run.source_sha256 is None
     assert "layout_map" in result.stopped_module.script()
+
+
+def test_corrupt_ir_text_is_reported_when_read(tmp_path: Path) -> None:
+    sha = "a" * 64
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        '{"record":"header","format":"irtrace","schema":1}\n'
+        f'{{"record":"ir","sha256":"{sha}","text":"\\q broken"}}\n'
+    )
+    trace = load_trace(path)  # IR texts are decoded lazily, when read
+    with pytest.raises(TraceFormatError, match="corrupt"):
+        trace.text(sha)
