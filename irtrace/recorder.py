@@ -46,7 +46,24 @@ _INSTRUMENT_FILES = ("instrumentation/events.py", "irtrace/recorder.py", "tvm/ir
 
 
 class StopLowering(Exception):
-    """Raised after the pass named in ``stop_after`` to end the pipeline early."""
+    """Raised at codegen once a stop was asked for, to end the lowering early.
+
+    Passes after the stop are skipped through TVM's ``should_run`` hook rather than by raising
+    from a pass callback: an exception crossing TVM's C++ frames costs about a second the first
+    time in a process (backtrace symbolization), which the language server would pay.
+    """
+
+
+def skip_after_stop(recorder: PassRecorder) -> Any:
+    """A TVM pass instrument that skips every pass once ``recorder.stop_requested`` is set."""
+    from tvm.ir.instrument import pass_instrument
+
+    @pass_instrument
+    class SkipAfterStop:
+        def should_run(self, mod: Any, info: Any) -> bool:
+            return not recorder.stop_requested
+
+    return SkipAfterStop()
 
 
 def name_anonymous_pass() -> str | None:
@@ -387,8 +404,6 @@ class PassRecorder:
         elif self.should_stop is not None and self.should_stop():
             self.cancelled = self.stop_requested = True
         self.overhead += time.perf_counter() - ended
-        if self.stop_requested and not self.open:
-            raise StopLowering(frame.name)
 
     def passes_incomplete(self, passes: Sequence[Any], error: BaseException | None) -> None:
         """Note passes that never finished; ``write_failed`` records them once the error is known."""
@@ -430,6 +445,8 @@ class PassRecorder:
 
     def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
         """Record codegen as the last step; passes the backend runs inside it nest under it."""
+        if self.stop_requested:
+            raise StopLowering("stopped before codegen")
         began = time.perf_counter()
         self._current_run(event.mod)
         frame = self._open(event.mod, "codegen", str(event.name), PHASE_CODEGEN, None)
@@ -549,13 +566,16 @@ def record_lowering(
                 name=f"irtrace:{kernel}", tools=[recorder], include_default_tools=False, reuse_existing=False
             ),
             tvm.transform.PassContext(
-                opt_level=3, config=configs, instruments=[recorder.create_pass_instrument()]
+                opt_level=3,
+                config=configs,
+                instruments=[recorder.create_pass_instrument(), skip_after_stop(recorder)],
             ),
             target_object,
         ):
             tilelang.lower(func, target=target_object)
     except Exception as error:
-        # TVM may re-wrap the StopLowering raised from its callback; the flag says it was ours.
+        # After a stop, passes are skipped; whatever then raises (our StopLowering at codegen, or
+        # pipeline code meeting an unlowered module) ends the lowering we asked to end.
         if not recorder.stop_requested:
             failure = error
     recorder.write_failed(failure)
