@@ -291,7 +291,7 @@ class PassvizApp(App[None]):
             return
         if self.view_mode == "side":
             rows: Any = SideBySideRows(diff.side_by_side())
-            first = next((i for i, r in enumerate(rows.rows) if r.kind != "equal"), 0)
+            first = next((i for i, r in enumerate(rows.items) if r.kind != "equal"), 0)
         else:
             rows = UnifiedRows(diff.lines)
             first = next((i for i, line in enumerate(diff.lines) if line.kind != "equal"), 0)

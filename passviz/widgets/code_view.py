@@ -48,75 +48,65 @@ Row = tuple[Cell, ...]
 """One cell, or two for side by side."""
 
 
-class IrRows(Sequence[Row]):
-    """An IR text as numbered rows, built only when looked at."""
+class RowSource(Sequence[Row]):
+    """Rows built only when looked at: ``CodeView`` asks for the visible ones alone."""
 
     columns = 1
     numbered = 1
+    """How many line-number gutters a cell shows."""
+
+    def __init__(self, items: Sequence[Any]) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self.row(index)
+
+    def row(self, index: int) -> Row:
+        raise NotImplementedError
+
+
+class IrRows(RowSource):
+    """An IR text as numbered rows."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        super().__init__(text.splitlines())
 
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Row]: ...
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return (Cell("text", (index + 1,), self.lines[index]),)
+    def row(self, index: int) -> Row:
+        return (Cell("text", (index + 1,), self.items[index]),)
 
 
-class UnifiedRows(Sequence[Row]):
+class UnifiedRows(RowSource):
     """passdiff's diff lines, with old and new line numbers."""
 
-    columns = 1
     numbered = 2
 
-    def __init__(self, lines: Sequence[Any]) -> None:
-        self.lines = lines
-
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Row]: ...
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        line = self.lines[index]
+    def row(self, index: int) -> Row:
+        line = self.items[index]
         return (Cell(line.kind, (line.old_no, line.new_no), line.text),)
 
 
-class SideBySideRows(Sequence[Row]):
+class SideBySideRows(RowSource):
     """passdiff's side-by-side rows; replaced lines get a word diff when first shown."""
 
     columns = 2
-    numbered = 1
 
     def __init__(self, rows: Sequence[Any]) -> None:
-        self.rows = rows
+        super().__init__(rows)
         self._built: dict[int, Row] = {}
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Row]: ...
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def row(self, index: int) -> Row:
         built = self._built.get(index)
         if built is None:
-            built = self._build(self.rows[index])
-            self._built[index] = built
+            built = self._built[index] = self._build(self.items[index])
         return built
 
     @staticmethod
@@ -153,26 +143,16 @@ class SideBySideRows(Sequence[Row]):
         )
 
 
-class NoteRows(Sequence[Row]):
+class NoteRows(RowSource):
     """A few lines of explanation in place of IR (no diff, still computing)."""
 
-    columns = 1
     numbered = 0
 
     def __init__(self, *lines: str) -> None:
-        self.lines = lines
+        super().__init__(lines)
 
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Row]: ...
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return (Cell("note", (), self.lines[index]),)
+    def row(self, index: int) -> Row:
+        return (Cell("note", (), self.items[index]),)
 
 
 class CodeView(ScrollView, can_focus=True):
@@ -223,7 +203,7 @@ class CodeView(ScrollView, can_focus=True):
         """The content as plain text (IR as is; diffs with +/- markers; side by side with ' | ')."""
         rows = self._rows
         if isinstance(rows, IrRows):
-            return "\n".join(rows.lines)
+            return "\n".join(rows.items)
         out = []
         for row in rows:
             out.append(" | ".join(MARKERS.get(cell.kind, " ") + cell.text for cell in row))
@@ -302,11 +282,11 @@ class CodeView(ScrollView, can_focus=True):
 
 def _row_texts(rows: Sequence[Row]) -> list[str]:
     if isinstance(rows, IrRows):
-        return rows.lines
+        return list(rows.items)
     if isinstance(rows, UnifiedRows):
-        return [line.text for line in rows.lines]
+        return [line.text for line in rows.items]
     if isinstance(rows, SideBySideRows):
-        return [max(r.old_text or "", r.new_text or "", key=len) for r in rows.rows]
+        return [max(r.old_text or "", r.new_text or "", key=len) for r in rows.items]
     return [cell.text for row in rows for cell in row]
 
 
