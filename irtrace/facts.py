@@ -31,11 +31,26 @@ _LOCATION = re.compile(r"-->\s*(?P<file>[^\n]+?):(?P<line>\d+):(?P<column>\d+)")
 _LOG_WARNING = re.compile(r"^\[[0-9:]+\][^\n]*?Warning: ", re.MULTILINE)
 _AT_FILE = re.compile(r"\(at (?P<file>[^():]+):(?P<line>\d+)\)")
 _SWIZZLES = (
-    ("make_full_bank_swizzled_layout", "swizzle 128B"),
-    ("make_half_bank_swizzled_layout", "swizzle 64B"),
-    ("make_quarter_bank_swizzled_layout", "swizzle 32B"),
-    ("make_linear_layout", "linear"),
+    ("make_full_bank_swizzled_layout", "swizzle 128B", 8),
+    ("make_half_bank_swizzled_layout", "swizzle 64B", 4),
+    ("make_quarter_bank_swizzled_layout", "swizzle 32B", 2),
+    ("make_linear_layout", "linear", 0),
 )
+"""TileLang's layout makers to compare a shared buffer's layout with, and the number of 16-byte
+vectors a row must hold for each (0: any shape)."""
+
+
+def _swizzle_applies(buffer: Any, vectors: int) -> bool:
+    """TileLang's own preconditions for a bank swizzle, checked here: a maker that fails them
+    raises through C++, which costs about a second the first time in a process."""
+    if vectors == 0:
+        return True
+    shape = [getattr(dim, "value", dim) for dim in buffer.shape]
+    if len(shape) < 2 or not all(isinstance(dim, int) for dim in shape[-2:]):
+        return False
+    stride, continuous = shape[-2], shape[-1]
+    vector = 128 // int(buffer.dtype.bits)
+    return bool((stride == 4 or stride % 8 == 0) and continuous % (vector * vectors) == 0)
 
 
 def layout_stop_pass(target: TargetSpec) -> str:
@@ -178,7 +193,9 @@ def describe_layout(buffer: Any, layout: Any) -> tuple[str, str]:
         return short, long
     from tilelang.layout import swizzle
 
-    for maker, name in _SWIZZLES:
+    for maker, name, vectors in _SWIZZLES:
+        if not _swizzle_applies(buffer, vectors):
+            continue
         try:
             candidate = getattr(swizzle, maker)(buffer)
             if bool(candidate.is_equal(layout)):

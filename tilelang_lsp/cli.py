@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
 
+    from tilelang_lsp.worker_client import prestart_worker
+
+    prestart_worker()  # tilelang imports in the worker while pygls imports here
     from tilelang_lsp.server import create_server
 
     server = create_server()

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,103 @@ class Progress:
     line: int | None = None
 
 
+STREAM_LIMIT = 64 * 2**20
+"""Longest protocol line the server reads from the worker (results can be large)."""
+
+_prestarted: subprocess.Popen[bytes] | None = None
+
+
+def worker_environment(warmup_target: str = "cuda:sm_90") -> dict[str, str]:
+    env = dict(os.environ)
+    env["TILELANG_LSP_WARMUP_TARGET"] = warmup_target
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def prestart_worker() -> None:
+    """Launch the worker with this interpreter before the server's own imports.
+
+    Importing tilelang takes seconds; starting it while pygls loads makes the first hints come
+    sooner. It runs no user code: it only imports tilelang and waits. The server adopts it, or
+    stops it when the workspace is not trusted or another interpreter is configured.
+    """
+    global _prestarted
+    _prestarted = subprocess.Popen(
+        [sys.executable, "-m", "tilelang_lsp.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=worker_environment(),
+    )
+
+
+def take_prestarted(python: str | None) -> subprocess.Popen[bytes] | None:
+    """The early worker if it runs ``python`` and is alive; it is handed out once."""
+    global _prestarted
+    early, _prestarted = _prestarted, None
+    if early is None:
+        return None
+    if early.poll() is None and os.path.realpath(python or sys.executable) == os.path.realpath(
+        sys.executable
+    ):
+        return early
+    discard(early)
+    return None
+
+
+def discard_prestarted() -> None:
+    """Stop the early worker if nobody adopted it (an untrusted workspace)."""
+    early = take_prestarted(None)
+    if early is not None:
+        discard(early)
+
+
+def discard(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+class _AdoptedProcess:
+    """An already running ``Popen`` behind the parts of ``asyncio.subprocess.Process`` we use."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+    ) -> None:
+        self.popen = popen
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.pid = popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    async def wait(self) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self.popen.wait)
+
+
+async def _adopt(popen: subprocess.Popen[bytes]) -> Any:
+    loop = asyncio.get_running_loop()
+    assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+    readers = []
+    for pipe in (popen.stdout, popen.stderr):
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+        await loop.connect_read_pipe(lambda reader=reader: asyncio.StreamReaderProtocol(reader), pipe)
+        readers.append(reader)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return _AdoptedProcess(popen, writer, readers[0], readers[1])
+
+
 class WorkerClient:
     """An asyncio client for ``python -m tilelang_lsp.worker``."""
 
@@ -80,22 +178,27 @@ class WorkerClient:
         return self.process.pid if self.process is not None and self.process.returncode is None else None
 
     async def start(self) -> None:
-        """Start the worker if none is running (it warms up on its own)."""
+        """Start the worker if none is running (it warms up on its own).
+
+        The first start adopts the worker that ``prestart_worker`` launched while the server was
+        still importing, when it runs the same interpreter.
+        """
         if self.process is not None and self.process.returncode is None:
             return
-        env = dict(os.environ)
-        env["TILELANG_LSP_WARMUP_TARGET"] = self.warmup_target
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        self.process = await asyncio.create_subprocess_exec(
-            self.python,
-            "-m",
-            "tilelang_lsp.worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            limit=64 * 2**20,
-        )
+        early = take_prestarted(self.python)
+        if early is not None:
+            self.process = await _adopt(early)
+        else:
+            self.process = await asyncio.create_subprocess_exec(
+                self.python,
+                "-m",
+                "tilelang_lsp.worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=worker_environment(self.warmup_target),
+                limit=STREAM_LIMIT,
+            )
         self.ready = asyncio.get_running_loop().create_future()
         self.ready.add_done_callback(_retrieve)
         self._reader = asyncio.create_task(self._read(self.process))

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from tilelang_lsp.worker_client import discard_prestarted
+
 if TYPE_CHECKING:
     from tilelang_lsp.server import TileLangLanguageServer
 
@@ -24,3 +26,5 @@ def handle(server: TileLangLanguageServer, params: types.InitializedParams) -> N
         )
     if server.options.trusted:
         server.worker_start = asyncio.ensure_future(server.worker.start())
+    else:
+        discard_prestarted()
