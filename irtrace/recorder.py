@@ -4,7 +4,8 @@ The recorder is a TileLang ``PassInstrumentationTool``: TileLang's own instrumen
 attaches it to every ``PassContext`` of one compilation, and its ``StackedPassInstrument`` pairs
 TVM's ``run_before_pass``/``run_after_pass`` callbacks. Nothing in TileLang's pipelines is edited.
 
-A module is printed only when it is new: identity first, then a structural hash, then printing.
+A module is printed only when it is new: identity first, then a structural hash, then printing,
+both on a small thread pool so that printing overlaps with the pipeline.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from irtrace.targets import TargetSpec
@@ -101,6 +102,8 @@ def module_scope(mod: Any) -> str:
 
 @dataclass
 class _OpenPass:
+    """A pass that has started and not yet finished."""
+
     index: int
     name: str
     raw_name: str
@@ -124,7 +127,6 @@ class RecordedLowering:
     error: BaseException | None = None
     stopped_module: Any = None
     """The module after ``stop_after`` (or the last one seen), for callers that inspect it."""
-    modules: dict[str, Any] = field(default_factory=dict)
     cancelled: bool = False
     """``should_stop`` ended the lowering early."""
 
@@ -258,7 +260,6 @@ class PassRecorder:
         run_id: int | None,
         *,
         stop_after: Sequence[str] = (),
-        keep_modules: Sequence[str] = (),
         threaded: bool = True,
         capture_ir: bool = True,
         should_stop: Callable[[], bool] | None = None,
@@ -269,8 +270,6 @@ class PassRecorder:
         self.should_stop = should_stop
         self.cancelled = False
         self.stop_after = set(stop_after)
-        self.keep_modules = set(keep_modules)
-        self.kept: dict[str, Any] = {}
         self.t0 = time.perf_counter()
         self.overhead = 0.0
         self.next_index = 0
@@ -396,8 +395,6 @@ class PassRecorder:
         if self.open:
             self.open[-1].child_wall += wall
         self._write(frame, ended, wall, self._snapshot(mod))
-        if frame.name in self.keep_modules or frame.raw_name in self.keep_modules:
-            self.kept[frame.name] = mod
         if frame.name in self.stop_after or frame.raw_name in self.stop_after:
             self.stopped_module = mod
             self.stop_requested = True
@@ -504,7 +501,7 @@ def _inspect_source(result: Any) -> str | None:
 
 
 def _one_line(error: BaseException | None) -> str | None:
-    """The error's message, without TVM's C++ backtrace noise; kept whole but trimmed."""
+    """The error as recorded: its type and its whole message."""
     if error is None:
         return None
     text = str(error).strip() or type(error).__name__
@@ -528,7 +525,6 @@ def record_lowering(
     pass_configs: Mapping[str, Any] | None = None,
     tvm_target: Any = None,
     stop_after: Sequence[str] = (),
-    keep_modules: Sequence[str] = (),
     threaded: bool = True,
     capture_ir: bool = True,
     should_stop: Callable[[], bool] | None = None,
@@ -553,7 +549,6 @@ def record_lowering(
         writer,
         run.run_id,
         stop_after=stop_after,
-        keep_modules=keep_modules,
         threaded=threaded,
         capture_ir=capture_ir,
         should_stop=should_stop,
@@ -602,7 +597,6 @@ def record_lowering(
         kernel_source=recorder.kernel_source,
         error=failure,
         stopped_module=recorder.stopped_module or recorder.last_module,
-        modules=recorder.kept,
         cancelled=recorder.cancelled,
     )
 
