@@ -1,7 +1,7 @@
 """The ``irtrace`` command: record, run, show, ir, merge, targets.
 
-Errors are rendered here only: one line on stderr and an exit code from ``ExitCode``;
-``--debug`` shows the traceback instead.
+Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code from
+``ExitCode``; ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import argparse
 import json
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from irtrace.cli_edge import load_trace_warning_if_cut, run_command
 from irtrace.errors import ExitCode, IrtraceError, UsageError, exit_codes_help
 from irtrace.targets import target_names
 from irtrace.trace import STATUS_OK, KernelRun, Trace
@@ -93,18 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return int(ExitCode.USAGE)
-    try:
-        return int(COMMANDS[args.command](args))
-    except IrtraceError as error:
-        if args.debug:
-            traceback.print_exc()
-        print(f"irtrace: error: {error.message}", file=sys.stderr)
-        return int(error.exit_code)
-    except KeyboardInterrupt:
-        print("irtrace: interrupted; what was recorded so far is kept", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        return int(ExitCode.OK)
+    return run_command(
+        "irtrace",
+        lambda: COMMANDS[args.command](args),
+        debug=args.debug,
+        interrupted="interrupted; what was recorded so far is kept",
+    )
 
 
 def _console(stderr: bool = False) -> Any:
@@ -229,12 +223,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
 
 
 def _load(path: str) -> Trace:
-    from irtrace.trace import load_trace
-
-    trace = load_trace(path)
-    if trace.truncated:
-        print(f"irtrace: warning: {path} was cut short; showing what it holds", file=sys.stderr)
-    return trace
+    return load_trace_warning_if_cut(path, "irtrace")
 
 
 def cmd_show(args: argparse.Namespace) -> ExitCode:

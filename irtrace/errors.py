@@ -6,6 +6,7 @@ CLI edge renders them; library callers catch ``IrtraceError``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
 
 
@@ -23,7 +24,7 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
-EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+EXIT_CODE_MEANINGS: dict[int, str] = {
     ExitCode.OK: "success",
     ExitCode.USAGE: "bad command line: unknown option or target, an argument that is not a literal",
     ExitCode.INPUT: "a kernel, manifest, script or trace file is missing, or names no such kernel",
@@ -36,10 +37,10 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
 }
 
 
-def exit_codes_help() -> str:
-    """The exit-code table shown at the end of ``--help``."""
-    rows = [f"  {code.value:>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()]
-    return "exit codes:\n" + "\n".join(rows)
+def exit_codes_help(meanings: Mapping[int, str] = EXIT_CODE_MEANINGS, heading: str = "exit codes:") -> str:
+    """The exit-code table shown at the end of ``--help`` (each tool passes its own codes)."""
+    rows = [f"  {int(code):>3}  {meaning}" for code, meaning in meanings.items()]
+    return heading + "\n" + "\n".join(rows)
 
 
 class IrtraceError(Exception):

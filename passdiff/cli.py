@@ -1,6 +1,6 @@
 """The ``passdiff`` command: pass, runs, targets.
 
-Errors are rendered here only: one line on stderr and an exit code (table in ``--help``);
+Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code (table in ``--help``);
 ``--debug`` shows the traceback instead. Exit 0 and 1 follow diff(1): same, different.
 """
 
@@ -10,12 +10,12 @@ import argparse
 import json
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from irtrace.errors import ExitCode, IrtraceError, UsageError
-from irtrace.trace import Trace, load_trace
+from irtrace.cli_edge import load_trace_warning_if_cut, run_command
+from irtrace.errors import ExitCode, UsageError
+from irtrace.trace import Trace
 from passdiff.compare import compare_targets, compare_traces, diff_pass, diff_span
 from passdiff.errors import DiffOutcome, exit_codes_help
 from passdiff.normalize import NormalizeRules
@@ -108,20 +108,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return int(ExitCode.USAGE)
-    try:
+
+    def compare() -> int:
         report = COMMANDS[args.command](args)
         emit(report, args)
         return int(DiffOutcome.DIFFERENT if report.different else DiffOutcome.SAME)
-    except IrtraceError as error:
-        if args.debug:
-            traceback.print_exc()
-        print(f"passdiff: error: {error.message}", file=sys.stderr)
-        return int(error.exit_code)
-    except KeyboardInterrupt:
-        print("passdiff: interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        return int(DiffOutcome.SAME)
+
+    return run_command("passdiff", compare, debug=args.debug)
 
 
 def rules_from_args(args: argparse.Namespace) -> NormalizeRules:
@@ -135,10 +128,7 @@ def rules_from_args(args: argparse.Namespace) -> NormalizeRules:
 
 
 def _load(path: str) -> Trace:
-    trace = load_trace(path)
-    if trace.truncated:
-        print(f"passdiff: warning: {path} was cut short; comparing what it holds", file=sys.stderr)
-    return trace
+    return load_trace_warning_if_cut(path, "passdiff")
 
 
 def cmd_pass(args: argparse.Namespace) -> DiffReport:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, TraceFormatError, UsageError
+from irtrace.errors import exit_codes_help as exit_code_table
 
 __all__ = [
     "DiffOutcome",
@@ -50,5 +51,4 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
 
 def exit_codes_help() -> str:
     """The exit-code table at the end of ``passdiff --help``."""
-    rows = [f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()]
-    return "exit codes (0 and 1 as in diff(1)):\n" + "\n".join(rows)
+    return exit_code_table(EXIT_CODE_MEANINGS, "exit codes (0 and 1 as in diff(1)):")

@@ -1,17 +1,18 @@
 """The ``passviz`` command: the pass browser, ``dot`` drawings and the ``html`` report.
 
-Errors are rendered here only: one line on stderr and an exit code from irtrace's ``ExitCode``.
+Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code from irtrace's
+``ExitCode``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from collections.abc import Sequence
 
-from irtrace.errors import ExitCode, IrtraceError, exit_codes_help
-from irtrace.trace import KernelRun, Trace, load_trace
+from irtrace.cli_edge import load_trace_warning_if_cut, run_command
+from irtrace.errors import ExitCode, exit_codes_help
+from irtrace.trace import KernelRun, Trace
 
 USAGE = """\
   passviz TRACE [--compare OTHER]                  browse the passes (press ? for the keys)
@@ -90,23 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list[1:] if command != "browse" else args_list)
     except SystemExit as exit_:
         return int(exit_.code or 0) if isinstance(exit_.code, int) else ExitCode.USAGE
-    try:
-        return _run(command, args)
-    except IrtraceError as error:
-        if args.debug:
-            traceback.print_exc()
-        print(f"passviz: error: {error.message}", file=sys.stderr)
-        return int(error.exit_code)
-    except KeyboardInterrupt:
-        return int(ExitCode.INTERRUPTED)
+    return run_command("passviz", lambda: _run(command, args), debug=args.debug)
 
 
 def _run(command: str, args: argparse.Namespace) -> int:
-    trace = load_trace(args.trace)
+    trace = load_trace_warning_if_cut(args.trace, "passviz")
     if command == "browse":
         from passviz.app import PassvizApp
 
-        traces = [trace] + ([load_trace(args.compare)] if args.compare else [])
+        traces = [trace] + ([load_trace_warning_if_cut(args.compare, "passviz")] if args.compare else [])
         PassvizApp(traces, show_times=not args.no_times).run()
         return int(ExitCode.OK)
     runs = select_runs(trace, args.kernel, args.target)

@@ -6,7 +6,15 @@ import json
 import subprocess
 import sys
 
-CORE = ["irtrace", "irtrace.trace", "irtrace.targets", "irtrace.specs", "irtrace.report", "irtrace.errors"]
+CORE = [
+    "irtrace",
+    "irtrace.trace",
+    "irtrace.targets",
+    "irtrace.specs",
+    "irtrace.report",
+    "irtrace.errors",
+    "irtrace.cli_edge",
+]
 LAZY = [
     "irtrace.loader",
     "irtrace.recorder",

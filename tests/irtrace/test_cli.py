@@ -210,3 +210,15 @@ def test_run_captures_a_script_then_reports_its_failure(tmp_path: Path) -> None:
     assert trace.runs[0].input_ir != trace.runs[1].input_ir
     first = trace.runs[0]
     assert trace.kernel_source(first) and first.passes[-1].phase == "codegen"
+
+
+def test_show_warns_about_a_cut_short_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, gemm_trace: Trace
+) -> None:
+    assert gemm_trace.path
+    lines = Path(gemm_trace.path).read_text().splitlines(keepends=True)
+    short = tmp_path / "short.jsonl"
+    short.write_text("".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:10])
+    code, out, err = run_cli(capsys, "show", str(short))
+    assert code == ExitCode.OK and "matmul" in out
+    assert err.strip() == f"irtrace: warning: {short} was cut short; using what it holds"
