@@ -57,11 +57,10 @@ def main() -> int:
     parser.add_argument("--inline", action="store_true", help="print IR on the pipeline's thread")
     args = parser.parse_args()
 
-    from irtrace.api import make_tvm_target
     from irtrace.loader import build_primfunc, load_kernel_module, select_kernels
     from irtrace.manifest import load_manifest
     from irtrace.specs import KernelSpec
-    from irtrace.targets import resolve_targets
+    from irtrace.targets import make_tvm_target, resolve_targets
 
     worst = 0.0
     rows = []

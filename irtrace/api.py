@@ -9,9 +9,9 @@ from typing import Any
 
 from irtrace.errors import IrtraceError, KernelSourceError
 from irtrace.loader import build_primfunc, load_kernel_module, select_kernels
-from irtrace.recorder import RecordedLowering, dict_or_str, record_failure, record_lowering
+from irtrace.recorder import RecordedLowering, record_failure, record_lowering
 from irtrace.specs import KernelSpec
-from irtrace.targets import TargetSpec, resolve_targets
+from irtrace.targets import make_tvm_target, resolve_targets
 from irtrace.trace import KernelRun, TraceWriter
 
 
@@ -28,13 +28,6 @@ class RecordRequest:
     """Name to record the kernel under instead of its Python name."""
     base_dir: Path | None = None
     """Folder that a relative spec path is relative to (a manifest's folder)."""
-
-
-def make_tvm_target(target: TargetSpec) -> Any:
-    """TileLang's ``Target`` object for a target spec."""
-    from tilelang.backend.target import determine_target
-
-    return determine_target(dict_or_str(target.tvm_target), return_object=True)
 
 
 def record_request(

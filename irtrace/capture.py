@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.errors import InputError, UsageError
-from irtrace.recorder import PassRecorder, record_lowering, tilelang_version
+from irtrace.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 from irtrace.targets import TargetSpec
-from irtrace.trace import STATUS_FAILED, STATUS_OK, KernelRun, TraceWriter, host_facts, text_sha256
+from irtrace.trace import STATUS_FAILED, STATUS_OK, KernelRun, TraceWriter, text_sha256
 
 TOOL_NAME = "irtrace-capture"
 
@@ -74,18 +74,14 @@ class CaptureRecorder(PassRecorder):
         self.kernel = names[0] if names else "kernel"
         self.configs = {str(k): v for k, v in dict(tvm.transform.PassContext.current().config).items()}
         target = Target.current(allow_none=True)
-        run = self.writer.begin_run(
-            KernelRun(
-                run_id=-1,
-                kernel=self.kernel,
-                spec=f"captured:{self.kernel}",
-                args={"args": [], "kwargs": {}},
-                target=short_target_name(target),
-                target_detail=str(target) if target is not None else "",
-                pass_configs={k: _plain(v) for k, v in self.configs.items()},
-                tilelang_version=tilelang_version(),
-                host=host_facts(),
-            )
+        run = begin_run_record(
+            self.writer,
+            short_target_name(target),
+            self.kernel,
+            f"captured:{self.kernel}",
+            None,
+            str(target) if target is not None else "",
+            self.configs,
         )
         self.session.captured.append(CapturedKernel(self.kernel, mod, self.configs))
         return run.run_id
@@ -98,16 +94,12 @@ class CaptureRecorder(PassRecorder):
         run = self.writer.end_run(
             self.run_id,
             status=STATUS_FAILED if error is not None else STATUS_OK,
-            error=f"{type(error).__name__}: {error}" if error is not None else None,
+            error=describe_error(error),
             total_s=None,
             input_ir=self.input_sha,
             source_sha256=text_sha256(self.kernel_source) if self.kernel_source else None,
         )
         self.session.runs.append(run)
-
-
-def _plain(value: Any) -> Any:
-    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
 
 
 @dataclass
@@ -181,7 +173,7 @@ def lower_for_targets(
     captured: Sequence[CapturedKernel], targets: Sequence[TargetSpec], writer: TraceWriter
 ) -> list[KernelRun]:
     """Lower each captured kernel again for ``targets`` (the module as the script built it)."""
-    from irtrace.api import make_tvm_target
+    from irtrace.targets import make_tvm_target
 
     runs = []
     for kernel in captured:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from irtrace.targets import TargetSpec
+from irtrace.targets import TargetSpec, make_tvm_target
 from irtrace.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
@@ -415,7 +415,7 @@ class PassRecorder:
         """Record unfinished passes as failed: the innermost carries the error, ancestors too."""
         pending = self.unfinished + [(frame, time.perf_counter()) for frame in self.open]
         self.unfinished, self.open = [], []
-        message = None if isinstance(error, StopLowering) else _one_line(error)
+        message = None if isinstance(error, StopLowering) else describe_error(error)
         for frame, ended in sorted(pending, key=lambda item: item[0].index):
             wall = max(0.0, ended - frame.started)
             self._write(frame, ended, wall, None, status=STATUS_FAILED, error=message)
@@ -475,7 +475,7 @@ class PassRecorder:
                 changed=source is not None,
                 scope="device",
                 status=STATUS_FAILED if error is not None else STATUS_OK,
-                error=_one_line(error),
+                error=describe_error(error),
             )
             self.overhead += time.perf_counter() - ended
         return result
@@ -500,7 +500,7 @@ def _inspect_source(result: Any) -> str | None:
         return None
 
 
-def _one_line(error: BaseException | None) -> str | None:
+def describe_error(error: BaseException | None) -> str | None:
     """The error as recorded: its type and its whole message."""
     if error is None:
         return None
@@ -539,12 +539,11 @@ def record_lowering(
     """
     import tilelang
     import tvm
-    from tilelang.backend.target import determine_target
     from tilelang.instrumentation import compile_pass_instrumentation
 
-    target_object = tvm_target or determine_target(dict_or_str(target.tvm_target), return_object=True)
+    target_object = tvm_target or make_tvm_target(target)
     configs = dict(pass_configs or {})
-    run = _begin_run(writer, target, kernel, spec, args, str(target_object), configs)
+    run = begin_run_record(writer, target.name, kernel, spec, args, str(target_object), configs)
     recorder = PassRecorder(
         writer,
         run.run_id,
@@ -577,15 +576,10 @@ def record_lowering(
     recorder.drain()
     total = time.perf_counter() - started
     stopped = recorder.stop_requested
-    status = STATUS_FAILED if failure is not None else STATUS_OK
-    error_text = _one_line(failure) if failure is not None else None
-    if failure is not None and not any(r.failed for r in recorder.finished):
-        # The failure happened outside any pass (e.g. in the semantic checks' Python code).
-        error_text = error_text or "lowering failed"
     finished_run = writer.end_run(
         run.run_id,
-        status=status,
-        error=error_text,
+        status=STATUS_FAILED if failure is not None else STATUS_OK,
+        error=describe_error(failure),
         total_s=total,
         input_ir=recorder.input_sha,
         source_sha256=None
@@ -611,38 +605,35 @@ def record_failure(
     error: str,
 ) -> KernelRun:
     """Record a kernel that could not even be built for ``target`` (its factory raised)."""
-    run = _begin_run(writer, target, kernel, spec, args, "", {})
+    run = begin_run_record(writer, target.name, kernel, spec, args, "", {})
     return writer.end_run(
         run.run_id, status=STATUS_FAILED, error=error, total_s=None, input_ir=None, source_sha256=None
     )
 
 
-def _begin_run(
+def begin_run_record(
     writer: TraceWriter,
-    target: TargetSpec,
+    target: str,
     kernel: str,
     spec: str,
     args: Mapping[str, Any] | None,
     target_detail: str,
     configs: Mapping[str, Any],
 ) -> KernelRun:
+    """Start a run in ``writer`` with the header every run carries (version, host, configs)."""
     return writer.begin_run(
         KernelRun(
             run_id=-1,
             kernel=kernel,
             spec=spec,
             args=dict(args or {"args": [], "kwargs": {}}),
-            target=target.name,
+            target=target,
             target_detail=target_detail,
             pass_configs={str(k): _jsonable(v) for k, v in configs.items()},
             tilelang_version=tilelang_version(),
             host=host_facts(),
         )
     )
-
-
-def dict_or_str(value: Any) -> Any:
-    return dict(value) if isinstance(value, Mapping) else value
 
 
 def _jsonable(value: Any) -> Any:

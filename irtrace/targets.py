@@ -48,6 +48,14 @@ DEFAULT_TARGET = "cuda:sm_90"
 ALIASES = {"cuda": "cuda:sm_90", "hip": "hip:gfx942", "rocm": "hip:gfx942", "sm_90": "cuda:sm_90"}
 
 
+def make_tvm_target(target: TargetSpec) -> Any:
+    """TileLang's ``Target`` object for a target spec (imports tilelang)."""
+    from tilelang.backend.target import determine_target
+
+    spec = dict(target.tvm_target) if isinstance(target.tvm_target, Mapping) else target.tvm_target
+    return determine_target(spec, return_object=True)
+
+
 def target_names() -> list[str]:
     """Every target name a user may pass, ``all`` last."""
     return [*TARGETS, ALL]

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.api import make_tvm_target
 from irtrace.loader import build_primfunc, load_kernel_module, select_kernels
 from irtrace.manifest import load_manifest
 from irtrace.recorder import record_lowering
 from irtrace.specs import KernelSpec
-from irtrace.targets import resolve_targets
+from irtrace.targets import make_tvm_target, resolve_targets
 from irtrace.trace import STATUS_OK, TraceWriter, text_sha256
 
 from ..conftest import EXAMPLES

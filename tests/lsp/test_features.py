@@ -19,11 +19,10 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     import tilelang  # noqa: F401  (makes tvm importable)
     from tvm.tirx.stmt_functor import post_order_visit
 
-    from irtrace.api import make_tvm_target
     from irtrace.loader import build_primfunc, find_kernels, load_kernel_module
     from irtrace.recorder import record_lowering
     from irtrace.specs import KernelSpec
-    from irtrace.targets import get_target
+    from irtrace.targets import get_target, make_tvm_target
     from irtrace.trace import TraceWriter
 
     path = EXAMPLES / "gemm.py"
