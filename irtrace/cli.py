@@ -227,10 +227,10 @@ def _load(path: str) -> Trace:
 
 
 def cmd_show(args: argparse.Namespace) -> ExitCode:
-    from irtrace.report import select_runs, totals_by_pass, trace_document
+    from irtrace.report import totals_by_pass, trace_document
 
     trace = _load(args.trace)
-    runs = select_runs(trace, args.kernel, args.target)
+    runs = trace.select(args.kernel, args.target)
     if args.json:
         document: Any = trace_document(trace, runs)
         if args.by_pass:

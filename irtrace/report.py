@@ -68,19 +68,6 @@ def totals_by_pass(runs: Sequence[KernelRun]) -> list[PassTotal]:
     return sorted(rows, key=lambda row: row.total_s, reverse=True)
 
 
-def select_runs(trace: Trace, kernel: str | None, target: str | None) -> list[KernelRun]:
-    """Runs filtered by kernel and target; an empty selection raises via ``find_run``."""
-    runs = [
-        run
-        for run in trace.runs
-        if (kernel is None or kernel in (run.kernel, run.kernel.split("::")[-1]))
-        and (target is None or run.target == target)
-    ]
-    if not runs:
-        trace.find_run(kernel, target)  # raises NotInTraceError listing the contents
-    return runs
-
-
 def trace_document(trace: Trace, runs: Sequence[KernelRun]) -> dict[str, Any]:
     """The ``irtrace show --json`` document."""
     return {

@@ -236,21 +236,33 @@ class Trace:
     def targets(self) -> list[str]:
         return list(dict.fromkeys(run.target for run in self.runs))
 
-    def find_run(self, kernel: str | None = None, target: str | None = None) -> KernelRun:
-        """The run for ``kernel`` and ``target``; either may be omitted when it is unambiguous."""
+    def select(self, kernel: str | None = None, target: str | None = None) -> list[KernelRun]:
+        """Runs of ``kernel`` (full or short name) on ``target``; ``None`` matches any.
+
+        An empty selection raises ``NotInTraceError`` listing what the trace holds.
+        """
         matches = [
             run
             for run in self.runs
-            if (kernel is None or run.kernel == kernel or run.kernel.split("::")[-1] == kernel)
+            if (kernel is None or kernel in (run.kernel, run.kernel.split("::")[-1]))
             and (target is None or run.target == target)
         ]
-        if len(matches) >= 1 and (len(matches) == 1 or (kernel and target)):
-            return matches[-1]
-        contents = "; ".join(f"{run.kernel} on {run.target}" for run in self.runs) or "no runs"
         if not matches:
             asked = " on ".join(x for x in (kernel, target) if x) or "a run"
-            raise NotInTraceError(f"{asked} is not in the trace; it holds: {contents}")
-        raise NotInTraceError(f"several runs match; name --kernel and --target. The trace holds: {contents}")
+            raise NotInTraceError(f"{asked} is not in the trace; it holds: {self._contents()}")
+        return matches
+
+    def find_run(self, kernel: str | None = None, target: str | None = None) -> KernelRun:
+        """The run for ``kernel`` and ``target``; either may be omitted when it is unambiguous."""
+        matches = self.select(kernel, target)
+        if len(matches) == 1 or (kernel and target):
+            return matches[-1]
+        raise NotInTraceError(
+            f"several runs match; name --kernel and --target. The trace holds: {self._contents()}"
+        )
+
+    def _contents(self) -> str:
+        return "; ".join(f"{run.kernel} on {run.target}" for run in self.runs) or "no runs"
 
     def line_changes(self, record: PassRecord) -> tuple[int, int]:
         """Lines added and removed by the pass (0, 0 when unchanged)."""

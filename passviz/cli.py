@@ -75,11 +75,9 @@ def html_parser() -> argparse.ArgumentParser:
 
 def select_runs(trace: Trace, kernel: str | None, targets: Sequence[str]) -> list[KernelRun]:
     """Runs of ``kernel`` (all kernels if None) on ``targets`` (all if empty), in trace order."""
-    from irtrace.report import select_runs as select_one
-
-    runs = select_one(trace, kernel, None)
+    runs = trace.select(kernel, None)
     for target in targets:
-        select_one(trace, kernel, target)  # raises NotInTraceError naming what the trace holds
+        trace.select(kernel, target)  # raises NotInTraceError naming what the trace holds
     return [run for run in runs if not targets or run.target in targets]
 
 
