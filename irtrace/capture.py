@@ -109,7 +109,6 @@ class ScriptOutcome:
     runs: list[KernelRun]
     captured: list[CapturedKernel]
     error: BaseException | None = None
-    exit_status: int = 0
 
 
 def split_command(command: Sequence[str]) -> tuple[str, str, list[str]]:
@@ -145,7 +144,6 @@ def run_script(command: Sequence[str], writer: TraceWriter) -> ScriptOutcome:
     register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     error: BaseException | None = None
-    status = 0
     try:
         if kind == "path":
             sys.argv = [target, *args]
@@ -156,17 +154,14 @@ def run_script(command: Sequence[str], writer: TraceWriter) -> ScriptOutcome:
             sys.path.insert(0, os.getcwd())
             runpy.run_module(target, run_name="__main__", alter_sys=True)
     except SystemExit as exit_:
-        code = exit_.code
-        status = code if isinstance(code, int) else (0 if code is None else 1)
-        if status != 0:
+        if exit_.code not in (None, 0):  # sys.exit() and sys.exit(0) are success
             error = exit_
     except BaseException as raised:  # the script's own failure is reported after the traces
         error = raised
-        status = 1
     finally:
         unregister_pass_instrumentation_tool(TOOL_NAME)
         sys.argv, sys.path[:] = saved_argv, saved_path
-    return ScriptOutcome(session.runs, session.captured, error, status)
+    return ScriptOutcome(session.runs, session.captured, error)
 
 
 def lower_for_targets(

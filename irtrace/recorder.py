@@ -161,7 +161,6 @@ class SnapshotPrinter:
         )
         self.texts: dict[int, tuple[str, str]] = {}
         """Structural hash -> (SHA-256 of the printed text, scope)."""
-        self.finished: list[PassRecord] = []
         self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -222,7 +221,6 @@ class SnapshotPrinter:
         def job() -> None:
             record = build()
             self.writer.add_pass(run_id, record)
-            self.finished.append(record)
 
         self._submit(job)
 
@@ -283,11 +281,6 @@ class PassRecorder:
         self.stopped_module: Any = None
         self.stop_requested = False
         self.unfinished: list[tuple[_OpenPass, float]] = []
-
-    @property
-    def finished(self) -> list[PassRecord]:
-        """Records written so far (complete after ``drain``)."""
-        return self.printer.finished
 
     @property
     def input_sha(self) -> str | None:
@@ -425,10 +418,7 @@ class PassRecorder:
     def create_pass_instrument(self) -> Any:
         from tilelang.instrumentation import StackedPassInstrument
 
-        return StackedPassInstrument(self, capture_nested=True, sequence_allocator=self._allocate)
-
-    def _allocate(self) -> int:
-        return self.next_index
+        return StackedPassInstrument(self, capture_nested=True)
 
     @contextmanager
     def pipeline_scope(self, base_phase: str) -> Iterator[None]:
