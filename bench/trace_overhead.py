@@ -57,51 +57,40 @@ def main() -> int:
     parser.add_argument("--inline", action="store_true", help="print IR on the pipeline's thread")
     args = parser.parse_args()
 
-    from irtrace.loader import build_primfunc, load_kernel_module, select_kernels
+    from irtrace.api import prepare_request
     from irtrace.manifest import load_manifest
-    from irtrace.specs import KernelSpec
-    from irtrace.targets import make_tvm_target, resolve_targets
 
     worst = 0.0
-    rows = []
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
     print(
         f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} {'trace KiB':>10}"
     )
     for request in load_manifest(args.manifest):
-        path = Path(request.spec.path)
-        loaded = load_kernel_module(path if path.is_absolute() else (request.base_dir or ROOT) / path)
-        for kernel in select_kernels(loaded, request.spec):
-            for target in resolve_targets(request.targets, loaded.dialect):
-                label = f"{request.name or kernel.name} {target.name}"
-                if args.only and args.only not in label:
-                    continue
-                tvm_target = make_tvm_target(target)
-                spec = request.spec
-                built = build_primfunc(
-                    kernel,
-                    KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called),
-                    tvm_target,
+        for prepared in prepare_request(request):
+            label = f"{prepared.name} {prepared.target.name}"
+            if args.only and args.only not in label:
+                continue
+            if prepared.built is None:
+                raise RuntimeError(f"{label} could not be built: {prepared.error}")
+            built, target, tvm_target = prepared.built, prepared.target, prepared.tvm_target
+            configs = prepared.pass_configs
+            trace_path = workdir / "bench.jsonl"
+            lower_untraced(built.func, tvm_target, configs)  # warm caches once for both
+            untraced, traced = [], []
+            for _ in range(args.repeat):
+                untraced.append(lower_untraced(built.func, tvm_target, configs))
+                traced.append(
+                    lower_traced(built.func, target, tvm_target, configs, trace_path, not args.inline)
                 )
-                configs = {**built.pass_configs, **request.pass_configs}
-                trace_path = workdir / "bench.jsonl"
-                lower_untraced(built.func, tvm_target, configs)  # warm caches once for both
-                untraced, traced = [], []
-                for _ in range(args.repeat):
-                    untraced.append(lower_untraced(built.func, tvm_target, configs))
-                    traced.append(
-                        lower_traced(built.func, target, tvm_target, configs, trace_path, not args.inline)
-                    )
-                base, with_trace = statistics.median(untraced), statistics.median(traced)
-                ratio = with_trace / base
-                worst = max(worst, ratio)
-                size = trace_path.stat().st_size / 1024
-                rows.append((label, ratio))
-                print(
-                    f"{request.name or kernel.name:<22} {target.name:<13} {base * 1000:>12.1f} "
-                    f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {size:>10.0f}",
-                    flush=True,
-                )
+            base, with_trace = statistics.median(untraced), statistics.median(traced)
+            ratio = with_trace / base
+            worst = max(worst, ratio)
+            size = trace_path.stat().st_size / 1024
+            print(
+                f"{prepared.name:<22} {target.name:<13} {base * 1000:>12.1f} "
+                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {size:>10.0f}",
+                flush=True,
+            )
     print(f"RESULT max_ratio={worst:.3f}")
     return 0
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from irtrace.errors import IrtraceError, KernelSourceError
-from irtrace.loader import build_primfunc, load_kernel_module, select_kernels
+from irtrace.loader import BuiltKernel, build_primfunc, load_kernel_module, select_kernels
 from irtrace.recorder import RecordedLowering, record_failure, record_lowering
 from irtrace.specs import KernelSpec
-from irtrace.targets import make_tvm_target, resolve_targets
+from irtrace.targets import TargetSpec, make_tvm_target, resolve_targets
 from irtrace.trace import KernelRun, TraceWriter
 
 
@@ -30,58 +30,88 @@ class RecordRequest:
     """Folder that a relative spec path is relative to (a manifest's folder)."""
 
 
+@dataclass
+class PreparedLowering:
+    """One kernel of a request built for one target: ready to lower, or why it could not be built."""
+
+    name: str
+    """Name the kernel is recorded under."""
+    spec: KernelSpec
+    """The request's spec, naming this kernel."""
+    target: TargetSpec
+    tvm_target: Any
+    built: BuiltKernel | None
+    error: KernelSourceError | None
+    """Why the factory failed for this target (then ``built`` is ``None``)."""
+    pass_configs: dict[str, Any]
+    """The kernel's own pass configs with the request's on top."""
+
+
+def prepare_request(request: RecordRequest) -> Iterator[PreparedLowering]:
+    """Load the request's file and build each of its kernels for each of its targets, lazily.
+
+    A file that cannot be loaded raises; a factory that raises for one target is yielded with
+    its error, so callers can record it and go on.
+    """
+    path = Path(request.spec.path)
+    if request.base_dir is not None and not path.is_absolute():
+        path = request.base_dir / path
+    loaded = load_kernel_module(path)
+    kernels = select_kernels(loaded, request.spec)
+    targets = resolve_targets(request.targets, loaded.dialect)
+    for kernel in kernels:
+        spec = replace(request.spec, name=kernel.name)
+        for target in targets:
+            tvm_target = make_tvm_target(target)
+            built: BuiltKernel | None = None
+            error: KernelSourceError | None = None
+            try:
+                built = build_primfunc(kernel, spec, tvm_target, loaded.path)
+            except KernelSourceError as raised:
+                error = raised
+            configs = {**(built.pass_configs if built else {}), **request.pass_configs}
+            yield PreparedLowering(
+                request.name or kernel.name, spec, target, tvm_target, built, error, configs
+            )
+
+
 def record_request(
     request: RecordRequest,
     writer: TraceWriter,
     *,
     stop_after: Sequence[str] = (),
 ) -> list[RecordedLowering | KernelRun]:
-    """Load, build and lower one request for each of its targets.
-
-    A file that cannot be loaded raises (nothing to record); a kernel whose factory raises for
-    one target, or that fails to lower, is recorded as a failed run and the others go on.
-    """
-    spec = request.spec
-    path = Path(spec.path)
-    if request.base_dir is not None and not path.is_absolute():
-        path = request.base_dir / path
-    loaded = load_kernel_module(path)
-    kernels = select_kernels(loaded, spec)
-    targets = resolve_targets(request.targets, loaded.dialect)
+    """Lower one request for each of its targets; a kernel that cannot be built or lowered is
+    recorded as a failed run and the others go on."""
     results: list[RecordedLowering | KernelRun] = []
-    for kernel in kernels:
-        for target in targets:
-            name = request.name or kernel.name
-            spec_for_kernel = KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called)
-            tvm_target = make_tvm_target(target)
-            try:
-                built = build_primfunc(kernel, spec_for_kernel, tvm_target, loaded.path)
-            except KernelSourceError as error:
-                results.append(
-                    record_failure(
-                        writer,
-                        target,
-                        kernel=name,
-                        spec=spec_for_kernel.text,
-                        args=spec.args_json(),
-                        error=error.message,
-                    )
-                )
-                continue
-            configs = {**built.pass_configs, **request.pass_configs}
+    for prepared in prepare_request(request):
+        args = prepared.spec.args_json()
+        if prepared.built is None:
+            assert prepared.error is not None
             results.append(
-                record_lowering(
-                    built.func,
-                    target,
+                record_failure(
                     writer,
-                    kernel=name,
-                    spec=spec_for_kernel.text,
-                    args=spec.args_json(),
-                    pass_configs=configs,
-                    tvm_target=tvm_target,
-                    stop_after=stop_after,
+                    prepared.target,
+                    kernel=prepared.name,
+                    spec=prepared.spec.text,
+                    args=args,
+                    error=prepared.error.message,
                 )
             )
+            continue
+        results.append(
+            record_lowering(
+                prepared.built.func,
+                prepared.target,
+                writer,
+                kernel=prepared.name,
+                spec=prepared.spec.text,
+                args=args,
+                pass_configs=prepared.pass_configs,
+                tvm_target=prepared.tvm_target,
+                stop_after=stop_after,
+            )
+        )
     return results
 
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from irtrace.loader import build_primfunc, load_kernel_module, select_kernels
+from irtrace.api import prepare_request
 from irtrace.manifest import load_manifest
 from irtrace.recorder import record_lowering
-from irtrace.specs import KernelSpec
-from irtrace.targets import make_tvm_target, resolve_targets
+from irtrace.targets import resolve_targets
 from irtrace.trace import STATUS_OK, TraceWriter, text_sha256
 
 from ..conftest import EXAMPLES
@@ -37,15 +34,14 @@ def test_traced_source_is_byte_identical(spec_text: str, kernel_name: str, targe
     import tvm
 
     (request,) = [r for r in load_manifest(MANIFEST) if r.spec.text == spec_text]
-    spec = request.spec
-    loaded = load_kernel_module(Path(request.base_dir or EXAMPLES) / spec.path)
-    (kernel,) = select_kernels(loaded, spec)
-    (target,) = resolve_targets([target_name], loaded.dialect)
-    tvm_target = make_tvm_target(target)
-    built = build_primfunc(
-        kernel, KernelSpec(spec.path, kernel.name, spec.args, spec.kwargs, spec.called), tvm_target
+    prepared = next(p for p in prepare_request(request) if p.target.name == target_name)
+    assert prepared.built is not None, prepared.error
+    built, target, tvm_target, configs = (
+        prepared.built,
+        prepared.target,
+        prepared.tvm_target,
+        prepared.pass_configs,
     )
-    configs = {**built.pass_configs, **request.pass_configs}
 
     # TileLang 0.1.15 occasionally names a variable differently between two plain lowerings of the
     # same kernel (seen as `workspace` vs `workspace_1` on hip). A difference caused by tracing
@@ -55,7 +51,7 @@ def test_traced_source_is_byte_identical(spec_text: str, kernel_name: str, targe
             untraced = tilelang.lower(built.func, target=tvm_target).kernel_source
         with TraceWriter() as writer:
             result = record_lowering(
-                built.func, target, writer, kernel=kernel.name, pass_configs=configs, tvm_target=tvm_target
+                built.func, target, writer, kernel=prepared.name, pass_configs=configs, tvm_target=tvm_target
             )
         assert result.run.status == STATUS_OK, result.run.error
         if result.kernel_source == untraced:
