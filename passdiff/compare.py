@@ -117,8 +117,7 @@ def diff_pass(
     rules: NormalizeRules = NormalizeRules(),  # noqa: B008
 ) -> TextDiff:
     """What one pass (``NAME`` or ``NAME#N``) did: its input IR against its output IR."""
-    record = run.find_pass(pass_query)
-    return diff_texts(trace.ir_before(record), trace.ir_after(record), rules)
+    return diff_span(trace, run, pass_query, pass_query, rules)
 
 
 def diff_span(
