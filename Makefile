@@ -5,18 +5,40 @@ STAMP  := $(VENV)/.setup-stamp
 TRACE  ?= out/examples.trace.jsonl
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test lint format bench clean
+.PHONY: help setup graphviz demo test lint format bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
-	@command -v dot >/dev/null 2>&1 || { apt-get install -y graphviz >/dev/null 2>&1 || sudo apt-get install -y graphviz >/dev/null 2>&1 || echo "warning: install Graphviz (the 'dot' program) for passviz drawings"; }
+$(STAMP): pyproject.toml constraints.txt
+	@$(MAKE) --no-print-directory graphviz
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+# Graphviz's `dot` is optional: only passviz drawings need it (their tests are skipped without it).
+# A failed install is reported with apt's own last lines and setup goes on; without root or
+# password-less sudo nothing is installed and the message says how to do it by hand.
+graphviz: ## Install Graphviz's dot with apt-get when missing (part of setup; reports failures)
+	@if command -v dot >/dev/null 2>&1; then exit 0; fi; \
+	hint="passviz drawings need Graphviz's 'dot' program; the rest works without it and its tests are skipped"; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "warning: 'dot' is missing and there is no apt-get here: install Graphviz by hand ($$hint)" >&2; exit 0; \
+	fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo "; \
+	else \
+	  echo "warning: not root and no password-less sudo, so Graphviz was not installed; run 'sudo apt-get update && sudo apt-get install -y graphviz' ($$hint)" >&2; exit 0; \
+	fi; \
+	log=$$(mktemp); \
+	echo "installing Graphviz: $${sudo}apt-get update && $${sudo}apt-get install -y graphviz"; \
+	if $${sudo}apt-get update >"$$log" 2>&1 && $${sudo}apt-get install -y graphviz >>"$$log" 2>&1; then rm -f "$$log"; \
+	else \
+	  echo "error: installing Graphviz with apt-get failed; its last lines:" >&2; tail -n 15 "$$log" >&2; rm -f "$$log"; \
+	  echo "warning: going on without Graphviz ($$hint)" >&2; \
+	fi
 
 setup: $(STAMP) ## Make the environment in .venv (idempotent; a second run is quick)
 
@@ -28,7 +50,7 @@ demo: setup ## Record every bundled example on every backend, print the summary 
 test: setup ## Run the test suite
 	$(PY) -m pytest -q
 
-lint: setup ## ruff (format and lint) and mypy (strict on the irtrace core)
+lint: setup ## ruff (format and lint) and mypy (strict on every package)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
