@@ -125,12 +125,7 @@ class KernelRun:
 
     def occurrence_names(self) -> list[str]:
         """``name#N`` labels, N counting earlier passes of the same name (1-based)."""
-        seen: Counter[str] = Counter()
-        labels = []
-        for record in self.passes:
-            seen[record.name] += 1
-            labels.append(f"{record.name}#{seen[record.name]}")
-        return labels
+        return occurrence_labels(p.name for p in self.passes)
 
     def find_pass(self, query: str) -> PassRecord:
         """The pass named ``NAME`` (first occurrence) or ``NAME#N``; suffix matches allowed.
@@ -152,6 +147,31 @@ class KernelRun:
             f"pass {query!r} is not in {self.kernel} on {self.target}; "
             f"it ran {len(matches)} time(s). Passes in this run: {names}"
         )
+
+
+def pass_label(name: str, occurrence: int) -> str:
+    """``name#N``: the Nth pass called ``name`` in a run, as ``--pass`` and ``find_pass`` accept it."""
+    return f"{name}#{occurrence}"
+
+
+def occurrences(names: Iterable[str]) -> list[int]:
+    """For each name, how many times it has occurred so far (1-based)."""
+    seen: Counter[str] = Counter()
+    numbers = []
+    for name in names:
+        seen[name] += 1
+        numbers.append(seen[name])
+    return numbers
+
+
+def occurrence_labels(names: Iterable[str], *, bare_when_unique: bool = False) -> list[str]:
+    """``name#N`` for each name in order; ``bare_when_unique`` leaves names that occur once bare."""
+    names = list(names)
+    counts = Counter(names)
+    return [
+        name if bare_when_unique and counts[name] == 1 else pass_label(name, number)
+        for name, number in zip(names, occurrences(names), strict=True)
+    ]
 
 
 class LazyTexts(Mapping[str, str]):

@@ -19,8 +19,8 @@ from passdiff.compare import (
     compare_traces,
     diff_pass,
     diff_span,
+    key_label,
     pass_keys,
-    pass_label,
 )
 from passdiff.errors import DiffOutcome, PassdiffError
 from passdiff.normalize import NormalizeRules, normalize_ir
@@ -50,9 +50,9 @@ __all__ = [
     "diff_pass",
     "diff_span",
     "diff_texts",
+    "key_label",
     "normalize_ir",
     "pass_keys",
-    "pass_label",
     "report_document",
     "word_diff",
 ]

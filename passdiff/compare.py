@@ -8,11 +8,10 @@ third ``tl.Simplify`` of the other. Everything here returns plain records; rende
 from __future__ import annotations
 
 import difflib
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from irtrace.trace import KernelRun, PassRecord, Trace
+from irtrace.trace import KernelRun, PassRecord, Trace, occurrences, pass_label
 from passdiff.errors import PassdiffError
 from passdiff.normalize import NormalizeRules, normalize_ir
 from passdiff.textdiff import TextDiff, diff_texts
@@ -30,9 +29,9 @@ PassKey = tuple[str, int]
 """``(pass name, occurrence)``; occurrence counts from 1."""
 
 
-def pass_label(key: PassKey) -> str:
+def key_label(key: PassKey) -> str:
     """``name#N``, as ``--pass`` accepts it."""
-    return f"{key[0]}#{key[1]}"
+    return pass_label(*key)
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class PassAlignment:
 
     @property
     def label(self) -> str:
-        return pass_label(self.key)
+        return key_label(self.key)
 
 
 @dataclass(frozen=True)
@@ -143,12 +142,8 @@ def diff_span(
 
 def pass_keys(run: KernelRun) -> list[PassKey]:
     """``(name, occurrence)`` of every pass of ``run``, in order."""
-    seen: Counter[str] = Counter()
-    keys = []
-    for record in run.passes:
-        seen[record.name] += 1
-        keys.append((record.name, seen[record.name]))
-    return keys
+    names = [record.name for record in run.passes]
+    return list(zip(names, occurrences(names), strict=True))
 
 
 def align_passes(run_a: KernelRun, run_b: KernelRun) -> list[PassAlignment]:

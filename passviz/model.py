@@ -6,7 +6,6 @@ pass alignment between runs, and tests can check them without a screen.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -18,6 +17,8 @@ from irtrace.trace import (
     KernelRun,
     PassRecord,
     Trace,
+    occurrence_labels,
+    occurrences,
 )
 
 PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN)
@@ -45,14 +46,12 @@ class PassEntry:
 def pass_entries(run: KernelRun) -> list[PassEntry]:
     """The run's passes in order, labelled and with their share of the time."""
     total = sum(p.self_s for p in run.passes) or 1.0
-    counts = Counter(p.name for p in run.passes)
-    seen: Counter[str] = Counter()
-    entries = []
-    for record in run.passes:
-        seen[record.name] += 1
-        label = f"{record.name}#{seen[record.name]}" if counts[record.name] > 1 else record.name
-        entries.append(PassEntry(record, (record.name, seen[record.name]), label, record.self_s / total))
-    return entries
+    names = [p.name for p in run.passes]
+    labels = occurrence_labels(names, bare_when_unique=True)
+    return [
+        PassEntry(record, (record.name, number), label, record.self_s / total)
+        for record, number, label in zip(run.passes, occurrences(names), labels, strict=True)
+    ]
 
 
 def line_counts(trace: Trace, run: KernelRun) -> dict[int, tuple[int, int]]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from irtrace.trace import occurrence_labels
 from tilelang_lsp.requests import document_of, field_of
 
 if TYPE_CHECKING:
@@ -31,10 +31,6 @@ async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any] 
         return None
     for entry in summary.get("kernels", []):
         if kernel is None or entry["name"] == kernel:
-            seen: Counter[str] = Counter()
-            labels = []
-            for name in entry.get("pass_names", []):
-                seen[name] += 1
-                labels.append(f"{name}#{seen[name]}")
+            labels = occurrence_labels(entry.get("pass_names", []))
             return {"kernel": entry["name"], "target": entry["target"], "passes": labels}
     return None
