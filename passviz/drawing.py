@@ -260,7 +260,7 @@ def render(graph: graphviz.Digraph, output: str | os.PathLike[str]) -> Path:
 def pipe(graph: graphviz.Digraph, fmt: str) -> bytes:
     """The graph rendered by ``dot`` to ``fmt`` (svg, png, json...)."""
     try:
-        return graph.pipe(format=fmt)
+        rendered: bytes = graph.pipe(format=fmt)  # the graphviz package has no type hints
     except graphviz.ExecutableNotFound:
         raise GraphvizMissingError(
             "Graphviz's `dot` program is not installed, so the drawing cannot be rendered; "
@@ -272,3 +272,4 @@ def pipe(graph: graphviz.Digraph, fmt: str) -> bytes:
         raise RenderError(
             f"Graphviz failed to render the drawing: {stderr[-1] if stderr else error}"
         ) from None
+    return rendered

@@ -61,7 +61,6 @@ class DocumentState:
     summary: dict[str, Any] | None = None
     """The full lowering (code lens), for ``summary_version``."""
     summary_version: int | None = None
-    in_flight: int | None = None
     hints_cache: tuple[Any, list[Any]] | None = None
     """Inlay hints of the whole document and the state they were made from."""
 
@@ -78,6 +77,8 @@ class TileLangLanguageServer(LanguageServer):
         self.option_problems: list[str] = []
         self.documents: dict[str, DocumentState] = {}
         self.worker = self._make_worker()
+        self.worker_start: asyncio.Task[None] | None = None
+        """The early start from ``initialized``; held so the task is not collected mid-start."""
         self.untrusted_reported = False
 
     def _make_worker(self) -> WorkerClient:
@@ -157,9 +158,7 @@ class TileLangLanguageServer(LanguageServer):
                 "race_check": self.options.race_check,
             }
             try:
-                result = await self.worker.request(
-                    "analyze", params, timeout=self.options.analysis_timeout_s, on_start=self._tracker(doc)
-                )
+                result = await self.worker.request("analyze", params, timeout=self.options.analysis_timeout_s)
             except RequestCancelled:
                 return
             except WorkerTimeout as error:
@@ -184,12 +183,6 @@ class TileLangLanguageServer(LanguageServer):
         finally:
             if doc.current(version):
                 done.set()
-
-    def _tracker(self, doc: DocumentState) -> Callable[[int], None]:
-        def track(request_id: int) -> None:
-            doc.in_flight = request_id
-
-        return track
 
     async def _background(self, doc: DocumentState, version: int) -> None:
         """Extra targets for hover, then the full lowering for the code lens summary, once idle."""

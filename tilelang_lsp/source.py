@@ -116,7 +116,6 @@ class ProjectConfig:
 
     path: str | None = None
     target: str | None = None
-    extra_targets: tuple[str, ...] | None = None
     args: dict[str, Any] = field(default_factory=dict)
     """Values for any kernel's parameters of that name (``M = 1024``)."""
     kernel_args: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -295,8 +294,8 @@ def _call_site(tree: ast.Module, name: str) -> CallSite | None:
             continue
         if any(k.arg is None for k in node.keywords):
             continue
-        parent = parents.get(node)
-        target = _keyword_target(parent) if isinstance(parent, ast.Call) else None
+        enclosing = parents.get(node)
+        target = _keyword_target(enclosing) if isinstance(enclosing, ast.Call) else None
         return CallSite(line=node.lineno, args=args, kwargs=kwargs, target=target)
     return None
 
@@ -367,11 +366,9 @@ def read_project_config(document: str | Path) -> ProjectConfig:
             return ProjectConfig(path=str(path))
         args = table.get("args", {})
         kernels = table.get("kernels", {})
-        extra = table.get("extra_targets")
         return ProjectConfig(
             path=str(path),
             target=table.get("target") if isinstance(table.get("target"), str) else None,
-            extra_targets=tuple(str(t) for t in extra) if isinstance(extra, list) else None,
             args=dict(args) if isinstance(args, dict) else {},
             kernel_args={k: dict(v) for k, v in kernels.items() if isinstance(v, dict)}
             if isinstance(kernels, dict)

@@ -179,11 +179,6 @@ class Worker:
                 default_target=params.get("default_target", "cuda:sm_90"),
                 target=params.get("target"),
             )
-        if method == "ping":
-            return {"pid": os.getpid()}
-        if method == "sleep":  # for tests of the time limit
-            time.sleep(float(params.get("seconds", 1)))
-            return {}
         raise ValueError(f"unknown worker method {method!r}")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -139,7 +140,7 @@ async def _adopt(popen: subprocess.Popen[bytes]) -> Any:
     readers = []
     for pipe in (popen.stdout, popen.stderr):
         reader = asyncio.StreamReader(limit=STREAM_LIMIT)
-        await loop.connect_read_pipe(lambda reader=reader: asyncio.StreamReaderProtocol(reader), pipe)
+        await loop.connect_read_pipe(functools.partial(asyncio.StreamReaderProtocol, reader), pipe)
         readers.append(reader)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
@@ -167,6 +168,9 @@ class WorkerClient:
         self.progress: dict[int, Progress] = {}
         self.next_id = 0
         self.lock = asyncio.Lock()
+        """One request in flight at a time."""
+        self.starting = asyncio.Lock()
+        """One start at a time: the early start from ``initialized`` races the first request."""
         self.restarts = 0
         self.ready_info: dict[str, Any] = {}
         self._reader: asyncio.Task[None] | None = None
@@ -183,22 +187,30 @@ class WorkerClient:
         The first start adopts the worker that ``prestart_worker`` launched while the server was
         still importing, when it runs the same interpreter.
         """
+        async with self.starting:
+            await self._start()
+
+    async def _start(self) -> None:
         if self.process is not None and self.process.returncode is None:
             return
         early = take_prestarted(self.python)
         if early is not None:
             self.process = await _adopt(early)
         else:
-            self.process = await asyncio.create_subprocess_exec(
-                self.python,
-                "-m",
-                "tilelang_lsp.worker",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=worker_environment(self.warmup_target),
-                limit=STREAM_LIMIT,
-            )
+            try:
+                self.process = await asyncio.create_subprocess_exec(
+                    self.python,
+                    "-m",
+                    "tilelang_lsp.worker",
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=worker_environment(self.warmup_target),
+                    limit=STREAM_LIMIT,
+                )
+            except OSError as error:  # a `python` option naming no interpreter
+                reason = error.strerror or str(error)
+                raise WorkerError(f"cannot start the TileLang worker with {self.python}: {reason}") from None
         self.ready = asyncio.get_running_loop().create_future()
         self.ready.add_done_callback(_retrieve)
         self._reader = asyncio.create_task(self._read(self.process))
@@ -272,7 +284,6 @@ class WorkerClient:
         params: dict[str, Any],
         *,
         timeout: float,
-        on_start: Callable[[int], None] | None = None,
     ) -> Any:
         """Send one request once the worker is ready; at most one is in flight at a time.
 
@@ -290,8 +301,6 @@ class WorkerClient:
             future.add_done_callback(_retrieve)
             self.pending[request_id] = future
             self._write({"id": request_id, "method": method, "params": params})
-            if on_start is not None:
-                on_start(request_id)
             try:
                 message = await asyncio.wait_for(asyncio.shield(future), timeout)
             except asyncio.TimeoutError:
@@ -320,11 +329,6 @@ class WorkerClient:
         if message.get("cancelled"):
             raise RequestCancelled(message.get("error", "cancelled"))
         raise RequestFailed(message.get("error", "the worker failed"))
-
-    def cancel(self, request_id: int) -> None:
-        """Ask the worker to stop ``request_id`` after the pass it is in."""
-        if request_id in self.pending:
-            self._write({"cancel": request_id})
 
     def _write(self, message: dict[str, Any]) -> None:
         process = self.process

@@ -5,8 +5,16 @@ from __future__ import annotations
 import asyncio
 import sys
 
+import pytest
+
 from tilelang_lsp import worker_client
-from tilelang_lsp.worker_client import WorkerClient, discard_prestarted, prestart_worker, take_prestarted
+from tilelang_lsp.worker_client import (
+    WorkerClient,
+    WorkerError,
+    discard_prestarted,
+    prestart_worker,
+    take_prestarted,
+)
 
 
 def test_untrusted_workspace_stops_the_early_worker() -> None:
@@ -44,3 +52,34 @@ def test_client_adopts_the_early_worker_and_it_answers() -> None:
 
     ready = asyncio.run(adopt())
     assert ready["event"] == "ready" and ready["pid"] == early.pid
+
+
+def test_concurrent_starts_make_one_worker() -> None:
+    """The early start from ``initialized`` racing the first request must not leave a second worker."""
+    import psutil
+
+    prestart_worker()
+
+    async def start_twice() -> tuple[int | None, list[int]]:
+        client = WorkerClient(sys.executable)
+        try:
+            await asyncio.gather(client.start(), client.start())
+            workers = [
+                child.pid
+                for child in psutil.Process().children()
+                if "tilelang_lsp.worker" in " ".join(child.cmdline())
+            ]
+            return client.pid, workers
+        finally:
+            await client.stop()
+
+    pid, workers = asyncio.run(start_twice())
+    assert pid is not None and workers == [pid]
+
+
+def test_missing_interpreter_is_a_worker_error() -> None:
+    async def start() -> None:
+        await WorkerClient("/nonexistent/python3").start()
+
+    with pytest.raises(WorkerError, match="cannot start the TileLang worker with /nonexistent/python3"):
+        asyncio.run(start())

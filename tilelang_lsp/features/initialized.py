@@ -25,6 +25,17 @@ def handle(server: TileLangLanguageServer, params: types.InitializedParams) -> N
             )
         )
     if server.options.trusted:
+        # Nothing awaits this start (the first request waits for the worker itself), so a
+        # failure is reported here rather than lost as an unretrieved task exception.
         server.worker_start = asyncio.ensure_future(server.worker.start())
+        server.worker_start.add_done_callback(lambda task: _report_failed_start(server, task))
     else:
         discard_prestarted()
+
+
+def _report_failed_start(server: TileLangLanguageServer, task: asyncio.Task[None]) -> None:
+    if task.cancelled() or task.exception() is None:
+        return
+    server.window_show_message(
+        types.ShowMessageParams(type=types.MessageType.Error, message=f"tilelang-lsp: {task.exception()}")
+    )
