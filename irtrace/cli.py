@@ -111,10 +111,6 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=plain, emoji=False, width=width)
 
 
-def _plain() -> bool:
-    return bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
-
-
 # ----------------------------------------------------------------------------- record
 
 

@@ -71,12 +71,6 @@ class KernelSourceError(IrtraceError):
     exit_code = ExitCode.KERNEL_SOURCE
 
 
-class LoweringError(IrtraceError):
-    """A kernel failed to lower for a target."""
-
-    exit_code = ExitCode.LOWERING
-
-
 class TraceFormatError(IrtraceError):
     """A trace file cannot be read: corrupt, not a trace, or from a newer schema."""
 

@@ -355,9 +355,6 @@ class TraceWriter:
             self._write({"record": "ir", "sha256": key, "text": text})
         return key
 
-    def has_text(self, sha: str) -> bool:
-        return sha in self._texts
-
     def begin_run(self, run: KernelRun) -> KernelRun:
         """Start a run; the returned copy carries its ``run_id``."""
         run = replace(run, run_id=self._next_run_id, passes=(), status=STATUS_INCOMPLETE)

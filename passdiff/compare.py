@@ -8,7 +8,6 @@ third ``tl.Simplify`` of the other. Everything here returns plain records; rende
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from irtrace.trace import KernelRun, PassRecord, Trace, occurrences, pass_label
@@ -337,8 +336,3 @@ def compare_targets(
     run_a = trace.find_run(kernel, target_a)
     run_b = trace.find_run(kernel, target_b)
     return compare_runs(trace, run_a, trace, run_b, rules)
-
-
-def changed_passes(trace: Trace, run: KernelRun) -> Sequence[PassRecord]:
-    """The passes of ``run`` that changed the module, for listings."""
-    return [record for record in run.passes if record.changed]
