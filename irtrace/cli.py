@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from irtrace.cli_edge import load_trace_warning_if_cut, run_command
-from irtrace.errors import ExitCode, IrtraceError, UsageError, exit_codes_help
+from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.targets import target_names
 from irtrace.trace import STATUS_OK, KernelRun, Trace
 
@@ -304,7 +304,9 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
     if args.source:
         source = trace.kernel_source(run)
         if source is None:
-            raise IrtraceError(f"{run.kernel} on {run.target} has no kernel source (status {run.status})")
+            raise NotInTraceError(
+                f"{run.kernel} on {run.target} has no kernel source in the trace (status {run.status})"
+            )
         text = source
     elif args.input:
         text = trace.text(run.input_ir)

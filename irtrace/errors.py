@@ -32,7 +32,7 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     ExitCode.LOWERING: "a kernel failed to build or lower; the trace holds the failure and was written",
     ExitCode.TRACE_FORMAT: "a trace file is corrupt, not a trace, or of a newer schema",
     ExitCode.SCRIPT: "irtrace run: the script failed; the kernels it lowered before were kept",
-    ExitCode.NOT_FOUND: "a kernel, target or pass asked for is not in the trace",
+    ExitCode.NOT_FOUND: "a kernel, target, pass or kernel source asked for is not in the trace",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); what was recorded so far is kept",
 }
 

@@ -61,9 +61,14 @@ def target_names() -> list[str]:
     return [*TARGETS, ALL]
 
 
+def canonical_target_name(name: str) -> str:
+    """``name`` with an alias (``cuda``, ``hip``, ``rocm``) replaced by the target it stands for."""
+    return ALIASES.get(name.strip(), name.strip())
+
+
 def get_target(name: str) -> TargetSpec:
     """The spec for ``name``; an unknown name is a ``UsageError`` listing the valid ones."""
-    key = ALIASES.get(name.strip(), name.strip())
+    key = canonical_target_name(name)
     try:
         return TARGETS[key]
     except KeyError:

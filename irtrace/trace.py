@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from irtrace.errors import InputError, NotInTraceError, TraceFormatError
+from irtrace.targets import canonical_target_name
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "irtrace"
@@ -259,8 +260,11 @@ class Trace:
     def select(self, kernel: str | None = None, target: str | None = None) -> list[KernelRun]:
         """Runs of ``kernel`` (full or short name) on ``target``; ``None`` matches any.
 
-        An empty selection raises ``NotInTraceError`` listing what the trace holds.
+        ``target`` may be an alias, as on ``irtrace record -t`` (``cuda`` is ``cuda:sm_90``). An
+        empty selection raises ``NotInTraceError`` listing what the trace holds.
         """
+        if target is not None:
+            target = canonical_target_name(target)
         matches = [
             run
             for run in self.runs

@@ -137,6 +137,29 @@ def test_not_in_trace_lists_contents(capsys: pytest.CaptureFixture[str], gemm_tr
     assert code == ExitCode.NOT_FOUND and "tl.LayoutInference" in err
 
 
+def test_show_and_ir_take_target_aliases_like_record(
+    capsys: pytest.CaptureFixture[str], gemm_trace: Trace
+) -> None:
+    assert gemm_trace.path
+    code, out, _ = run_cli(capsys, "show", gemm_trace.path, "-t", "cuda")
+    assert code == ExitCode.OK
+    assert "matmul on cuda:sm_90" in out and "hip:gfx942" not in out
+    code, out, _ = run_cli(capsys, "ir", gemm_trace.path, "-t", "rocm", "--source")
+    hip = gemm_trace.find_run("matmul", "hip:gfx942")
+    assert code == ExitCode.OK and out.rstrip("\n") == (gemm_trace.kernel_source(hip) or "").rstrip("\n")
+
+
+def test_source_of_a_failed_run_is_not_in_trace(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_file = tmp_path / "failed.jsonl"
+    spec = f"{DATA / 'bad_layout.py'}::conflicting_layouts()"
+    assert run_cli(capsys, "record", spec, "-t", "cuda:sm_90", "-o", str(out_file))[0] == ExitCode.LOWERING
+    code, out, err = run_cli(capsys, "ir", str(out_file), "--source")
+    assert code == ExitCode.NOT_FOUND and out == ""
+    assert err.strip() == (
+        "irtrace: error: conflicting_layouts on cuda:sm_90 has no kernel source in the trace (status failed)"
+    )
+
+
 def test_newer_schema_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "future.jsonl"
     path.write_text('{"record":"header","format":"irtrace","schema":2}\n')
