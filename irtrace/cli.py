@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from irtrace import __version__
 from irtrace.cli_edge import load_trace_warning_if_cut, run_command
 from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.targets import target_names
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    parser.add_argument("--version", action="version", version=f"irtrace {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     targets_help = f"target to lower for; repeatable. One of: {', '.join(target_names())}"

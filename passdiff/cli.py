@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from irtrace import __version__
 from irtrace.cli_edge import load_trace_warning_if_cut, run_command
 from irtrace.errors import ExitCode, UsageError
 from irtrace.trace import Trace
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"passdiff {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     single = commands.add_parser(

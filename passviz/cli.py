@@ -10,8 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from irtrace import __version__
 from irtrace.cli_edge import load_trace_warning_if_cut, run_command
 from irtrace.errors import ExitCode, exit_codes_help
+from irtrace.targets import canonical_target_name
 from irtrace.trace import KernelRun, Trace
 
 USAGE = """\
@@ -38,6 +40,7 @@ def browse_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", metavar="OTHER", help="a second trace, for run-to-run comparison")
     parser.add_argument("--no-times", action="store_true", help="hide pass times (stable screenshots)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    parser.add_argument("--version", action="version", version=f"passviz {__version__}")
     return parser
 
 
@@ -78,7 +81,8 @@ def select_runs(trace: Trace, kernel: str | None, targets: Sequence[str]) -> lis
     runs = trace.select(kernel, None)
     for target in targets:
         trace.select(kernel, target)  # raises NotInTraceError naming what the trace holds
-    return [run for run in runs if not targets or run.target in targets]
+    wanted = {canonical_target_name(target) for target in targets}
+    return [run for run in runs if not wanted or run.target in wanted]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,8 +6,6 @@ import argparse
 import logging
 import sys
 
-from tilelang_lsp import __version__
-
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until the client exits."""
@@ -19,8 +17,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
     parser.add_argument("--tcp", metavar="HOST:PORT", nargs="?", const="127.0.0.1:2087", help="listen on TCP")
     parser.add_argument("--log-level", default="WARNING", help="logging level on stderr (default WARNING)")
-    parser.add_argument("--version", action="version", version=f"tilelang-lsp {__version__}")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     args = parser.parse_args(argv)
+    if args.version:
+        from tilelang_lsp import __version__
+
+        print(f"tilelang-lsp {__version__}")
+        return
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
 
     from tilelang_lsp.worker_client import prestart_worker
