@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.errors import IrtraceError, KernelSourceError
-from irtrace.loader import BuiltKernel, build_primfunc, load_kernel_module, select_kernels
+from irtrace.loader import (
+    BuiltKernel,
+    KernelCall,
+    bind_call,
+    build_primfunc,
+    load_spec_module,
+    select_kernels,
+    target_context,
+)
 from irtrace.recorder import RecordedLowering, record_failure, record_lowering
 from irtrace.specs import KernelSpec
 from irtrace.targets import TargetSpec, make_tvm_target, resolve_targets
@@ -20,6 +28,7 @@ class RecordRequest:
     """One kernel spec to record, with its targets and extra pass configs."""
 
     spec: KernelSpec
+    """The kernel spec; its path is a file (relative to ``base_dir``) or a dotted module name."""
     targets: tuple[str, ...] = ()
     """Target names (``all`` allowed); empty means the dialect's default."""
     pass_configs: Mapping[str, Any] = field(default_factory=dict)
@@ -45,33 +54,35 @@ class PreparedLowering:
     """Why the factory failed for this target (then ``built`` is ``None``)."""
     pass_configs: dict[str, Any]
     """The kernel's own pass configs with the request's on top."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """The run header's ``args``: the evaluated arguments and any filled in by ``@autotune``."""
 
 
 def prepare_request(request: RecordRequest) -> Iterator[PreparedLowering]:
-    """Load the request's file and build each of its kernels for each of its targets, lazily.
+    """Load the request's file or module and build each of its kernels for each of its targets, lazily.
 
-    A file that cannot be loaded raises; a factory that raises for one target is yielded with
-    its error, so callers can record it and go on.
+    A file that cannot be loaded, or an argument that cannot be evaluated, raises; a factory
+    that raises for one target is yielded with its error, so callers can record it and go on.
+    Arguments are evaluated per target, inside its context, as the factory itself runs.
     """
-    path = Path(request.spec.path)
-    if request.base_dir is not None and not path.is_absolute():
-        path = request.base_dir / path
-    loaded = load_kernel_module(path)
+    loaded = load_spec_module(request.spec.path, request.base_dir)
     kernels = select_kernels(loaded, request.spec)
     targets = resolve_targets(request.targets, loaded.dialect)
     for kernel in kernels:
         spec = replace(request.spec, name=kernel.name)
         for target in targets:
             tvm_target = make_tvm_target(target)
+            with target_context(tvm_target):
+                call: KernelCall = bind_call(kernel, spec, loaded.path)
             built: BuiltKernel | None = None
             error: KernelSourceError | None = None
             try:
-                built = build_primfunc(kernel, spec, tvm_target, loaded.path)
+                built = build_primfunc(kernel, spec, tvm_target, loaded.path, call)
             except KernelSourceError as raised:
                 error = raised
             configs = {**(built.pass_configs if built else {}), **request.pass_configs}
             yield PreparedLowering(
-                request.name or kernel.name, spec, target, tvm_target, built, error, configs
+                request.name or kernel.name, spec, target, tvm_target, built, error, configs, call.args_json()
             )
 
 
@@ -85,7 +96,7 @@ def record_request(
     recorded as a failed run and the others go on."""
     results: list[RecordedLowering | KernelRun] = []
     for prepared in prepare_request(request):
-        args = prepared.spec.args_json()
+        args = prepared.args
         if prepared.built is None:
             assert prepared.error is not None
             results.append(

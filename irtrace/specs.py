@@ -1,7 +1,10 @@
-"""Kernel specs: ``path.py``, ``path.py::name`` and ``path.py::factory(args)``.
+"""Kernel specs: ``path.py``, ``path.py::name``, ``path.py::factory(args)`` and ``pkg.module::name``.
 
-Arguments are parsed with ``ast`` and must be Python literals or dtype names such as
-``T.float16``; they are never passed to ``eval``. This module does not import tilelang.
+Arguments are parsed with ``ast`` here, so a malformed spec fails before anything is imported.
+Literals and dtype names such as ``T.float16`` are kept as values; any other expression
+(``1 << 20``, ``BLOCK``, ``determine_fp8_type()``) is kept as its text and evaluated later in
+the kernel module's namespace (see ``irtrace.loader.bind_call``). This module does not import
+tilelang.
 """
 
 from __future__ import annotations
@@ -26,11 +29,21 @@ class DtypeName:
 
 
 @dataclass(frozen=True)
+class Expression:
+    """An argument that is not a literal, kept as the user wrote it and evaluated in the kernel's module."""
+
+    source: str
+
+    def __str__(self) -> str:
+        return self.source
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """A parsed kernel spec."""
 
     path: str
-    """The kernel file as given."""
+    """The kernel file as given, or a dotted module name (``pkg.sub.module``)."""
     name: str | None = None
     """The kernel, factory or jit function; ``None`` means every module-level PrimFunc."""
     args: tuple[Any, ...] = ()
@@ -52,7 +65,8 @@ class KernelSpec:
         return f"({', '.join(parts)})"
 
     def args_json(self) -> dict[str, Any]:
-        """Arguments as JSON values for the trace header (dtypes as ``T.name`` strings)."""
+        """Arguments as JSON values for the trace header (dtypes as ``T.name`` strings, expressions
+        as their text); ``KernelCall.args_json`` gives the evaluated form."""
         return {
             "args": [to_json(a) for a in self.args],
             "kwargs": {k: to_json(v) for k, v in self.kwargs.items()},
@@ -60,11 +74,11 @@ class KernelSpec:
 
 
 def format_value(value: Any) -> str:
-    return str(value) if isinstance(value, DtypeName) else repr(value)
+    return str(value) if isinstance(value, (DtypeName, Expression)) else repr(value)
 
 
 def to_json(value: Any) -> Any:
-    if isinstance(value, DtypeName):
+    if isinstance(value, (DtypeName, Expression)):
         return str(value)
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
@@ -74,7 +88,10 @@ def to_json(value: Any) -> Any:
 
 
 def parse_spec(text: str) -> KernelSpec:
-    """Parse ``path.py[::name[(args)]]``; a malformed spec is a ``UsageError`` that shows the forms."""
+    """Parse ``path.py[::name[(args)]]``; a malformed spec is a ``UsageError`` that shows the forms.
+
+    Arguments may be expressions (kept as ``Expression``); only their syntax is checked here.
+    """
     path, sep, rest = text.partition("::")
     path = path.strip()
     if not path:
@@ -92,26 +109,52 @@ def parse_spec(text: str) -> KernelSpec:
         raise UsageError(f"{name!r} in kernel spec {text!r} is not a Python name")
     if not paren:
         return KernelSpec(path=path, name=name)
-    args, kwargs = parse_call_arguments(rest, text)
+    args, kwargs = parse_call_arguments(rest, text, expressions=True)
     return KernelSpec(path=path, name=name, args=args, kwargs=kwargs, called=True)
 
 
-def parse_call_arguments(call: str, where: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Parse ``name(1024, block_M=128, dtype=T.float16)`` into literal arguments."""
+def parse_call_arguments(
+    call: str, where: str, *, expressions: bool = False
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Parse ``name(1024, block_M=128, dtype=T.float16)`` into literal arguments.
+
+    With ``expressions``, an argument that is not a literal becomes an ``Expression`` holding
+    its source text instead of a ``UsageError``.
+    """
+    call = call.strip()
     try:
-        tree = ast.parse(call.strip(), mode="eval")
+        tree = ast.parse(call, mode="eval")
     except SyntaxError as error:
         raise UsageError(f"cannot parse the call in {where!r}: {error.msg}") from None
     node = tree.body
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         raise UsageError(f"{where!r}: expected name(arguments) after '::'")
-    args = tuple(literal_value(a, where) for a in node.args)
+
+    def value(argument: ast.expr) -> Any:
+        if not expressions:
+            return literal_value(argument, where)
+        return spec_value(argument, where, call)
+
+    args = tuple(value(a) for a in node.args)
     kwargs: dict[str, Any] = {}
     for keyword in node.keywords:
         if keyword.arg is None:
-            raise UsageError(f"{where!r}: **kwargs is not allowed; write each argument as name=literal")
-        kwargs[keyword.arg] = literal_value(keyword.value, where)
+            raise UsageError(f"{where!r}: **kwargs is not allowed; write each argument as name=value")
+        if keyword.arg in kwargs:
+            raise UsageError(f"{where!r}: argument {keyword.arg!r} is given twice")
+        kwargs[keyword.arg] = value(keyword.value)
     return args, kwargs
+
+
+def spec_value(node: ast.expr, where: str, source: str) -> Any:
+    """A literal or dtype name as its value; any other expression as an ``Expression`` of its text."""
+    if isinstance(node, ast.Starred):
+        raise UsageError(f"{where!r}: *args is not allowed; write each argument separately")
+    try:
+        return literal_value(node, where)
+    except UsageError:
+        text = ast.get_source_segment(source, node) or ast.unparse(node)
+        return Expression(text)
 
 
 def literal_value(node: ast.expr, where: str) -> Any:

@@ -30,8 +30,6 @@ def test_factory_call_with_literals_and_dtypes() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("gemm.py::matmul(os.system('x'))", "is not a literal"),
-        ("gemm.py::matmul(1 + n)", "is not a literal"),
         ("gemm.py::matmul(**cfg)", "**kwargs is not allowed"),
         ("gemm.py::matmul(*sizes)", "*args is not allowed"),
         ("gemm.py::matmul(1,", "cannot parse"),
