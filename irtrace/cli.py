@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from irtrace import __version__
-from irtrace.cli_edge import load_trace_warning_if_cut, run_command
+from irtrace.cli_edge import hide_harmless_native_warnings, load_trace_warning_if_cut, run_command
 from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.targets import target_names
 from irtrace.trace import STATUS_OK, KernelRun, Trace
@@ -136,12 +136,15 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
             targets = tuple(args.target) or request.targets
             merged = {**request.pass_configs, **configs}
             requests.append(RecordRequest(request.spec, targets, merged, request.name, request.base_dir))
-    with TraceWriter(args.output) as writer:
+    with hide_harmless_native_warnings(debug=args.debug) as native, TraceWriter(args.output) as writer:
         runs, errors = record_requests(requests, writer)
     if not args.quiet:
         print_summary(runs, args.output)
     for error in errors:
         print(f"irtrace: error: {error.message}", file=sys.stderr)
+    note = native.note("irtrace")
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
     return _outcome(runs, errors)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli import main
+from irtrace.cli_edge import hide_harmless_native_warnings
 from irtrace.errors import ExitCode
 from irtrace.trace import STATUS_FAILED, STATUS_OK, Trace, load_trace
 
@@ -158,6 +160,52 @@ def test_source_of_a_failed_run_is_not_in_trace(capsys: pytest.CaptureFixture[st
     assert err.strip() == (
         "irtrace: error: conflicting_layouts on cuda:sm_90 has no kernel source in the trace (status failed)"
     )
+
+
+ROCM_WARNING = "Warning: Unable to detect ROCm version, assuming >= 3.5"
+
+
+def test_record_hides_harmless_native_warnings_unless_debug(tmp_path: Path) -> None:
+    """TVM's C++ logging prints the ROCm line on fd 2 for every hip target made; it is grouped."""
+    out_file = tmp_path / "hip.jsonl"
+    command = [
+        sys.executable,
+        "-m",
+        "irtrace.cli",
+        "record",
+        SMALL_GEMM,
+        "-t",
+        "hip:gfx942",
+        "-o",
+        str(out_file),
+    ]
+    quiet = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert quiet.returncode == ExitCode.OK, quiet.stderr
+    assert ROCM_WARNING not in quiet.stderr
+    notes = [line for line in quiet.stderr.splitlines() if "known-harmless" in line]
+    assert len(notes) == 1 and notes[0].startswith("irtrace: note: hid ") and "--debug shows them" in notes[0]
+    assert quiet.stdout.splitlines()[0].split()[:2] == ["kernel", "target"]  # the table comes first
+
+    debug = subprocess.run([*command[:3], "--debug", *command[3:]], capture_output=True, text=True, cwd=ROOT)
+    assert debug.returncode == ExitCode.OK, debug.stderr
+    assert ROCM_WARNING in debug.stderr and "known-harmless" not in debug.stderr
+
+
+def test_native_stderr_filter_passes_other_lines_on(capfd: pytest.CaptureFixture[str]) -> None:
+    with hide_harmless_native_warnings(debug=False) as native:
+        os.write(2, f"[12:00:00] : {ROCM_WARNING}\n".encode())
+        os.write(2, b"[12:00:00] : Warning: something about the kernel\n")
+        os.write(2, b"[12:00:01] : Warning: a line written ")  # in two pieces
+        os.write(2, f"in two pieces\n[12:00:01] : {ROCM_WARNING}\n".encode())
+        os.write(2, b"a last line with no newline")
+    assert capfd.readouterr().err == (
+        "[12:00:00] : Warning: something about the kernel\n"
+        "[12:00:01] : Warning: a line written in two pieces\n"
+        "a last line with no newline"
+    )
+    assert native.hidden == {"Unable to detect ROCm version, assuming >= 3.5": 2}
+    os.write(2, f"{ROCM_WARNING}\n".encode())  # the descriptor is itself again afterwards
+    assert capfd.readouterr().err == f"{ROCM_WARNING}\n"
 
 
 def test_newer_schema_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
