@@ -3,26 +3,20 @@
 The recorder is a TileLang ``PassInstrumentationTool``: TileLang's own instrumentation session
 attaches it to every ``PassContext`` of one compilation, and its ``StackedPassInstrument`` pairs
 TVM's ``run_before_pass``/``run_after_pass`` callbacks. Nothing in TileLang's pipelines is edited.
-
-A module is printed only when it is new: identity first, then a structural hash, then printing,
-both on a small thread pool so that printing overlaps with the pipeline.
+Each callback takes an exact snapshot of the module (``irtrace.snapshots``); printing happens
+off the pipeline's thread. ``record_lowering`` is the one entry point that runs a lowering.
 """
 
 from __future__ import annotations
 
-import linecache
-import os
-import queue
-import re
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from irtrace.pass_names import display_name
+from irtrace.snapshots import ModuleState, Snapshot, SnapshotPrinter
 from irtrace.targets import TargetSpec, make_tvm_target
 from irtrace.trace import (
     PHASE_CHECK,
@@ -37,13 +31,6 @@ from irtrace.trace import (
     host_facts,
     text_sha256,
 )
-
-_ANONYMOUS_PASS = "pass_fn"
-_PASS_FACTORY_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*\)\s*\(")
-PRINT_WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
-"""Threads printing IR; the pipeline keeps one core."""
-_DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
-_INSTRUMENT_FILES = ("instrumentation/events.py", "irtrace/recorder.py", "tvm/ir/instrument.py")
 
 
 class StopLowering(Exception):
@@ -65,39 +52,6 @@ def skip_after_stop(recorder: PassRecorder) -> Any:
             return not recorder.stop_requested
 
     return SkipAfterStop()
-
-
-def name_anonymous_pass() -> str | None:
-    """Name a ``pass_fn`` pass from the Python call that ran it (``NestedLoopChecker()(mod)``).
-
-    Walks out of the instrument frames to the caller of ``Pass.__call__`` and reads its line.
-    """
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.replace("\\", "/").endswith(_INSTRUMENT_FILES):
-        frame = frame.f_back  # type: ignore[assignment]
-    while frame is not None:
-        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-        match = _PASS_FACTORY_CALL.search(line)
-        if match:
-            return match.group(1)
-        if "transform" not in frame.f_code.co_filename and "tilelang" not in frame.f_code.co_filename:
-            return None
-        frame = frame.f_back  # type: ignore[assignment]
-    return None
-
-
-def module_scope(mod: Any) -> str:
-    """``device`` or ``host`` once the module holds one side of the host/device split, else ``module``."""
-    conventions = []
-    for _, func in mod.functions.items():
-        attrs = getattr(func, "attrs", None)
-        conv = attrs.get("calling_conv", None) if attrs is not None else None
-        conventions.append(None if conv is None else int(conv))
-    if conventions and all(conv == _DEVICE_KERNEL_LAUNCH for conv in conventions):
-        return "device"
-    if conventions and all(conv is not None and conv != _DEVICE_KERNEL_LAUNCH for conv in conventions):
-        return "host"
-    return "module"
 
 
 @dataclass
@@ -131,123 +85,11 @@ class RecordedLowering:
     """``should_stop`` ended the lowering early."""
 
 
-class Snapshot:
-    """A module seen by the recorder; the printer fills in its text key and scope later."""
-
-    __slots__ = ("mod", "scope", "sha")
-
-    def __init__(self, mod: Any) -> None:
-        self.mod: Any = mod
-        self.sha: str | None = None
-        self.scope = "module"
-
-
-class SnapshotPrinter:
-    """Turns modules into stored IR texts and writes pass records, in submission order.
-
-    With ``threaded``, modules are hashed and printed by a small pool of threads and written in
-    order by one more: TVM's printer runs in C++ with the GIL released, so printing overlaps
-    with the pipeline's own work. Records always reach the file after the texts they refer to;
-    ``drain`` waits for everything submitted.
-    """
-
-    def __init__(self, writer: TraceWriter, *, threaded: bool, capture_ir: bool = True) -> None:
-        self.writer = writer
-        self.capture_ir = capture_ir
-        self._claimed: set[int] = set()
-        """Structural hashes some print job has started on (so each is printed once)."""
-        self._pool = (
-            ThreadPoolExecutor(PRINT_WORKERS, thread_name_prefix="irtrace-print") if threaded else None
-        )
-        self.texts: dict[int, tuple[str, str]] = {}
-        """Structural hash -> (SHA-256 of the printed text, scope)."""
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-        if threaded:
-            self._queue = queue.SimpleQueue()
-            self._thread = threading.Thread(target=self._work, name="irtrace-printer", daemon=True)
-            self._thread.start()
-
-    def _work(self) -> None:
-        assert self._queue is not None
-        while (job := self._queue.get()) is not None:
-            try:
-                job()
-            except BaseException as error:  # surfaced by drain()
-                self._error = self._error or error
-
-    def _submit(self, job: Callable[[], None]) -> None:
-        if self._queue is None:
-            job()
-        else:
-            self._queue.put(job)
-
-    def snapshot(self, mod: Any) -> Snapshot:
-        """Hash ``mod`` and print it if its structure is new, off the pipeline's thread."""
-        snap = Snapshot(mod)
-        if not self.capture_ir:
-            snap.mod = None
-            return snap
-        rendering = self._pool.submit(self._render, mod) if self._pool is not None else None
-
-        def job() -> None:
-            structural, text, scope = rendering.result() if rendering is not None else self._render(mod)
-            known = self.texts.get(structural)
-            if known is None:
-                if text is None or scope is None:  # a later snapshot's job claimed it first
-                    text, scope = snap.mod.script(), module_scope(snap.mod)
-                known = (self.writer.add_text(text, text_sha256(text)), scope)
-                self.texts[structural] = known
-            snap.sha, snap.scope = known
-            snap.mod = None  # let the module go once it is stored
-
-        self._submit(job)
-        return snap
-
-    def _render(self, mod: Any) -> tuple[int, str | None, str | None]:
-        """Structural hash, and text and scope unless another job has this structure."""
-        import tvm
-
-        structural = int(tvm.ir.structural_hash(mod))
-        if structural in self._claimed:
-            return structural, None, None
-        self._claimed.add(structural)
-        return structural, mod.script(), module_scope(mod)
-
-    def write(self, run_id: int, build: Callable[[], PassRecord]) -> None:
-        """Write the record ``build`` makes once the texts it refers to are stored."""
-
-        def job() -> None:
-            record = build()
-            self.writer.add_pass(run_id, record)
-
-        self._submit(job)
-
-    def add_source(self, source: str) -> None:
-        def job() -> None:
-            self.writer.add_text(source)
-
-        self._submit(job)
-
-    def drain(self) -> None:
-        """Wait until every submitted job is done; re-raise a failure of the printer thread."""
-        if self._queue is not None and self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-            self._queue, self._thread = None, None
-        if self._error is not None:
-            raise self._error
-
-
 class PassRecorder:
     """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``.
 
-    Modules are keyed by structural hash while the pipeline runs; the ``SnapshotPrinter`` turns
-    them into stored texts and writes the records.
+    Every callback snapshots the module it sees; the ``SnapshotPrinter`` turns snapshots into
+    stored texts and writes the records once their texts are stored.
     """
 
     pass_instrument_priority = 1000
@@ -275,6 +117,7 @@ class PassRecorder:
         self.pipeline: str | None = None
         self.pipeline_seen = False
         self.last_module: Any = None
+        self.last_state: ModuleState | None = None
         self.last_snapshot: Snapshot | None = None
         self.input_snapshot: Snapshot | None = None
         self.kernel_source: str | None = None
@@ -292,12 +135,15 @@ class PassRecorder:
     # --- snapshots -------------------------------------------------------------------------
 
     def _snapshot(self, mod: Any) -> Snapshot:
-        """The snapshot of ``mod``; the same object as last time reuses the last snapshot."""
-        if self.last_snapshot is not None and mod.same_as(self.last_module):
+        """The snapshot of ``mod`` now; a module holding the same objects as last time reuses it."""
+        self.last_module = mod
+        if not self.printer.capture_ir:
+            return self.printer.snapshot(mod)
+        state = ModuleState(mod)
+        if self.last_snapshot is not None and self.last_state is not None and state.same_as(self.last_state):
             return self.last_snapshot
-        snap = self.printer.snapshot(mod)
-        self.last_module, self.last_snapshot = mod, snap
-        return snap
+        self.last_state, self.last_snapshot = state, self.printer.print_state(state)
+        return self.last_snapshot
 
     def _write(
         self, frame: _OpenPass, ended: float, wall: float, after: Snapshot | None, **extra: Any
@@ -324,7 +170,8 @@ class PassRecorder:
                 **extra,
             )
 
-        self.printer.write(self._run_id(), build)
+        run_id = self._run_id()
+        self.printer.write(lambda: self.writer.add_pass(run_id, build()))
 
     # --- TileLang PassEventObserver ------------------------------------------------------------
 
@@ -374,7 +221,7 @@ class PassRecorder:
         began = time.perf_counter()
         self._current_run(mod)
         raw_name = str(event.name)
-        name = (name_anonymous_pass() or raw_name) if raw_name == _ANONYMOUS_PASS else raw_name
+        name = display_name(raw_name)
         frame = self._open(mod, name, raw_name, *self._phase(event.phase))
         now = time.perf_counter()
         self.overhead += now - began
@@ -389,7 +236,8 @@ class PassRecorder:
             self.open[-1].child_wall += wall
         self._write(frame, ended, wall, self._snapshot(mod))
         if frame.name in self.stop_after or frame.raw_name in self.stop_after:
-            self.stopped_module = mod
+            # rebuilt from the snapshot's references: later code may still change ``mod`` in place
+            self.stopped_module = self.last_state.rebuild() if self.last_state is not None else mod
             self.stop_requested = True
         elif self.should_stop is not None and self.should_stop():
             self.cancelled = self.stop_requested = True
