@@ -7,7 +7,7 @@ the k-th changed pass's input goes into the "before" text and its output into th
 so the pair has the mix of equal and changed regions of real IR. Both timings run in this
 process on the same texts; each is the best of several interleaved repeats.
 
-Run: .venv/bin/python bench/diff_speed.py [--lines 5000] [--repeats 7]
+Run: .venv/bin/python bench/diff_speed.py [--lines 5000] [--repeats 15]
 Ends with: RESULT ms_5000_lines=<ms> ratio_vs_difflib=<x>
 """
 
