@@ -109,7 +109,7 @@ def test_failing_kernel_exit_code_and_trace_kept(capsys: pytest.CaptureFixture[s
         (["record", "missing.py::k()"], ExitCode.INPUT, "kernel file 'missing.py' does not exist"),
         (["record", f"{DATA / 'syntax_error.py'}::broken()"], ExitCode.KERNEL_SOURCE, "syntax error"),
         (["record", SMALL_GEMM, "-t", "cuda:sm_75"], ExitCode.USAGE, "valid targets: cuda:sm_80"),
-        (["record", f"{DATA / 'bad_layout.py'}::conflicting_layouts(n)"], ExitCode.USAGE, "is not a literal"),
+        (["record", f"{DATA / 'bad_layout.py'}::conflicting_layouts(n)"], ExitCode.USAGE, "not defined"),
         (["record", f"{DATA / 'jit_kernels.py'}::missing"], ExitCode.INPUT, "no kernel named 'missing'"),
         (["record"], ExitCode.USAGE, "give a kernel spec"),
         (["record", "--manifest", "none.toml"], ExitCode.INPUT, "manifest 'none.toml' does not exist"),

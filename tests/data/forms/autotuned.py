@@ -6,7 +6,14 @@ import tilelang
 import tilelang.language as T
 
 GEMM_CONFIGS = [
-    {"block_M": 64, "block_N": 32, "block_K": 32, "num_stages": 2, "threads": 128},
+    {
+        "block_M": 64,
+        "block_N": 32,
+        "block_K": 32,
+        "num_stages": 2,
+        "threads": 128,
+        "pass_configs": {"tl.disable_warp_specialized": True},
+    },
     {"block_M": 128, "block_N": 128, "block_K": 64, "num_stages": 3, "threads": 256},
 ]
 
