@@ -45,7 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("specs", nargs="*", metavar="SPEC", help="kernel spec")
     record.add_argument("-t", "--target", action="append", default=[], help=targets_help)
     record.add_argument("-m", "--manifest", help="irtrace.toml listing kernels, arguments and targets")
-    record.add_argument("-c", "--pass-config", action="append", default=[], metavar="KEY=VALUE")
+    record.add_argument(
+        "-c",
+        "--pass-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra pass config, typed as in irtrace.toml: true/false, numbers, Python literals, "
+        "else a string (e.g. tl.disable_warp_specialized=true); repeatable",
+    )
     record.add_argument(
         "-o", "--output", default=DEFAULT_OUTPUT, help=f"trace file (default {DEFAULT_OUTPUT})"
     )
