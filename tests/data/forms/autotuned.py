@@ -41,7 +41,10 @@ def tuned_matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype=
 
 def row_sum_configs(M, N):
     """Tile widths that divide the row length, widest first."""
-    return [{"block_N": width, "threads": threads} for width, threads in itertools.product([N // 4, N // 8], [128])]
+    return [
+        {"block_N": width, "threads": threads}
+        for width, threads in itertools.product([N // 4, N // 8], [128])
+    ]
 
 
 @tilelang.autotune(configs=row_sum_configs)
