@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from passdiff.compare import (
     MOVED,
+    NOT_REACHED,
     ONLY_A,
     ONLY_B,
     SHARED,
@@ -20,7 +21,9 @@ from passdiff.compare import (
     diff_pass,
     diff_span,
     key_label,
+    label_in_run,
     pass_keys,
+    resolve_pass,
 )
 from passdiff.errors import DiffOutcome, PassdiffError
 from passdiff.normalize import NormalizeRules, normalize_ir
@@ -30,6 +33,7 @@ from passdiff.textdiff import DiffLine, SideBySideRow, TextDiff, diff_texts, wor
 __all__ = [
     "JSON_SCHEMA",
     "MOVED",
+    "NOT_REACHED",
     "ONLY_A",
     "ONLY_B",
     "SHARED",
@@ -51,8 +55,10 @@ __all__ = [
     "diff_span",
     "diff_texts",
     "key_label",
+    "label_in_run",
     "normalize_ir",
     "pass_keys",
     "report_document",
+    "resolve_pass",
     "word_diff",
 ]

@@ -17,7 +17,7 @@ from irtrace import __version__
 from irtrace.cli_edge import load_trace_warning_if_cut, run_command
 from irtrace.errors import ExitCode, UsageError
 from irtrace.trace import Trace
-from passdiff.compare import compare_targets, compare_traces, diff_pass, diff_span
+from passdiff.compare import compare_targets, compare_traces, diff_span, resolve_pass
 from passdiff.errors import DiffOutcome, exit_codes_help
 from passdiff.normalize import NormalizeRules
 from passdiff.summary import MODE_PASS, MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, report_document
@@ -41,7 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--no-mask-targets", action="store_true", help="keep the T.target({...}) JSON")
     common.add_argument("--no-mask-addresses", action="store_true", help="keep 0x... object addresses")
     common.add_argument("--no-mask-metadata", action="store_true", help='keep metadata["..."][N] indexes')
-    common.add_argument("--rename-vars", action="store_true", help="renumber x_1, x_2... so renamings vanish")
+    common.add_argument(
+        "--rename-vars",
+        action="store_true",
+        help="drop the _N suffixes TVM adds to keep names unique (i_1 reads i), so renamings vanish",
+    )
+    common.add_argument(
+        "-w",
+        "--ignore-whitespace",
+        action="store_true",
+        help="compare lines ignoring whitespace, as diff -w (without it, lines whose indentation alone "
+        "changed are marked as re-indented)",
+    )
     common.add_argument(
         "--raw",
         action="store_true",
@@ -77,8 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs = commands.add_parser(
         "runs",
         help="two traces of the same kernels: the first pass whose output differs",
-        description="Align passes by (name, occurrence) and report, per kernel and target, the first "
-        "pass whose output differs, with the diff there; added, removed and reordered passes by name.",
+        description="Align passes by the pipeline's structure (nesting, order, name) and report, per "
+        "kernel and target, the first pass where the IR parts, with the diff there; passes only one run "
+        "ran, ran at another point, or never reached because a run stopped, by name.",
         parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=exit_codes_help(),
@@ -114,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def compare() -> int:
         report = COMMANDS[args.command](args)
         emit(report, args)
+        if report.failed:
+            return int(ExitCode.LOWERING)
         return int(DiffOutcome.DIFFERENT if report.different else DiffOutcome.SAME)
 
     return run_command("passdiff", compare, debug=args.debug)
@@ -126,6 +140,7 @@ def rules_from_args(args: argparse.Namespace) -> NormalizeRules:
         mask_addresses=not (args.raw or args.no_mask_addresses),
         mask_metadata=not (args.raw or args.no_mask_metadata),
         rename_vars=args.rename_vars,
+        ignore_whitespace=args.ignore_whitespace,
     )
 
 
@@ -137,15 +152,20 @@ def cmd_pass(args: argparse.Namespace) -> DiffReport:
     trace = _load(args.trace)
     run = trace.find_run(args.kernel, args.target)
     rules = rules_from_args(args)
-    first = run.find_pass(args.pass_name)
-    last = run.find_pass(args.to) if args.to else first
-    diff = (
-        diff_span(trace, run, args.pass_name, args.to, rules)
-        if args.to
-        else diff_pass(trace, run, args.pass_name, rules)
-    )
+    first = resolve_pass(run, args.pass_name)
+    last = resolve_pass(run, args.to) if args.to else first
+    diff = diff_span(trace, run, args.pass_name, args.to or args.pass_name, rules)
     labels = dict(zip((p.index for p in run.passes), run.occurrence_names(), strict=True))
-    item = PassDiff(run.kernel, run.target, labels[first.index], labels[last.index], diff)
+    failed = next((p for p in run.passes if first.index <= p.index <= last.index and p.failed), None)
+    item = PassDiff(
+        run.kernel,
+        run.target,
+        labels[first.index],
+        labels[last.index],
+        diff,
+        failed_pass=labels[failed.index] if failed else None,
+        error=failed.error if failed else None,
+    )
     return DiffReport(MODE_PASS, rules, pass_diffs=(item,), sources=(args.trace,))
 
 

@@ -1,31 +1,57 @@
 """The three comparisons: what a pass did, how two runs of a kernel differ, where two targets part.
 
-Passes are aligned by ``(name, occurrence)``: the third ``tl.Simplify`` of one run faces the
-third ``tl.Simplify`` of the other. Everything here returns plain records; rendering lives in
-``passdiff.render``.
+Passes are aligned by the pipeline's structure (``passdiff.align``): the passes nested in a pass
+face those nested in its counterpart, and a pass one config adds shifts nothing after it. The first
+difference is the first point, in the order passes finished, where the two runs' IR parts: a pass
+both ran whose outputs differ, or a pass only one ran that changed the IR. Everything here
+returns plain records; rendering lives in ``passdiff.render``.
 """
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field, replace
 
-from irtrace.trace import KernelRun, PassRecord, Trace, occurrences, pass_label
+from irtrace.errors import NotInTraceError
+from irtrace.trace import KernelRun, PassRecord, Trace, occurrence_labels, occurrences, pass_label
+from passdiff.align import (
+    MOVED,
+    NOT_REACHED,
+    ONLY_A,
+    ONLY_B,
+    SHARED,
+    PassAlignment,
+    PassKey,
+    align_passes,
+    end_order,
+)
 from passdiff.errors import PassdiffError
 from passdiff.normalize import NormalizeRules, normalize_ir
-from passdiff.textdiff import TextDiff, diff_texts
+from passdiff.textdiff import TextDiff, diff_texts, whitespace_key
 
-SHARED = "shared"
-ONLY_A = "only_a"
-ONLY_B = "only_b"
-MOVED = "moved"
+__all__ = [
+    "BOTH",
+    "MOVED",
+    "NOT_REACHED",
+    "ONLY_A",
+    "ONLY_B",
+    "SHARED",
+    "PassAlignment",
+    "PassKey",
+    "RunComparison",
+    "align_passes",
+    "compare_runs",
+    "compare_targets",
+    "compare_traces",
+    "diff_pass",
+    "diff_span",
+    "key_label",
+    "label_in_run",
+    "pass_keys",
+    "resolve_pass",
+]
 
 BOTH = "both"
 """``RunComparison.presence`` when both traces hold the (kernel, target)."""
-
-
-PassKey = tuple[str, int]
-"""``(pass name, occurrence)``; occurrence counts from 1."""
 
 
 def key_label(key: PassKey) -> str:
@@ -33,19 +59,16 @@ def key_label(key: PassKey) -> str:
     return pass_label(*key)
 
 
-@dataclass(frozen=True)
-class PassAlignment:
-    """One pass key and the records that hold it in each run."""
+def label_in_run(run: KernelRun, record: PassRecord) -> str:
+    """``name#N`` of one pass of ``run``."""
+    labels = occurrence_labels(p.name for p in run.passes)
+    return next(label for label, p in zip(labels, run.passes, strict=True) if p.index == record.index)
 
-    key: PassKey
-    a: PassRecord | None
-    b: PassRecord | None
-    status: str
-    """``shared`` (both, same relative order), ``only_a``, ``only_b``, or ``moved`` (both, reordered)."""
 
-    @property
-    def label(self) -> str:
-        return key_label(self.key)
+def pass_keys(run: KernelRun) -> list[PassKey]:
+    """``(name, occurrence)`` of every pass of ``run``, in order."""
+    names = [record.name for record in run.passes]
+    return list(zip(names, occurrences(names), strict=True))
 
 
 @dataclass(frozen=True)
@@ -63,12 +86,17 @@ class RunComparison:
     """``both``, or ``only_a`` / ``only_b`` when one trace lacks this (kernel, target)."""
     alignment: tuple[PassAlignment, ...] = ()
     first_difference: PassAlignment | None = None
-    """The first pass present in both runs whose output differs (after normalization)."""
+    """Where the runs' IR first parts: a pass both ran whose outputs differ (or whose status
+    differs), or a pass only one ran that changed the IR or failed."""
     diff: TextDiff | None = None
-    """The diff of the two outputs of ``first_difference``."""
+    """The two runs' IR right after ``first_difference`` (for a pass only one run ran, against
+    the other run's IR at that point, after ``compared_with``)."""
+    compared_with: PassRecord | None = None
+    """For a ``first_difference`` only one run ran: the other run's pass whose output the diff
+    shows (``None`` when the other run had run no pass yet, or for a shared pass)."""
     input_differs: bool = False
-    """``first_difference`` already received different IR: the cause lies before it (an added or
-    removed pass, or a different input module), not in the pass itself."""
+    """``first_difference`` (a shared pass) already received different IR: the cause lies before
+    it, in the input modules, not in the pass itself."""
     input_diff: TextDiff | None = None
     """Diff of the modules handed to the two pipelines."""
     removed_passes: tuple[str, ...] = ()
@@ -76,7 +104,9 @@ class RunComparison:
     added_passes: tuple[str, ...] = ()
     """``name#N`` labels only run ``b`` ran."""
     moved_passes: tuple[str, ...] = ()
-    """``name#N`` labels both ran, in another order."""
+    """``name#N`` labels both ran, at different points."""
+    unreached_passes: tuple[str, ...] = ()
+    """``name#N`` labels one run ran after the other failed or was cut short."""
     source_diff: TextDiff | None = None
     """Diff of the final kernel sources; ``None`` when either run has none."""
     notes: tuple[str, ...] = field(default=())
@@ -93,10 +123,19 @@ class RunComparison:
             or self.removed_passes
             or self.added_passes
             or self.moved_passes
+            or self.unreached_passes
             or (self.source_diff is not None and not self.source_diff.is_empty)
             or (self.input_diff is not None and not self.input_diff.is_empty)
             or self.run_a.status != self.run_b.status
         )
+
+    @property
+    def compared_with_label(self) -> str | None:
+        """``name#N`` of ``compared_with`` in its run."""
+        if self.compared_with is None or self.first_difference is None:
+            return None
+        run = self.run_b if self.first_difference.b is None else self.run_a
+        return label_in_run(run, self.compared_with) if run is not None else None
 
     @property
     def title(self) -> str:
@@ -106,6 +145,23 @@ class RunComparison:
 
 
 # ----------------------------------------------------------------------------- pass to pass
+
+
+def resolve_pass(run: KernelRun, query: str) -> PassRecord:
+    """The pass ``NAME`` or ``NAME#N`` of ``run``; a short name two namespaces share is an error.
+
+    ``Simplify`` would match both ``tl.Simplify`` and ``tirx.Simplify``: rather than merge their
+    occurrences, the error lists the full names to choose from.
+    """
+    name = query.partition("#")[0]
+    if "." not in name and not any(p.name == name or p.raw_name == name for p in run.passes):
+        full = list(dict.fromkeys(p.name for p in run.passes if p.name.split(".")[-1] == name))
+        if len(full) > 1:
+            raise NotInTraceError(
+                f"pass {query!r} is ambiguous in {run.kernel} on {run.target}: it names "
+                f"{' and '.join(full)}; write the full name"
+            )
+    return run.find_pass(query)
 
 
 def diff_pass(
@@ -126,45 +182,14 @@ def diff_span(
     rules: NormalizeRules = NormalizeRules(),  # noqa: B008
 ) -> TextDiff:
     """What the passes from ``from_query`` through ``to_query`` did together (both included)."""
-    first = run.find_pass(from_query)
-    last = run.find_pass(to_query)
+    first = resolve_pass(run, from_query)
+    last = resolve_pass(run, to_query)
     if last.index < first.index:
         raise PassdiffError(
             f"pass {to_query!r} (#{last.index}) runs before {from_query!r} (#{first.index}); "
             "give the earlier pass first"
         )
     return diff_texts(trace.ir_before(first), trace.ir_after(last), rules)
-
-
-# ----------------------------------------------------------------------------- alignment
-
-
-def pass_keys(run: KernelRun) -> list[PassKey]:
-    """``(name, occurrence)`` of every pass of ``run``, in order."""
-    names = [record.name for record in run.passes]
-    return list(zip(names, occurrences(names), strict=True))
-
-
-def align_passes(run_a: KernelRun, run_b: KernelRun) -> list[PassAlignment]:
-    """Pair the passes of two runs by ``(name, occurrence)``, in ``a``'s order with ``b``'s extra
-    passes where ``b`` ran them. Keys in both runs but out of order are ``moved`` (shown at
-    ``a``'s position)."""
-    keys_a, keys_b = pass_keys(run_a), pass_keys(run_b)
-    by_key_a = dict(zip(keys_a, run_a.passes, strict=True))
-    by_key_b = dict(zip(keys_b, run_b.passes, strict=True))
-    rows: list[PassAlignment] = []
-    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            rows.extend(PassAlignment(k, by_key_a[k], by_key_b[k], SHARED) for k in keys_a[i1:i2])
-            continue
-        for key in keys_a[i1:i2]:
-            if key in by_key_b:
-                rows.append(PassAlignment(key, by_key_a[key], by_key_b[key], MOVED))
-            else:
-                rows.append(PassAlignment(key, by_key_a[key], None, ONLY_A))
-        rows.extend(PassAlignment(k, None, by_key_b[k], ONLY_B) for k in keys_b[j1:j2] if k not in by_key_a)
-    return rows
 
 
 # ----------------------------------------------------------------------------- runs and targets
@@ -185,9 +210,60 @@ class _Texts:
             self._cache[key] = text
         return text
 
+    def differ(self, trace_a: Trace, sha_a: str | None, trace_b: Trace, sha_b: str | None) -> bool:
+        if sha_a == sha_b:
+            return False
+        if not self.rules.any:
+            return True
+        text_a, text_b = self.get(trace_a, sha_a), self.get(trace_b, sha_b)
+        if self.rules.ignore_whitespace:
+            return whitespace_key(text_a) != whitespace_key(text_b)
+        return text_a != text_b
+
 
 def _output_sha(record: PassRecord) -> str | None:
     return record.ir_after if record.ir_after is not None else record.ir_before
+
+
+def _start_sha(run: KernelRun) -> str | None:
+    return run.passes[0].ir_before if run.passes else run.input_ir
+
+
+@dataclass(frozen=True)
+class _FirstDifference:
+    row: PassAlignment
+    sha_a: str | None
+    sha_b: str | None
+    compared_with: PassRecord | None
+
+
+def _first_difference(
+    texts: _Texts,
+    trace_a: Trace,
+    run_a: KernelRun,
+    trace_b: Trace,
+    run_b: KernelRun,
+    rows: list[PassAlignment],
+) -> _FirstDifference | None:
+    """Walk the rows in the order passes finished, keeping each run's current IR."""
+    state_a, state_b = _start_sha(run_a), _start_sha(run_b)
+    last_a: PassRecord | None = None
+    last_b: PassRecord | None = None
+    for row in end_order(rows):
+        if row.status == NOT_REACHED:
+            continue
+        if row.a is not None:
+            state_a, last_a = _output_sha(row.a), row.a
+        if row.b is not None:
+            state_b, last_b = _output_sha(row.b), row.b
+        if row.a is not None and row.b is not None:
+            if row.a.status != row.b.status or texts.differ(trace_a, state_a, trace_b, state_b):
+                return _FirstDifference(row, state_a, state_b, None)
+            continue
+        record = row.a or row.b
+        if (record is not None and record.failed) or texts.differ(trace_a, state_a, trace_b, state_b):
+            return _FirstDifference(row, state_a, state_b, last_b if row.b is None else last_a)
+    return None
 
 
 def compare_runs(
@@ -197,34 +273,30 @@ def compare_runs(
     run_b: KernelRun,
     rules: NormalizeRules = NormalizeRules(),  # noqa: B008
 ) -> RunComparison:
-    """Align the passes of two runs and find the first pass present in both whose output differs.
+    """Align the passes of two runs and find where their IR first parts.
 
-    Returns that pass with the diff of its two outputs, the passes only one run ran or that
-    moved, the diff of the input modules and of the final kernel sources.
+    Returns that pass with the diff of the two runs' IR right after it, the passes only one run
+    ran, moved or never reached, the diff of the input modules and of the final kernel sources.
     """
     texts = _Texts(rules)
     alignment = align_passes(run_a, run_b)
-    first: PassAlignment | None = None
-    for row in alignment:
-        if row.a is None or row.b is None:
-            continue
-        if row.a.status != row.b.status or _differ(
-            texts, trace_a, _output_sha(row.a), trace_b, _output_sha(row.b)
-        ):
-            first = row
-            break
+    found = _first_difference(texts, trace_a, run_a, trace_b, run_b, alignment)
     diff = None
     input_differs = False
-    if first is not None and first.a is not None and first.b is not None:
-        diff = diff_texts(
-            texts.get(trace_a, _output_sha(first.a)), texts.get(trace_b, _output_sha(first.b)), NO_RULES
+    if found is not None:
+        diff = _with_rules(
+            diff_texts(texts.get(trace_a, found.sha_a), texts.get(trace_b, found.sha_b), _layout_only(rules)),
+            rules,
         )
-        diff = _with_rules(diff, rules)
-        input_differs = _differ(texts, trace_a, first.a.ir_before, trace_b, first.b.ir_before)
+        row = found.row
+        if row.a is not None and row.b is not None:
+            input_differs = texts.differ(trace_a, row.a.ir_before, trace_b, row.b.ir_before)
     input_diff = None
     if run_a.input_ir and run_b.input_ir:
         input_diff = _with_rules(
-            diff_texts(texts.get(trace_a, run_a.input_ir), texts.get(trace_b, run_b.input_ir), NO_RULES),
+            diff_texts(
+                texts.get(trace_a, run_a.input_ir), texts.get(trace_b, run_b.input_ir), _layout_only(rules)
+            ),
             rules,
         )
     source_a, source_b = trace_a.kernel_source(run_a), trace_b.kernel_source(run_b)
@@ -235,7 +307,7 @@ def compare_runs(
     for side, run, source in (("a", run_a, source_a), ("b", run_b, source_b)):
         if run.status != "ok":
             failed = next((p for p in run.passes if p.failed), None)
-            where = f" in {failed.name}" if failed else ""
+            where = f" in {failed.name}" if failed else (" before its first pass" if not run.passes else "")
             notes.append(f"run {side} ({run.target}) {run.status}{where}: {_first_line(run.error)}")
         elif source is None:
             notes.append(f"run {side} ({run.target}) holds no kernel source")
@@ -247,13 +319,15 @@ def compare_runs(
         run_b=run_b,
         rules=rules,
         alignment=tuple(alignment),
-        first_difference=first,
+        first_difference=found.row if found else None,
         diff=diff,
+        compared_with=found.compared_with if found else None,
         input_differs=input_differs,
         input_diff=input_diff,
         removed_passes=tuple(row.label for row in alignment if row.status == ONLY_A),
         added_passes=tuple(row.label for row in alignment if row.status == ONLY_B),
         moved_passes=tuple(row.label for row in alignment if row.status == MOVED),
+        unreached_passes=tuple(row.label for row in alignment if row.status == NOT_REACHED),
         source_diff=source_diff,
         notes=tuple(notes),
     )
@@ -262,17 +336,14 @@ def compare_runs(
 NO_RULES = NormalizeRules.none()
 
 
+def _layout_only(rules: NormalizeRules) -> NormalizeRules:
+    """For texts normalized already: only the rules about how lines are compared."""
+    return replace(NO_RULES, ignore_whitespace=rules.ignore_whitespace)
+
+
 def _with_rules(diff: TextDiff, rules: NormalizeRules) -> TextDiff:
     """A diff of already-normalized texts, labelled with the rules that normalized them."""
     return replace(diff, rules=rules)
-
-
-def _differ(texts: _Texts, trace_a: Trace, sha_a: str | None, trace_b: Trace, sha_b: str | None) -> bool:
-    if sha_a == sha_b:
-        return False
-    if not texts.rules.any:
-        return True
-    return texts.get(trace_a, sha_a) != texts.get(trace_b, sha_b)
 
 
 def _first_line(text: str | None) -> str:

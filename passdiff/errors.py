@@ -41,9 +41,11 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     DiffOutcome.SAME: "no difference (after normalization)",
     DiffOutcome.DIFFERENT: "differences found",
     ExitCode.USAGE: "bad command line (unknown option, --to before --pass)",
+    ExitCode.LOWERING: "passdiff pass: the pass (or a pass of the span) failed; its error is shown",
     ExitCode.INPUT: "a trace file is missing or unreadable",
     ExitCode.TRACE_FORMAT: "a trace file is corrupt or of a newer, unknown schema version",
-    ExitCode.NOT_FOUND: "a kernel, target or pass asked for is not in the trace (the message lists what is)",
+    ExitCode.NOT_FOUND: "a kernel, target or pass asked for is not in the trace, or a short pass name "
+    "names passes of two namespaces (the message lists what is)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 """Every exit code of ``passdiff``; enum members carry no docstrings of their own at runtime."""

@@ -7,7 +7,6 @@ so line numbers in a diff of normalized texts are line numbers in the raw IR.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 TARGET_MASK = "T.target(<target>)"
@@ -19,8 +18,9 @@ _TARGET_CALL = "T.target("
 # uppercase hex literals in kernel sources (0xFFFFFFFF masks) are constants, not addresses.
 _ADDRESS = re.compile(r"\b0x[0-9a-f]{10,16}\b")
 _METADATA = re.compile(r'(metadata\["[^"\n]*"\]\[)\d+(\])')
-# A string literal (kept as is) or a numbered identifier ``base_N`` (renamed).
-_NUMBERED = re.compile(r'("(?:[^"\\\n]|\\.)*")|\b([A-Za-z_]\w*?)_(\d+)\b')
+# A string literal (kept as is) or an identifier that is not an attribute (``T.copy``'s ``copy``).
+_NAME = re.compile(r'("(?:[^"\\\n]|\\.)*")|(?<![.\w])([A-Za-z_]\w*)')
+_NUMBER_SUFFIX = re.compile(r"(?:_\d+)+$")
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,9 @@ class NormalizeRules:
     mask_metadata: bool = True
     """Replace the index in ``metadata["tl.Layout"][3]`` style references."""
     rename_vars: bool = False
-    """Renumber ``x_1``, ``x_2``... in order of first appearance, so a pure renaming is no change."""
+    """Drop TVM's uniquifying ``_N`` suffixes (``i_1`` reads ``i``), so renamings are no change."""
+    ignore_whitespace: bool = False
+    """Compare lines ignoring all whitespace, as ``diff -w``; the texts are shown as they are."""
 
     def enabled(self) -> list[str]:
         """Names of the rules that are on, in declaration order."""
@@ -43,7 +45,13 @@ class NormalizeRules:
     @classmethod
     def none(cls) -> NormalizeRules:
         """Every rule off: diffs of the raw texts."""
-        return cls(mask_targets=False, mask_addresses=False, mask_metadata=False, rename_vars=False)
+        return cls(
+            mask_targets=False,
+            mask_addresses=False,
+            mask_metadata=False,
+            rename_vars=False,
+            ignore_whitespace=False,
+        )
 
     @property
     def any(self) -> bool:
@@ -108,20 +116,22 @@ def _closing_paren(text: str, position: int) -> int:
 
 
 def rename_numbered_vars(text: str) -> str:
-    """Renumber ``base_N`` identifiers per base in order of first appearance.
+    """Drop the ``_N`` suffixes TVM adds to keep names unique: ``i_1`` and ``A_shared_6`` become
+    ``i`` and ``A_shared``.
 
-    The mapping is a bijection per base, so two texts that differ only by a consistent
-    renumbering normalize to the same text. String literals (``"sm_90"``) are left alone.
+    When a pass adds a buffer or loop variable whose name is taken, TVM's printer calls it
+    ``name_1``, ``name_2``... and every later one shifts, so whole stretches of IR differ only in
+    these numbers (``C_local_3`` becoming ``C_local_2`` after ``tir.StorageRewrite`` drops a
+    declaration). Numbering them in order of appearance would not undo that, since the
+    declarations themselves come and go; the suffix is dropped instead. Two variables of one base
+    name then read the same: that is the price. String literals (``"sm_90"``) and attribute names
+    after a dot (``T.float16``) are left alone.
     """
-    numbering: dict[str, dict[str, int]] = {}
+    return _NAME.sub(_strip_suffix, text)
 
-    def renumber(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            return match.group(1)
-        base, number = match.group(2), match.group(3)
-        seen = numbering.setdefault(base, {})
-        new = seen.setdefault(number, len(seen) + 1)
-        return f"{base}_{new}"
 
-    replace: Callable[[re.Match[str]], str] = renumber
-    return _NUMBERED.sub(replace, text)
+def _strip_suffix(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return match.group(1)
+    name = match.group(2)
+    return _NUMBER_SUFFIX.sub("", name) or name

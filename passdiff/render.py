@@ -11,9 +11,21 @@ import html
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from passdiff.compare import RunComparison
+from passdiff.compare import NOT_REACHED, PassAlignment, RunComparison
 from passdiff.summary import DiffReport, PassDiff, diff_names
-from passdiff.textdiff import DELETE, EQUAL, INSERT, REPLACE, DiffLine, TextDiff, grouped_opcodes, word_diff
+from passdiff.textdiff import (
+    DELETE,
+    EQUAL,
+    INSERT,
+    REINDENT,
+    REPLACE,
+    DiffLine,
+    TextDiff,
+    block_lines,
+    grouped_opcodes,
+    split_lines,
+    word_diff,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,14 +52,9 @@ def comparison_facts(comparison: RunComparison) -> list[str]:
     facts = []
     first = comparison.first_difference
     if first is None:
-        facts.append("no pass present in both runs differs in its output")
+        facts.append("no pass differs in its output, and no pass only one run ran changed the IR")
     else:
-        cause = (
-            " (it already received different IR: the cause lies before it)"
-            if comparison.input_differs
-            else " (same input IR: this pass makes the difference)"
-        )
-        facts.append(f"first differing pass: {first.label}{cause}")
+        facts.append(f"first differing pass: {first.both_labels}{_cause(comparison, first)}")
     if comparison.input_diff is not None and not comparison.input_diff.is_empty:
         facts.append(
             f"the input modules differ (+{comparison.input_diff.added} -{comparison.input_diff.removed})"
@@ -55,10 +62,17 @@ def comparison_facts(comparison: RunComparison) -> list[str]:
     for title, names in (
         ("removed passes (only in a)", comparison.removed_passes),
         ("added passes (only in b)", comparison.added_passes),
-        ("reordered passes", comparison.moved_passes),
+        ("passes run at another point", comparison.moved_passes),
     ):
         if names:
             facts.append(f"{title}: {', '.join(names)}")
+    if comparison.unreached_passes:
+        b_stopped = any(row.status == NOT_REACHED and row.b is None for row in comparison.alignment)
+        ran, stopped = ("a", "b") if b_stopped else ("b", "a")
+        facts.append(
+            f"{len(comparison.unreached_passes)} passes of run {ran} were never reached by run {stopped}, "
+            f"which stopped before them (first: {comparison.unreached_passes[0]})"
+        )
     source = comparison.source_diff
     if source is not None:
         facts.append(
@@ -68,6 +82,25 @@ def comparison_facts(comparison: RunComparison) -> list[str]:
         )
     facts.extend(comparison.notes)
     return facts
+
+
+def _cause(comparison: RunComparison, first: PassAlignment) -> str:
+    """Why ``first`` is where the runs part, in words."""
+    record = first.a or first.b
+    if first.a is None or first.b is None:
+        run = "a" if first.b is None else "b"
+        other = "b" if run == "a" else "a"
+        if record is not None and record.failed:
+            return f" (only run {run} ran it, and it failed there)"
+        against = comparison.compared_with_label
+        where = f"run {other}'s IR after {against}" if against else f"run {other}'s input"
+        return f" (only run {run} ran it, and it changed the IR; diffed against {where})"
+    if first.a.status != first.b.status:
+        failed = "a" if first.a.failed else "b"
+        return f" (it failed in run {failed} only)"
+    if comparison.input_differs:
+        return " (it already received different IR: the cause lies before it)"
+    return " (same input IR: this pass makes the difference)"
 
 
 # ----------------------------------------------------------------------------- unified
@@ -104,6 +137,12 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
             (f"{item.kernel} on {item.target}: ", "bold"), (span, "bold cyan"), "  ", *_counts(item.diff)
         )
         console.print(header)
+        if item.failed_pass is not None:
+            console.print(Text(f"{item.failed_pass} failed; it produced no IR. Its error:", style="bold red"))
+            console.print(Text(item.error or "(no message)", style="red"))
+            if item.diff.is_empty:
+                continue
+            console.print(Text(f"what the span did before {item.failed_pass}:", style="bold"))
         _print_diff(console, item.diff, context, "the pass did not change the IR")
     for comparison in report.comparisons:
         console.print(Text(comparison.title, style="bold"))
@@ -111,7 +150,9 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
             console.print(Text("  " + fact))
         if comparison.diff is not None and comparison.first_difference is not None:
             console.print(
-                Text.assemble(("output of ", "bold"), (comparison.first_difference.label, "bold cyan"), "  ")
+                Text.assemble(
+                    ("IR after ", "bold"), (comparison.first_difference.both_labels, "bold cyan"), "  "
+                )
                 + Text.assemble(*_counts(comparison.diff))
             )
             _print_diff(console, comparison.diff, context, "")
@@ -121,8 +162,21 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
         console.print()
 
 
-def _counts(diff: TextDiff) -> tuple[tuple[str, str], str, tuple[str, str]]:
-    return ((f"+{diff.added}", "green"), " ", (f"-{diff.removed}", "red"))
+def _counts(diff: TextDiff) -> tuple[tuple[str, str] | str, ...]:
+    counts: tuple[tuple[str, str] | str, ...] = (
+        (f"+{diff.added}", "green"),
+        " ",
+        (f"-{diff.removed}", "red"),
+    )
+    if diff.reindented:
+        counts += ((f" ({diff.reindented} only re-indented)", "yellow"),)
+    return counts
+
+
+def counts_text(diff: TextDiff) -> str:
+    """``+A -R`` with the re-indented lines among them, as every format writes it."""
+    extra = f" ({diff.reindented} only re-indented)" if diff.reindented else ""
+    return f"+{diff.added} -{diff.removed}{extra}"
 
 
 def _print_diff(console: Console, diff: TextDiff, context: int, empty_message: str) -> None:
@@ -146,8 +200,8 @@ def terminal_lines(diff: TextDiff, context: int = DEFAULT_CONTEXT) -> Iterator[T
             old = str(line.old_no) if line.old_no is not None else ""
             new = str(line.new_no) if line.new_no is not None else ""
             gutter = Text(f"{old:>{width}} {new:>{width}} │", style="dim")
-            sign = {EQUAL: " ", DELETE: "-", INSERT: "+"}[kind]
-            style = {EQUAL: "", DELETE: "red", INSERT: "green"}[kind]
+            sign = {EQUAL: " ", DELETE: "-", INSERT: "+", REINDENT: "~"}[kind]
+            style = {EQUAL: "", DELETE: "red", INSERT: "green", REINDENT: "yellow"}[kind]
             body = Text(f"{sign} ", style=style)
             if pieces is None:
                 body.append(line.text, style=style)
@@ -167,23 +221,43 @@ HunkLine = tuple[str, DiffLine, list[tuple[str, str]] | None]
 
 
 def _hunks(diff: TextDiff, context: int) -> Iterator[list[HunkLine]]:
-    """Hunks of lines with word pieces for paired changed lines (deleted k-th faces inserted k-th)."""
-    by_old = {line.old_no: line for line in diff.lines if line.kind != INSERT}
-    by_new = {line.new_no: line for line in diff.lines if line.kind == INSERT}
+    """Hunks of lines with word pieces for paired changed lines (the k-th deleted line of a run of
+    deletions faces the k-th inserted line after it); re-indented lines stand alone."""
+    old_lines, new_lines = split_lines(diff.before), split_lines(diff.after)
     for group in grouped_opcodes(diff.opcodes(), context):
         hunk: list[HunkLine] = []
         for tag, i1, i2, j1, j2 in group:
             if tag == EQUAL:
-                hunk.extend((EQUAL, by_old[i + 1], None) for i in range(i1, i2))
+                hunk.extend(
+                    (EQUAL, DiffLine(EQUAL, i + 1, j1 + i - i1 + 1, old_lines[i]), None)
+                    for i in range(i1, i2)
+                )
                 continue
-            olds = [by_old[i + 1] for i in range(i1, i2)]
-            news = [by_new[j + 1] for j in range(j1, j2)]
-            paired = min(len(olds), len(news)) if tag == REPLACE else 0
-            pieces = [word_diff(olds[k].text, news[k].text) for k in range(paired)]
-            for k, line in enumerate(olds):
-                hunk.append((DELETE, line, [p for p in pieces[k] if p[0] != INSERT] if k < paired else None))
-            for k, line in enumerate(news):
-                hunk.append((INSERT, line, [p for p in pieces[k] if p[0] != DELETE] if k < paired else None))
+            lines = block_lines(old_lines, new_lines, i1, i2, j1, j2)
+            position = 0
+            while position < len(lines):
+                if lines[position].kind == REINDENT:
+                    hunk.append((REINDENT, lines[position], None))
+                    position += 1
+                    continue
+                olds: list[DiffLine] = []
+                news: list[DiffLine] = []
+                while position < len(lines) and lines[position].kind == DELETE and not news:
+                    olds.append(lines[position])
+                    position += 1
+                while position < len(lines) and lines[position].kind == INSERT:
+                    news.append(lines[position])
+                    position += 1
+                paired = min(len(olds), len(news))
+                pieces = [word_diff(olds[k].text, news[k].text) for k in range(paired)]
+                for k, line in enumerate(olds):
+                    hunk.append(
+                        (DELETE, line, [p for p in pieces[k] if p[0] != INSERT] if k < paired else None)
+                    )
+                for k, line in enumerate(news):
+                    hunk.append(
+                        (INSERT, line, [p for p in pieces[k] if p[0] != DELETE] if k < paired else None)
+                    )
         yield hunk
 
 
@@ -196,9 +270,12 @@ h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 2em; } h3 { font-siz
 table.diff { border-collapse: collapse; width: 100%; table-layout: fixed;
   font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
 table.diff td { vertical-align: top; white-space: pre-wrap; word-break: break-all; padding: 0 6px; }
-table.diff td.no { width: 3.5em; text-align: right; color: #8c959f; user-select: none; }
+table.diff col.no { width: 4.5em; } table.diff col.code { width: auto; }
+table.diff td.no { text-align: right; color: #8c959f; user-select: none; }
 tr.gap td { background: #f6f8fa; color: #8c959f; text-align: center; }
 td.delete, td.replace-old { background: #ffebe9; } td.insert, td.replace-new { background: #e6ffec; }
+td.reindent { background: #fff8c5; } td.reindent::before { content: "⇥ "; color: #9a6700; }
+.failed { color: #cf222e; } pre.error { background: #ffebe9; padding: .5em; white-space: pre-wrap; }
 del { background: #ff818266; text-decoration: none; } ins { background: #abf2bc; text-decoration: none; }
 .count-add { color: #1a7f37; } .count-del { color: #cf222e; }
 """
@@ -226,9 +303,8 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
         parts.extend(f"<li>{_e(fact)}</li>" for fact in comparison_facts(comparison))
         parts.append("</ul>")
         if comparison.diff is not None and comparison.first_difference is not None:
-            parts.append(
-                f"<h3>output of {_e(comparison.first_difference.label)} {_html_counts(comparison.diff)}</h3>"
-            )
+            label = _e(comparison.first_difference.both_labels)
+            parts.append(f"<h3>IR after {label} {_html_counts(comparison.diff)}</h3>")
             parts.append(html_table(comparison.diff, context))
         if comparison.source_diff is not None and not comparison.source_diff.is_empty:
             parts.append(f"<h3>kernel source {_html_counts(comparison.source_diff)}</h3>")
@@ -242,16 +318,30 @@ def _html_pass(item: PassDiff, context: int | None) -> str:
     body = (
         html_table(item.diff, context) if not item.diff.is_empty else "<p>the pass did not change the IR</p>"
     )
+    if item.failed_pass is not None:
+        failure = (
+            f'<p class="failed">{_e(item.failed_pass)} failed; it produced no IR. Its error:</p>'
+            f'<pre class="error">{_e(item.error or "(no message)")}</pre>'
+        )
+        body = failure + ("" if item.diff.is_empty else body)
     return f"<h2>{_e(item.kernel)} on {_e(item.target)}: {_e(span)} {_html_counts(item.diff)}</h2>{body}"
 
 
 def _html_counts(diff: TextDiff) -> str:
-    return f'<span class="count-add">+{diff.added}</span> <span class="count-del">-{diff.removed}</span>'
+    reindented = (
+        f' <span class="reindent">({diff.reindented} only re-indented)</span>' if diff.reindented else ""
+    )
+    added = f'<span class="count-add">+{diff.added}</span>'
+    return f'{added} <span class="count-del">-{diff.removed}</span>{reindented}'
 
 
 def html_table(diff: TextDiff, context: int | None = DEFAULT_CONTEXT) -> str:
     """A side-by-side table of ``diff`` with changed words marked by ``<del>``/``<ins>``."""
-    rows = ['<table class="diff">']
+    # Column widths come from <col>: a first row spanning all columns (a gap) must not set them.
+    rows = [
+        '<table class="diff"><colgroup><col class="no"><col class="code"><col class="no"><col class="code">'
+        "</colgroup>"
+    ]
     previous_old = previous_new = 0
     for row in diff.side_by_side(context):
         if context is not None and (
@@ -270,8 +360,8 @@ def html_table(diff: TextDiff, context: int | None = DEFAULT_CONTEXT) -> str:
             new_text = "".join(
                 _e(f) if k == EQUAL else f"<ins>{_e(f)}</ins>" for k, f in pieces if k != DELETE
             )
-        old_class = {REPLACE: "replace-old", DELETE: "delete"}.get(row.kind, "")
-        new_class = {REPLACE: "replace-new", INSERT: "insert"}.get(row.kind, "")
+        old_class = {REPLACE: "replace-old", DELETE: "delete", REINDENT: "reindent"}.get(row.kind, "")
+        new_class = {REPLACE: "replace-new", INSERT: "insert", REINDENT: "reindent"}.get(row.kind, "")
         rows.append(
             f'<tr><td class="no">{row.old_no or ""}</td><td class="{old_class}">{old_text}</td>'
             f'<td class="no">{row.new_no or ""}</td><td class="{new_class}">{new_text}</td></tr>'

@@ -32,6 +32,11 @@ class PassDiff:
     to_pass: str
     """``name#N`` of the last pass of the span; equal to ``from_pass`` for one pass."""
     diff: TextDiff
+    failed_pass: str | None = None
+    """``name#N`` of the pass of the span that failed (it produced no IR; the diff ends at the
+    IR it received)."""
+    error: str | None = None
+    """The failed pass's error message."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,11 @@ class DiffReport:
         return any(not item.diff.is_empty for item in self.pass_diffs) or any(
             comparison.different for comparison in self.comparisons
         )
+
+    @property
+    def failed(self) -> bool:
+        """A pass asked about (``pass`` mode) failed."""
+        return any(item.failed_pass is not None for item in self.pass_diffs)
 
 
 def diff_names(comparison: RunComparison, what: str) -> tuple[str, str]:
@@ -82,6 +92,7 @@ def _diff_document(diff: TextDiff, from_name: str, to_name: str, context: int) -
         "equal": diff.is_empty,
         "added": diff.added,
         "removed": diff.removed,
+        "reindented": diff.reindented,
         "unified": diff.unified(from_name, to_name, context),
     }
 
@@ -93,6 +104,8 @@ def _pass_diff_document(item: PassDiff, context: int) -> dict[str, Any]:
         "target": item.target,
         "from_pass": item.from_pass,
         "to_pass": item.to_pass,
+        "failed_pass": item.failed_pass,
+        "error": item.error,
         **_diff_document(
             item.diff, f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context
         ),
@@ -104,6 +117,8 @@ def _alignment_document(row: PassAlignment) -> dict[str, Any]:
         "pass": row.key[0],
         "occurrence": row.key[1],
         "label": row.label,
+        "label_a": row.label_a,
+        "label_b": row.label_b,
         "status": row.status,
         "index_a": row.a.index if row.a else None,
         "index_b": row.b.index if row.b else None,
@@ -116,6 +131,7 @@ def _comparison_document(item: RunComparison, context: int) -> dict[str, Any]:
         first = {
             **_alignment_document(item.first_difference),
             "input_differs": item.input_differs,
+            "compared_with": item.compared_with_label,
             **_diff_document(item.diff, *diff_names(item, item.first_difference.label), context),
         }
     return {
@@ -132,6 +148,7 @@ def _comparison_document(item: RunComparison, context: int) -> dict[str, Any]:
         "removed_passes": list(item.removed_passes),
         "added_passes": list(item.added_passes),
         "moved_passes": list(item.moved_passes),
+        "unreached_passes": list(item.unreached_passes),
         "input": None
         if item.input_diff is None
         else {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -19,11 +20,11 @@ EQUAL = "equal"
 INSERT = "insert"
 DELETE = "delete"
 REPLACE = "replace"
+REINDENT = "reindent"
+"""A line whose indentation alone changed: one ``DiffLine`` with both line numbers."""
 
 Opcode = tuple[str, int, int, int, int]
 """``(tag, i1, i2, j1, j2)`` as ``difflib.SequenceMatcher.get_opcodes`` gives them."""
-
-NO_NEWLINE = "\\ No newline at end of file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +32,16 @@ class DiffLine:
     """One line of a line diff."""
 
     kind: str
-    """``equal``, ``insert`` or ``delete``."""
+    """``equal``, ``insert``, ``delete`` or ``reindent`` (only the indentation changed)."""
     old_no: int | None
     """1-based line number in the old text; ``None`` for an inserted line."""
     new_no: int | None
     """1-based line number in the new text; ``None`` for a deleted line."""
     text: str
-    """The line without its newline (normalized text when rules were on)."""
+    """The line without its newline (normalized text when rules were on); the new one for
+    ``reindent``."""
+    old_text: str | None = None
+    """For ``reindent``: the old line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +49,7 @@ class SideBySideRow:
     """One row of a two-column view: a deleted line faces the inserted line that replaced it."""
 
     kind: str
-    """``equal``, ``replace``, ``insert`` or ``delete``."""
+    """``equal``, ``replace``, ``insert``, ``delete`` or ``reindent``."""
     old_no: int | None
     old_text: str
     new_no: int | None
@@ -70,7 +74,8 @@ class TextDiff:
 
     @cached_property
     def lines(self) -> tuple[DiffLine, ...]:
-        """The whole diff in order; within a changed block deletions come before insertions.
+        """The whole diff in order; within a changed block deletions come before insertions, and a
+        line whose indentation alone changed is one ``reindent`` line.
 
         Built on first use: the unified and JSON outputs never need one record per line.
         """
@@ -83,11 +88,14 @@ class TextDiff:
                 for k in range(i2 - i1):
                     append(DiffLine(EQUAL, i1 + k + 1, j1 + k + 1, old_lines[i1 + k]))
                 continue
-            for i in range(i1, i2):
-                append(DiffLine(DELETE, i + 1, None, old_lines[i]))
-            for j in range(j1, j2):
-                append(DiffLine(INSERT, None, j + 1, new_lines[j]))
+            lines.extend(block_lines(old_lines, new_lines, i1, i2, j1, j2))
         return tuple(lines)
+
+    @cached_property
+    def reindented(self) -> int:
+        """Changed lines whose indentation alone changed (each counts once in ``added`` and once
+        in ``removed``)."""
+        return sum(line.kind == REINDENT for line in self.lines)
 
     @property
     def is_empty(self) -> bool:
@@ -99,13 +107,15 @@ class TextDiff:
         return list(self.line_opcodes)
 
     def unified(self, from_name: str = "before", to_name: str = "after", context: int = 3) -> str:
-        """A unified diff that ``patch`` applies to ``before`` to get ``after`` ('' when equal)."""
+        """A unified diff that ``patch`` applies to ``before`` to get ``after`` ('' when equal).
+
+        The texts are taken as ``irtrace ir`` writes them, ending in a newline, so the patch
+        applies to the files it writes even where a hunk touches the last line.
+        """
         if self.is_empty:
             return ""
         old_lines = split_lines(self.before)
         new_lines = split_lines(self.after)
-        old_open = bool(self.before) and not self.before.endswith("\n")
-        new_open = bool(self.after) and not self.after.endswith("\n")
         out = [f"--- {from_name}\n", f"+++ {to_name}\n"]
         for group in grouped_opcodes(self.opcodes(), context):
             first, last = group[0], group[-1]
@@ -115,17 +125,9 @@ class TextDiff:
             for tag, i1, i2, j1, j2 in group:
                 if tag == EQUAL:
                     out.extend(" " + old_lines[i] + "\n" for i in range(i1, i2))
-                    if i2 == len(old_lines) and old_open:
-                        out.append(NO_NEWLINE + "\n")
                     continue
-                for i in range(i1, i2):
-                    out.append("-" + old_lines[i] + "\n")
-                    if old_open and i == len(old_lines) - 1:
-                        out.append(NO_NEWLINE + "\n")
-                for j in range(j1, j2):
-                    out.append("+" + new_lines[j] + "\n")
-                    if new_open and j == len(new_lines) - 1:
-                        out.append(NO_NEWLINE + "\n")
+                out.extend("-" + old_lines[i] + "\n" for i in range(i1, i2))
+                out.extend("+" + new_lines[j] + "\n" for j in range(j1, j2))
         return "".join(out)
 
     def side_by_side(self, context: int | None = None) -> list[SideBySideRow]:
@@ -161,6 +163,9 @@ class TextDiff:
                 deleted.append(line)
             elif line.kind == INSERT:
                 inserted.append(line)
+            elif line.kind == REINDENT:
+                flush()
+                rows.append(SideBySideRow(REINDENT, line.old_no, line.old_text or "", line.new_no, line.text))
             else:
                 flush()
                 rows.append(SideBySideRow(EQUAL, line.old_no, line.text, line.new_no, line.text))
@@ -176,11 +181,19 @@ class TextDiff:
 
 
 def diff_texts(before: str, after: str, rules: NormalizeRules = NormalizeRules()) -> TextDiff:  # noqa: B008
-    """Normalize both texts with ``rules`` and diff them line by line."""
+    """Normalize both texts with ``rules`` and diff them line by line.
+
+    With ``rules.ignore_whitespace`` lines that differ only in whitespace are equal, as with
+    ``diff -w``; the diff then shows the old text's line.
+    """
     if rules.any:
         before = normalize_ir(before, rules)
         after = normalize_ir(after, rules)
-    opcodes = diff_line_opcodes(_keys(before, split_lines(before)), _keys(after, split_lines(after)))
+    old_keys, new_keys = split_lines(before), split_lines(after)
+    if rules.ignore_whitespace:
+        old_keys = [_no_space(line) for line in old_keys]
+        new_keys = [_no_space(line) for line in new_keys]
+    opcodes = diff_line_opcodes(old_keys, new_keys)
     removed = sum(i2 - i1 for tag, i1, i2, _, _ in opcodes if tag != EQUAL)
     added = sum(j2 - j1 for tag, _, _, j1, j2 in opcodes if tag != EQUAL)
     return TextDiff(before, after, rules, added, removed, tuple(opcodes))
@@ -194,11 +207,42 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def _keys(text: str, lines: list[str]) -> list[str]:
-    """The lines to match; a last line without its newline differs from the same line with one."""
-    if lines and not text.endswith("\n"):
-        return [*lines[:-1], lines[-1] + "\0no newline"]
-    return lines
+def _no_space(line: str) -> str:
+    return "".join(line.split())
+
+
+def whitespace_key(text: str) -> str:
+    """``text`` with all whitespace inside lines removed: equal keys mean equal under ``diff -w``."""
+    return "\n".join(_no_space(line) for line in split_lines(text))
+
+
+def block_lines(
+    old_lines: Sequence[str], new_lines: Sequence[str], i1: int, i2: int, j1: int, j2: int
+) -> list[DiffLine]:
+    """The lines of one changed block; lines that differ only in indentation become ``reindent``.
+
+    Lines are paired by a second diff of the block's lines with their indentation stripped, so a
+    loop body indented under a new ``if`` reads as the ``if`` plus re-indented lines.
+    """
+    out: list[DiffLine] = []
+    olds = [line.lstrip() for line in old_lines[i1:i2]]
+    news = [line.lstrip() for line in new_lines[j1:j2]]
+    pieces: list[Opcode] = [(REPLACE, 0, len(olds), 0, len(news))]
+    if olds and news:
+        pieces = list(difflib.SequenceMatcher(None, olds, news, autojunk=False).get_opcodes())
+    for tag, a1, a2, b1, b2 in pieces:
+        if tag == EQUAL:
+            for k in range(a2 - a1):
+                i, j = i1 + a1 + k, j1 + b1 + k
+                if old_lines[i] == new_lines[j]:  # the same line at another place: it moved
+                    out.append(DiffLine(DELETE, i + 1, None, old_lines[i]))
+                    out.append(DiffLine(INSERT, None, j + 1, new_lines[j]))
+                else:
+                    out.append(DiffLine(REINDENT, i + 1, j + 1, new_lines[j], old_lines[i]))
+            continue
+        out.extend(DiffLine(DELETE, i + 1, None, old_lines[i]) for i in range(i1 + a1, i1 + a2))
+        out.extend(DiffLine(INSERT, None, j + 1, new_lines[j]) for j in range(j1 + b1, j1 + b2))
+    return out
 
 
 # ----------------------------------------------------------------------------- line matching

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -10,11 +11,12 @@ import pytest
 
 from irtrace.errors import ExitCode
 from irtrace.trace import Trace
-from passdiff import DiffOutcome, NormalizeRules, diff_pass
+from passdiff import DiffOutcome, NormalizeRules, compare_runs, diff_pass
 from passdiff.cli import main
 from passdiff.render import terminal_lines
 
 SM90 = "cuda:sm_90"
+HUNK_OLD_RANGE = re.compile(r"^@@ -(\d+)(?:,(\d+))? ", re.M)
 GFX = "hip:gfx942"
 
 
@@ -33,20 +35,35 @@ def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert "diff(1)" in out
 
 
-def test_unified_pass_diff_is_accepted_by_patch(
+def test_unified_pass_diff_turns_what_irtrace_ir_writes_before_into_after(
     capsys: pytest.CaptureFixture[str], gemm_trace: Trace, gemm_path: Path, tmp_path: Path
 ) -> None:
+    """The documented round trip, for every pass that changed the IR, hunks on the last line included."""
+    from irtrace.cli import main as irtrace_main
+
     run = gemm_trace.find_run("matmul", SM90)
-    record = run.find_pass("tl.LowerTileOp")
-    before = tmp_path / "before.py"
-    before.write_text(gemm_trace.ir_before(record))
-    code, out, _ = run_cli(
-        capsys, "pass", gemm_path, "-t", SM90, "-p", "tl.LowerTileOp", "--format", "unified", "--raw"
-    )
-    assert code == DiffOutcome.DIFFERENT
-    assert out.startswith("--- a/matmul/cuda:sm_90/before-tl.LowerTileOp#1\n")
-    subprocess.run(["patch", "-s", str(before)], input=out, text=True, check=True)
-    assert before.read_text() == gemm_trace.ir_after(record)
+    labels = dict(zip((p.index for p in run.passes), run.occurrence_names(), strict=True))
+    touching_last = 0
+    for record in run.passes:
+        if not record.changed or record.failed:
+            continue
+        label = labels[record.index]
+        files = {}
+        for which, extra in (("before", ["--before"]), ("after", [])):
+            assert irtrace_main(["ir", str(gemm_path), "-t", SM90, "-p", label, *extra]) == 0
+            files[which] = capsys.readouterr().out
+        before = tmp_path / "before.py"
+        before.write_text(files["before"])
+        code, out, _ = run_cli(capsys, "pass", gemm_path, "-t", SM90, "-p", label, "-f", "unified", "--raw")
+        assert code == DiffOutcome.DIFFERENT, label
+        assert out.startswith(f"--- a/matmul/cuda:sm_90/before-{label}\n")
+        last_line = len(files["before"].splitlines())
+        touching_last += any(
+            int(start) + int(length or 1) - 1 == last_line for start, length in HUNK_OLD_RANGE.findall(out)
+        )
+        subprocess.run(["patch", "-s", str(before)], input=out, text=True, check=True)
+        assert before.read_text() == files["after"], label
+    assert touching_last >= 3
 
 
 def test_pass_that_changes_nothing_exits_zero(
@@ -76,18 +93,18 @@ def test_json_summary_of_run_to_run(
     assert by_target[GFX]["presence"] == "only_a"
     both = by_target[SM90]
     run_a, run_b = gemm_trace.find_run("matmul", SM90), gemm_no_ws_trace.find_run("matmul", SM90)
-    labels_a, labels_b = run_a.occurrence_names(), run_b.occurrence_names()
-    outputs_b = dict(zip(labels_b, (gemm_no_ws_trace.ir_after(p) for p in run_b.passes), strict=True))
-    expected = next(
-        label
-        for label, p in zip(labels_a, run_a.passes, strict=True)
-        if label in outputs_b and gemm_trace.ir_after(p) != outputs_b[label]
-    )
     first = both["first_difference"]
-    assert first["label"] == expected and first["pass"] == expected.split("#")[0]
-    assert first["unified"].startswith(f"--- a/matmul/cuda:sm_90/{expected}")
-    assert first["added"] > 0 or first["removed"] > 0
-    assert set(both["removed_passes"]) == set(labels_a) - set(labels_b)
+    library = compare_runs(gemm_trace, run_a, gemm_no_ws_trace, run_b)
+    assert library.first_difference is not None and library.diff is not None
+    assert first["label"] == library.first_difference.label == "tl.ProducerConsumerWarpSpecialized#1"
+    assert (first["status"], first["label_a"], first["label_b"]) == ("only_a", first["label"], None)
+    assert first["compared_with"] == "tl.VerifyBufferInit#1"
+    assert first["unified"].startswith(f"--- a/matmul/cuda:sm_90/{first['label']}")
+    assert (first["added"], first["removed"]) == (library.diff.added, library.diff.removed)
+    assert set(both["removed_passes"]) == set(library.removed_passes)
+    assert "tl.ProducerConsumerWarpSpecialized#1" in both["removed_passes"]
+    assert both["moved_passes"] == [] and both["unreached_passes"] == []
+    assert all(label.split("#")[0] in {p.name for p in run_b.passes} for label in both["added_passes"])
     assert both["source"]["equal"] is False and both["passes_a"] == len(run_a.passes)
 
 
@@ -176,3 +193,70 @@ def test_newer_schema_and_missing_trace(
 
     code, _, err = run_cli(capsys, "runs", gemm_path, tmp_path / "missing.jsonl")
     assert code == ExitCode.INPUT and "does not exist" in err
+
+
+def test_runs_names_the_removed_pass_and_no_reordered_simplify(
+    capsys: pytest.CaptureFixture[str], gemm_path: Path, no_ws_path: Path
+) -> None:
+    code, out, _ = run_cli(capsys, "runs", gemm_path, no_ws_path, "-t", SM90)
+    assert code == DiffOutcome.DIFFERENT
+    assert "first differing pass: tl.ProducerConsumerWarpSpecialized#1 (only run a ran it" in out
+    assert "tl.LowerBlackwell2SM" not in out.split("IR after")[0]
+    assert "another point" not in out and "reordered" not in out
+
+
+def test_failed_pass_says_so_shows_its_error_and_exits_5(
+    capsys: pytest.CaptureFixture[str], gemm_sm80_ascend_trace: Trace
+) -> None:
+    assert gemm_sm80_ascend_trace.path is not None
+    run = gemm_sm80_ascend_trace.find_run("matmul", "ascend")
+    failed = next(p for p in run.passes if p.failed)
+    assert failed.error
+    code, out, _ = run_cli(capsys, "pass", gemm_sm80_ascend_trace.path, "-t", "ascend", "-p", failed.name)
+    assert code == ExitCode.LOWERING == 5
+    assert f"{failed.name}#1 failed" in out and failed.error.splitlines()[0] in out
+    assert "did not change" not in out
+    code, out, _ = run_cli(
+        capsys, "pass", gemm_sm80_ascend_trace.path, "-t", "ascend", "-p", failed.name, "-f", "json"
+    )
+    document = json.loads(out)["pass_diffs"][0]
+    assert code == 5 and document["failed_pass"] == f"{failed.name}#1" and document["error"] == failed.error
+    # A span ending in the failed pass says so too, and still shows what came before.
+    first = run.passes[3].name
+    code, out, _ = run_cli(
+        capsys, "pass", gemm_sm80_ascend_trace.path, "-t", "ascend", "-p", first, "--to", failed.name
+    )
+    assert code == 5 and "failed" in out and "@@" not in out  # rich view: no unified hunks
+    with pytest.raises(SystemExit):
+        main(["pass", "--help"])
+    assert "\n    5  passdiff pass: the pass" in capsys.readouterr().out
+
+
+def test_a_short_name_of_two_namespaces_is_an_error_listing_both(
+    capsys: pytest.CaptureFixture[str], gemm_trace: Trace, gemm_path: Path
+) -> None:
+    run = gemm_trace.find_run("matmul", SM90)
+    assert {"tl.Simplify", "tirx.Simplify"} <= {p.name for p in run.passes}
+    code, _, err = run_cli(capsys, "pass", gemm_path, "-t", SM90, "-p", "Simplify#2")
+    assert code == ExitCode.NOT_FOUND and err.count("\n") == 1
+    assert "tl.Simplify" in err and "tirx.Simplify" in err and "ambiguous" in err
+    # A short name of one namespace still works.
+    code, _, _ = run_cli(capsys, "pass", gemm_path, "-t", SM90, "-p", "LayoutInference", "-f", "json")
+    assert code == DiffOutcome.DIFFERENT
+
+
+def test_html_side_by_side_gives_the_width_to_the_code_columns(
+    capsys: pytest.CaptureFixture[str], gemm_path: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "pass.html"
+    code, _, _ = run_cli(
+        capsys, "pass", gemm_path, "-t", SM90, "-p", "tl.LayoutInference", "-f", "html", "-o", output
+    )
+    assert code == DiffOutcome.DIFFERENT
+    page = output.read_text()
+    # A fixed table layout takes its column widths from the first row, which may be a gap row
+    # spanning all four columns; the widths are set by <col> elements instead.
+    table = page[page.index('<table class="diff">') :]
+    assert table.index("<colgroup>") < table.index("<tr")
+    assert table.count('<col class="no">') == 2 and table.count('<col class="code">') == 2
+    assert "col.no { width: 4.5em; }" in page

@@ -74,18 +74,23 @@ def test_metadata_and_address_masks() -> None:
     assert RAW.enabled() == []
 
 
-def test_line_diff_round_trips_and_unified_applies_with_patch(gemm_trace: Trace, tmp_path) -> None:
+@pytest.mark.parametrize("query", ["tl.LowerTileOp", "tl.LayoutInference"])
+def test_line_diff_round_trips_and_unified_applies_with_patch(
+    gemm_trace: Trace, tmp_path, query: str
+) -> None:
     run = gemm_trace.find_run("matmul", "cuda:sm_90")
-    record = run.find_pass("tl.LowerTileOp")
+    record = run.find_pass(query)
     before, after = gemm_trace.ir_before(record), gemm_trace.ir_after(record)
     diff = diff_texts(before, after, RAW)
-    assert [x.text for x in diff.lines if x.kind != "insert"] == split_lines(before)
+    old_side = [x.old_text if x.kind == "reindent" else x.text for x in diff.lines if x.kind != "insert"]
+    assert old_side == split_lines(before)
     assert [x.text for x in diff.lines if x.kind != "delete"] == split_lines(after)
     assert diff.added - diff.removed == len(split_lines(after)) - len(split_lines(before))
+    # The files as `irtrace ir` writes them: ending in a newline.
     target = tmp_path / "ir.py"
-    target.write_text(before)
+    target.write_text(before if before.endswith("\n") else before + "\n")
     subprocess.run(["patch", "-s", str(target)], input=diff.unified(), text=True, check=True)
-    assert target.read_text() == after
+    assert target.read_text() == (after if after.endswith("\n") else after + "\n")
 
 
 def test_side_by_side_pairs_replaced_lines(gemm_trace: Trace) -> None:
@@ -121,3 +126,107 @@ def test_library_imports_no_terminal_or_compiler_code() -> None:
     code = "import sys, passdiff; print(sorted(m for m in ('rich', 'tilelang', 'tvm') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _reindented(text: str) -> str:
+    """Every line indented two more spaces and runs of spaces inside lines doubled."""
+    return "\n".join("  " + line.replace(", ", ",  ") for line in text.splitlines()) + "\n"
+
+
+def test_ignore_whitespace_agrees_with_diff_w(gemm_trace: Trace, tmp_path) -> None:
+    run = gemm_trace.find_run("matmul", "cuda:sm_90")
+    before = gemm_trace.ir_after(run.find_pass("tl.LayoutInference"))
+    spaced = _reindented(before)
+    old_file, new_file = tmp_path / "old.py", tmp_path / "new.py"
+    old_file.write_text(before + "\n")
+    new_file.write_text(spaced)
+    # GNU diff -w, the oracle: no difference once whitespace is ignored.
+    assert subprocess.run(["diff", "-w", str(old_file), str(new_file)], capture_output=True).returncode == 0
+    ignoring = NormalizeRules(ignore_whitespace=True)
+    assert diff_texts(before, spaced, ignoring).is_empty
+    assert "ignore_whitespace" in ignoring.enabled()
+    # A real change still shows: one line differing in more than whitespace.
+    line = next(x for x in spaced.splitlines() if "threadIdx.x" in x)
+    edited = spaced.replace(line, line.replace("threadIdx.x", "threadIdx.y"), 1)
+    new_file.write_text(edited)
+    assert subprocess.run(["diff", "-w", str(old_file), str(new_file)], capture_output=True).returncode == 1
+    changed = diff_texts(before, edited, ignoring)
+    assert (changed.added, changed.removed) == (1, 1)
+
+
+def test_lines_whose_indentation_alone_changed_are_marked(gemm_trace: Trace) -> None:
+    run = gemm_trace.find_run("matmul", "cuda:sm_90")
+    before = gemm_trace.ir_after(run.find_pass("tl.LayoutInference"))
+    wholesale = diff_texts(before, _reindented(before).replace(",  ", ", "), RAW)
+    assert wholesale.reindented == wholesale.added == wholesale.removed == len(before.splitlines())
+    # On real passes that wrap statements in new blocks, each marked line is the same line with
+    # other leading whitespace; -w counts exactly the other changed lines.
+    marked = 0
+    for record in run.passes:
+        if record.ir_after is None or record.ir_after == record.ir_before:
+            continue
+        old, new = gemm_trace.ir_before(record), gemm_trace.ir_after(record)
+        diff = diff_texts(old, new, RAW)
+        for line in diff.lines:
+            if line.kind == "reindent":
+                assert line.old_text is not None and line.old_text != line.text
+                assert line.old_text.lstrip() == line.text.lstrip()
+                assert split_lines(old)[line.old_no - 1] == line.old_text  # type: ignore[operator]
+                assert split_lines(new)[line.new_no - 1] == line.text  # type: ignore[operator]
+        rows = diff.side_by_side()
+        assert sum(row.kind == "reindent" for row in rows) == diff.reindented
+        marked += diff.reindented
+    assert marked >= 10
+
+
+def _suffix_free_tokens(line: str) -> list[str] | None:
+    """The line's tokens (Python's tokenizer), with TVM's ``_N`` suffixes dropped from names that
+    are not attributes: the oracle for "these lines differ only by a TVM renaming"."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    out: list[str] = []
+    for token in tokens:
+        if token.type == tokenize.NAME and not (out and out[-1] == "."):
+            out.append(re.sub(r"(_[0-9]+)+$", "", token.string) or token.string)
+        elif token.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER):
+            out.append(token.string)
+    return out
+
+
+@pytest.mark.parametrize("query", ["tir.StorageRewrite", "tl.LowerTileOp"])
+def test_rename_vars_hides_the_renamings_tvm_makes_on_a_real_pipeline(
+    gemm_sm80_ascend_trace: Trace, query: str
+) -> None:
+    """On sm_80, tl.LowerTileOp prints A_shared as A_shared_6 in places and tir.StorageRewrite,
+    dropping declarations, shifts C_local_3 to C_local_2."""
+    run = gemm_sm80_ascend_trace.find_run("matmul", "cuda:sm_80")
+    record = run.find_pass(query)
+    old, new = gemm_sm80_ascend_trace.ir_before(record), gemm_sm80_ascend_trace.ir_after(record)
+    old_raw, new_raw = split_lines(old), split_lines(new)
+
+    plain = diff_texts(old, new)
+    renamings = [
+        row
+        for row in plain.side_by_side()
+        if row.kind == "replace"
+        and _suffix_free_tokens(row.old_text) is not None
+        and _suffix_free_tokens(row.old_text) == _suffix_free_tokens(row.new_text)
+    ]
+    assert renamings, "the pass renames nothing here any more"
+
+    renamed = diff_texts(old, new, NormalizeRules(rename_vars=True))
+    assert renamed.added + renamed.removed < plain.added + plain.removed
+    assert not renamed.is_empty  # the pass did more than rename
+    # What is left is not a renaming: no replaced pair that the tokenizer finds equal.
+    for row in renamed.side_by_side():
+        if row.kind == "replace" and row.old_no and row.new_no:
+            before_tokens = _suffix_free_tokens(old_raw[row.old_no - 1])
+            assert before_tokens is None or before_tokens != _suffix_free_tokens(new_raw[row.new_no - 1])
+    # And the lines a renaming changed are no longer changed lines.
+    still = {(row.old_no, row.new_no) for row in renamed.side_by_side() if row.kind != "equal"}
+    assert not {(row.old_no, row.new_no) for row in renamings} & still
