@@ -3,8 +3,8 @@
 The recorder is a TileLang ``PassInstrumentationTool``: TileLang's own instrumentation session
 attaches it to every ``PassContext`` of one compilation, and its ``StackedPassInstrument`` pairs
 TVM's ``run_before_pass``/``run_after_pass`` callbacks. Nothing in TileLang's pipelines is edited.
-Each callback takes an exact snapshot of the module (``irtrace.snapshots``); printing happens
-off the pipeline's thread. ``record_lowering`` is the one entry point that runs a lowering.
+Each callback takes an exact snapshot of the module (``irtrace.snapshots``). ``record_lowering``
+is the one entry point that runs a lowering.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class PassRecorder:
         state = ModuleState(mod)
         if self.last_snapshot is not None and self.last_state is not None and state.same_as(self.last_state):
             return self.last_snapshot
-        self.last_state, self.last_snapshot = state, self.printer.print_state(state)
+        self.last_state, self.last_snapshot = state, self.printer.snapshot(mod)
         return self.last_snapshot
 
     def _write(
@@ -366,13 +366,15 @@ def record_lowering(
     threaded: bool = True,
     capture_ir: bool = True,
     should_stop: Callable[[], bool] | None = None,
+    instruments: Sequence[Any] = (),
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
     A lowering error is recorded (failed pass, IR before it, the error) and returned, not
     raised; the run is written either way. ``stop_after`` ends the pipeline after that pass;
     ``should_stop``, asked after every pass, cancels it (``RecordedLowering.cancelled``).
-    ``threaded`` prints IR on a background thread; ``capture_ir=False`` records passes and
+    ``instruments`` are further TVM pass instruments to run in the same lowering.
+    ``threaded`` stores IR from a background thread; ``capture_ir=False`` records passes and
     times without any IR (the language server's hints need none).
     """
     import tilelang
@@ -400,7 +402,7 @@ def record_lowering(
             tvm.transform.PassContext(
                 opt_level=3,
                 config=configs,
-                instruments=[recorder.create_pass_instrument(), skip_after_stop(recorder)],
+                instruments=[recorder.create_pass_instrument(), *instruments, skip_after_stop(recorder)],
             ),
             target_object,
         ):

@@ -1,38 +1,34 @@
-"""Exact IR snapshots of a module that later passes may change in place.
+"""Exact IR snapshots of modules that later passes change in place.
 
-TileLang's pipelines change ``IRModule`` objects in place (``mod->Update``/``Add`` mutate the
-node whatever its reference count), so a module printed after the next pass has run can show
-that pass's changes, and two modules whose structures hash alike can print differently (the
-structural hash ignores variable names). Neither identity nor a structural hash can stand in
-for the printed text.
-
-What cannot change in place are the functions and attributes a module holds: their mutations
-copy on write while a reference is held. So a snapshot holds those references (a
-``ModuleState``), which costs microseconds on the pipeline's thread, and the module is rebuilt
-from them and printed on a printer thread. Its text is exactly ``str(mod)`` at the moment the
-snapshot was taken; ``tests/irtrace/test_exact_passes.py`` checks this against a synchronous
-print on every bundled example and target. A state whose references are all the same objects as
-the previous state's prints the same, so it reuses that snapshot without printing.
+What a pass did is what ``str(mod)`` shows right after it, and only a print taken then says so:
+- TileLang's pipelines change ``IRModule`` objects in place (``mod->Update`` mutates the node
+  whatever its reference count), so a module printed later can show a later pass's changes;
+- ``tl.LowerTileOp`` renames the kernel's thread variable in place (``tx`` becomes
+  ``thread_binding`` in every module that holds it), so even a print of held functions taken
+  off the pipeline's thread races with the pipeline;
+- two modules whose structures hash alike can print differently (the structural hash ignores
+  variable names).
+So each new module is printed on the pipeline's thread, in the instrument callback. What is
+skipped is only a print that cannot differ: a module holding the very same functions, attributes
+and infos as the last one printed (a ``ModuleState``, taken in microseconds) reuses its text.
+Hashing and writing happen on a writer thread. ``tests/irtrace/test_exact_passes.py`` checks every
+record against an independent synchronous print on every bundled example and target.
 """
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from irtrace.trace import TraceWriter, text_sha256
+from irtrace.trace import TraceWriter
 
-PRINT_WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
-"""Threads printing IR; the pipeline keeps one core."""
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
 
 
 class ModuleState:
-    """What a module's printed text depends on, held by reference: functions, attributes, infos."""
+    """The objects a module's printed text is made of, held by reference."""
 
     __slots__ = ("attrs", "functions", "global_infos")
 
@@ -51,7 +47,7 @@ class ModuleState:
         return _same(self.attrs, other.attrs) and _same(self.global_infos, other.global_infos)
 
     def rebuild(self) -> Any:
-        """A module equal to the one this state was taken from, at the time it was taken."""
+        """A module of the same objects, safe from in-place updates of the original module."""
         import tvm
 
         return tvm.IRModule(dict(self.functions), attrs=self.attrs, global_infos=self.global_infos)
@@ -78,38 +74,26 @@ def module_scope(mod: Any) -> str:
 
 
 class Snapshot:
-    """One module state; the printer fills in its text's SHA-256 and its scope."""
+    """One printed module; the writer thread fills in its text's SHA-256."""
 
-    __slots__ = ("scope", "sha", "state")
+    __slots__ = ("scope", "sha")
 
-    def __init__(self, state: ModuleState | None) -> None:
-        self.state = state
+    def __init__(self, scope: str = "module") -> None:
         self.sha: str | None = None
-        self.scope = "module"
-
-
-def render(state: ModuleState) -> tuple[str, str, str]:
-    """The printed text of the state's module, its SHA-256 and its scope (on a printer thread)."""
-    mod = state.rebuild()
-    text = mod.script()
-    return text, text_sha256(text), module_scope(mod)
+        self.scope = scope
 
 
 class SnapshotPrinter:
-    """Prints snapshots and writes pass records to the trace, in submission order.
+    """Prints modules on the caller's thread and stores texts and records in order.
 
-    With ``threaded``, modules are printed by a small pool of threads (TVM's printer runs in C++
-    with the GIL released, so printing overlaps with the pipeline) and written in order by one
-    more thread. Records always reach the file after the texts they refer to; ``drain`` waits
+    With ``threaded``, hashing and writing happen on one writer thread, so the pipeline pays only
+    for printing. Records always reach the file after the texts they refer to; ``drain`` waits
     for everything submitted.
     """
 
     def __init__(self, writer: TraceWriter, *, threaded: bool, capture_ir: bool = True) -> None:
         self.writer = writer
         self.capture_ir = capture_ir
-        self._pool = (
-            ThreadPoolExecutor(PRINT_WORKERS, thread_name_prefix="irtrace-print") if threaded else None
-        )
         self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -133,22 +117,14 @@ class SnapshotPrinter:
             self._queue.put(job)
 
     def snapshot(self, mod: Any) -> Snapshot:
-        """Take ``mod``'s state now; it is printed and stored later, off the pipeline's thread."""
+        """Print ``mod`` now (nothing when IR capture is off); it is hashed and stored later."""
         if not self.capture_ir:
-            return Snapshot(None)
-        return self.print_state(ModuleState(mod))
-
-    def print_state(self, state: ModuleState) -> Snapshot:
-        """Queue ``state`` for printing and return its snapshot (its SHA-256 set once printed)."""
-        snap = Snapshot(state)
-        rendering: Future[tuple[str, str, str]] | None = (
-            self._pool.submit(render, state) if self._pool is not None else None
-        )
+            return Snapshot()
+        snap = Snapshot(module_scope(mod))
+        text = mod.script()
 
         def store() -> None:
-            text, sha, scope = rendering.result() if rendering is not None else render(state)
-            self.writer.add_text(text, sha)
-            snap.sha, snap.scope, snap.state = sha, scope, None  # let the module go once stored
+            snap.sha = self.writer.add_text(text)
 
         self._submit(store)
         return snap
@@ -164,13 +140,10 @@ class SnapshotPrinter:
         self._submit(store)
 
     def drain(self) -> None:
-        """Wait until every submitted job is done; re-raise a failure of the printer threads."""
+        """Wait until every submitted job is done; re-raise a failure of the writer thread."""
         if self._queue is not None and self._thread is not None:
             self._queue.put(None)
             self._thread.join()
             self._queue, self._thread = None, None
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
         if self._error is not None:
             raise self._error

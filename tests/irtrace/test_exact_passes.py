@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from irtrace.api import PreparedLowering, prepare_request
+from irtrace.api import prepare_request
 from irtrace.manifest import load_manifest
 from irtrace.recorder import record_lowering
 from irtrace.trace import PHASE_CODEGEN, STATUS_OK, TraceWriter
@@ -29,13 +29,10 @@ class OraclePass:
     after: str | None = None
 
 
-def oracle_passes(func: Any, tvm_target: Any, configs: dict[str, Any]) -> list[OraclePass]:
-    """Every pass of a plain ``tilelang.lower``, in ``run_before_pass`` order, printed on the spot."""
-    import tilelang
-    import tvm
+def synchronous_printer(seen: list[OraclePass]) -> Any:
+    """A plain TVM instrument printing the module before and after every pass, on the spot."""
     from tvm.ir.instrument import pass_instrument
 
-    seen: list[OraclePass] = []
     stack: list[OraclePass] = []
 
     @pass_instrument
@@ -48,39 +45,26 @@ def oracle_passes(func: Any, tvm_target: Any, configs: dict[str, Any]) -> list[O
         def run_after_pass(self, mod: Any, info: Any) -> None:
             stack.pop().after = str(mod)
 
-    with tvm.transform.PassContext(opt_level=3, config=configs, instruments=[SynchronousPrint()]), tvm_target:
-        tilelang.lower(func, target=tvm_target)
-    return seen
-
-
-def build_fresh(spec_text: str, target_name: str) -> PreparedLowering:
-    """The kernel built anew: lowering renames some variables of its input in place, so a
-    PrimFunc lowered once prints differently the second time."""
-    (request,) = [r for r in load_manifest(MANIFEST) if r.spec.text == spec_text]
-    prepared = next(p for p in prepare_request(request) if p.target.name == target_name)
-    assert prepared.built is not None, prepared.error
-    return prepared
+    return SynchronousPrint()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("spec_text", "target_name"), manifest_cases())
 def test_every_pass_record_matches_a_synchronous_print(spec_text: str, target_name: str) -> None:
-    truth = build_fresh(spec_text, target_name)
-    assert truth.built is not None
-    expected = oracle_passes(truth.built.func, truth.tvm_target, dict(truth.pass_configs))
-
-    prepared = build_fresh(spec_text, target_name)
-    assert prepared.built is not None
-    configs = dict(prepared.pass_configs)
-
+    (request,) = [r for r in load_manifest(MANIFEST) if r.spec.text == spec_text]
+    prepared = next(p for p in prepare_request(request) if p.target.name == target_name)
+    assert prepared.built is not None, prepared.error
+    expected: list[OraclePass] = []
+    # The oracle watches the very lowering the recorder records (pass order = run_before_pass order).
     with TraceWriter() as writer:
         recorded = record_lowering(
             prepared.built.func,
             prepared.target,
             writer,
             kernel=prepared.name,
-            pass_configs=configs,
+            pass_configs=dict(prepared.pass_configs),
             tvm_target=prepared.tvm_target,
+            instruments=[synchronous_printer(expected)],
         )
     assert recorded.run.status == STATUS_OK, recorded.run.error
     trace = writer.trace()
