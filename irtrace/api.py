@@ -1,8 +1,13 @@
-"""Record kernel specs for targets into a trace: the one entry point the CLI and tools share."""
+"""Record kernels for targets into a trace: the entry points the CLI and the language server share.
+
+``record_request`` records a kernel spec for its targets (the CLI); ``analyze_kernel`` builds one
+kernel found in a loaded module and lowers it up to a pass (the language server's worker).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -11,6 +16,8 @@ from irtrace.errors import IrtraceError, KernelSourceError
 from irtrace.loader import (
     BuiltKernel,
     KernelCall,
+    KernelDefinition,
+    LoadedModule,
     bind_call,
     build_primfunc,
     load_spec_module,
@@ -139,3 +146,54 @@ def record_requests(
         except IrtraceError as error:
             errors.append(error)
     return runs, errors
+
+
+@dataclass
+class AnalyzedKernel:
+    """One kernel built and lowered (up to a pass) for one target."""
+
+    built: BuiltKernel
+    recorded: RecordedLowering
+    build_s: float
+    """Seconds the factory or jit kernel took to give its PrimFunc."""
+
+
+def analyze_kernel(
+    loaded: LoadedModule,
+    kernel: KernelDefinition,
+    spec: KernelSpec,
+    target: TargetSpec,
+    writer: TraceWriter,
+    *,
+    tvm_target: Any = None,
+    stop_after: str | None = None,
+    pass_configs: Mapping[str, Any] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    capture_ir: bool = True,
+) -> AnalyzedKernel:
+    """Build ``kernel`` with ``spec``'s arguments for ``target`` and lower it up to ``stop_after``
+    (the whole pipeline when ``None``), recording into ``writer``.
+
+    A kernel that cannot be built raises ``IrtraceError``; a lowering failure is in the result.
+    ``pass_configs`` are defaults under the kernel's own; ``should_stop`` cancels between passes.
+    """
+    tvm_target = tvm_target or make_tvm_target(target)
+    began = time.perf_counter()
+    with target_context(tvm_target):
+        call = bind_call(kernel, spec, loaded.path)
+    built = build_primfunc(kernel, spec, tvm_target, loaded.path, call)
+    build_s = time.perf_counter() - began
+    recorded = record_lowering(
+        built.func,
+        target,
+        writer,
+        kernel=kernel.name,
+        spec=spec.text,
+        args=call.args_json(),
+        pass_configs={**(pass_configs or {}), **built.pass_configs},
+        tvm_target=tvm_target,
+        stop_after=() if stop_after is None else (stop_after,),
+        should_stop=should_stop,
+        capture_ir=capture_ir,
+    )
+    return AnalyzedKernel(built, recorded, build_s)

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from irtrace.api import analyze_kernel
 from irtrace.errors import IrtraceError, KernelSourceError
 from irtrace.facts import (
     CompilerDiagnostic,
@@ -25,7 +26,7 @@ from irtrace.facts import (
     reached,
     shared_memory_bytes,
 )
-from irtrace.loader import FACTORY, PRIMFUNC, build_primfunc, find_kernels, load_kernel_module
+from irtrace.loader import FACTORY, PRIMFUNC, find_kernels, load_kernel_module
 from irtrace.specs import KernelSpec, format_value
 from irtrace.targets import TargetSpec, get_target
 from irtrace.trace import TraceWriter
@@ -222,39 +223,31 @@ def _analyze_kernel(
         )
     stop = layout_stop_pass(target)
     writer = TraceWriter(trace_path)
-    tvm = tvm_target(target)
     try:
         with capture_native_stderr() as log:
-            began = time.perf_counter()
             try:
-                built = build_primfunc(kernel, spec, tvm, file)
+                analyzed = analyze_kernel(
+                    loaded,
+                    kernel,
+                    spec,
+                    target,
+                    writer,
+                    tvm_target=tvm_target(target),
+                    stop_after=None if full else stop,
+                    pass_configs={RACE_CHECK_CONFIG: False} if race_check else None,
+                    should_stop=should_stop,
+                    # hints need no IR text; a trace file (trace and IR commands) does
+                    capture_ir=trace_path is not None,
+                )
             except IrtraceError as error:
                 summary["status"] = "failed"
                 summary["error"] = error.message
                 diagnostics.append(_diagnostic(error_diagnostics(error, file, code="frontend"), line))
                 return summary
-            summary["build_ms"] = (time.perf_counter() - began) * 1000
-            configs = dict(built.pass_configs)
-            if race_check:
-                configs.setdefault(RACE_CHECK_CONFIG, False)
-            from irtrace.recorder import record_lowering
-
-            recorded = record_lowering(
-                built.func,
-                target,
-                writer,
-                kernel=kernel.name,
-                spec=spec.text,
-                args=spec.args_json(),
-                pass_configs=configs,
-                tvm_target=tvm,
-                stop_after=() if full else (stop,),
-                should_stop=should_stop,
-                # hints need no IR text; a trace file (trace and IR commands) does
-                capture_ir=trace_path is not None,
-            )
     finally:
         writer.close()
+    built, recorded = analyzed.built, analyzed.recorded
+    summary["build_ms"] = analyzed.build_s * 1000
     if recorded.cancelled:
         raise Cancelled("cancelled by a newer edit")
     passes = recorded.run.passes
