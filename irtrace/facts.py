@@ -1,9 +1,14 @@
 """Buffer facts and diagnostics read from a real lowering, for editors (the language server's worker).
 
-Buffers are read twice: as declared by the frontend (the built PrimFunc) and as they stand after
-the layout-inference pass, whose blocks carry a ``layout_map``. Diagnostics come from the error a
-lowering raised and from the warnings TileLang's C++ checks log to the process's stderr, both of
-which point at source lines with ``--> file:line:col``. tilelang is imported lazily.
+Buffers are read twice: as declared by the frontend (the built PrimFunc: the shape as written)
+and as they stand after the layout-inference pass, whose blocks carry a ``layout_map``; dtype,
+scope and allocated shape come from the latter, so passes that rewrite scopes before it (Metal's
+``tl.MetalFragmentToSimdgroup``) show. Diagnostics come from the error a lowering raised and from
+the warnings TileLang's C++ checks log to the process's stderr, both of which point at source lines
+with ``--> file:line:col``. tilelang is imported lazily.
+
+Every text kept from TVM goes through ``plain_text``: ``str()`` of a TVM object is a
+``tvm_ffi.core.String``, and holding those past the module they came from crashed the worker.
 """
 
 from __future__ import annotations
@@ -105,13 +110,24 @@ class CompilerDiagnostic:
 # --- buffers ---------------------------------------------------------------------------------
 
 
+def plain_text(value: Any) -> str:
+    """``str(value)`` as an exact Python ``str``.
+
+    ``str()`` of a TVM object returns a ``tvm_ffi.core.String`` (a ``str`` subclass backed by an
+    FFI object); facts outlive the module they were read from, and freeing such strings later
+    crashed the worker with SIGSEGV (symbolic dims on the second analysis).
+    """
+    text = str(value)
+    return text if type(text) is str else str.__new__(str, text)
+
+
 def _dims(shape: Any) -> tuple[int | str, ...]:
     dims: list[int | str] = []
     for dim in shape:
         try:
             dims.append(int(dim))
         except (TypeError, ValueError):
-            dims.append(str(dim))
+            dims.append(plain_text(dim))
     return tuple(dims)
 
 
@@ -122,7 +138,7 @@ def _span_of(buffer: Any) -> tuple[str | None, int | None]:
     source = getattr(span, "source_name", None)
     name = getattr(source, "name", None) if source is not None else None
     line = int(span.line) if getattr(span, "line", 0) else None
-    return (str(name) if name else None), line
+    return (plain_text(name) if name else None), line
 
 
 def _byte_size(shape: tuple[int | str, ...], dtype: str) -> int | None:
@@ -165,7 +181,7 @@ def _layouts(module: Any) -> dict[tuple[str, int | None], tuple[Any, Any]]:
         if annotations is None or "layout_map" not in annotations:
             return
         for buffer, layout in annotations["layout_map"].items():
-            layouts.setdefault((str(buffer.name), _span_of(buffer)[1]), (buffer, layout))
+            layouts.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), (buffer, layout))
 
     for _, func in _functions(module):
         post_order_visit(func.body, visit)
@@ -180,7 +196,7 @@ def _functions(module: Any) -> list[tuple[Any, Any]]:
 
 def describe_layout(buffer: Any, layout: Any) -> tuple[str, str]:
     """The layout in short form (threads, replication, elements per thread; or the swizzle) and long."""
-    long = str(layout)
+    long = plain_text(layout)
     if type(layout).__name__ == "Fragment":
         threads = int(layout.get_thread_size())
         replicate = int(layout.replicate_size)
@@ -206,47 +222,57 @@ def describe_layout(buffer: Any, layout: Any) -> tuple[str, str]:
 
 
 def buffer_facts(func: Any, stopped_module: Any) -> list[BufferFact]:
-    """Parameters and allocations of ``func`` with dtype, scope and the layout inferred for them.
+    """Parameters and allocations of ``func`` with the dtype, scope, shape and layout the compiler
+    gave them by the end of layout inference.
 
-    ``func`` is the PrimFunc as built (declared shapes); ``stopped_module`` the module after the
-    layout-inference pass, or ``None`` when lowering failed before it.
+    ``func`` is the PrimFunc as built (declared shapes, source lines); ``stopped_module`` the
+    module after the layout-inference pass, or ``None`` when lowering failed before it (then the
+    declaration is all there is).
     """
     layouts = _layouts(stopped_module) if stopped_module is not None else {}
     lowered: dict[tuple[str, int | None], Any] = {}
+    lowered_params: dict[str, Any] = {}
     for _, lowered_func in _functions(stopped_module):
         for buffer in _alloc_buffers(lowered_func):
-            lowered.setdefault((str(buffer.name), _span_of(buffer)[1]), buffer)
+            lowered.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), buffer)
+        for param in lowered_func.params:
+            buffer = lowered_func.buffer_map.get(param, None)
+            if buffer is not None:
+                lowered_params.setdefault(plain_text(buffer.name), buffer)
     facts: list[BufferFact] = []
     for param in func.params:
         buffer = func.buffer_map.get(param, None)
         if buffer is None:
             continue
-        facts.append(_fact(buffer, "param", None, None))
+        facts.append(_fact(buffer, "param", lowered_params.get(plain_text(buffer.name)), None))
     for buffer in _alloc_buffers(func):
-        key = (str(buffer.name), _span_of(buffer)[1])
+        key = (plain_text(buffer.name), _span_of(buffer)[1])
         found = layouts.get(key)
         facts.append(_fact(buffer, "alloc", lowered.get(key), found))
     return facts
 
 
 def _fact(buffer: Any, role: str, lowered: Any, found: tuple[Any, Any] | None) -> BufferFact:
+    """A buffer's fact: shape as declared; dtype, scope and allocated shape from the compiler's
+    buffer (``lowered``, or the one in the ``layout_map``), falling back to the declaration."""
     file, line = _span_of(buffer)
     shape = _dims(buffer.shape)
-    allocated = _dims(lowered.shape) if lowered is not None else shape
+    compiled = found[0] if found is not None else lowered
+    allocated = _dims(compiled.shape) if compiled is not None else shape
     short = long = None
     if found is not None:
         short, long = describe_layout(found[0], found[1])
-        allocated = _dims(found[0].shape)
-    dtype = str(buffer.dtype)
+    source = compiled if compiled is not None else buffer
+    dtype = plain_text(source.dtype)
     return BufferFact(
-        name=str(buffer.name),
+        name=plain_text(buffer.name),
         role=role,
         file=file,
         line=line,
         shape=shape,
         allocated_shape=allocated,
         dtype=dtype,
-        scope=str(buffer.scope()),
+        scope=plain_text(source.scope()),
         layout_short=short,
         layout_long=long,
         bytes=_byte_size(allocated, dtype),
