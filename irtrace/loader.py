@@ -364,7 +364,10 @@ def describe_value(value: Any) -> Any:
         return [describe_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): describe_value(v) for k, v in value.items()}
-    return repr(value)
+    text = repr(value)
+    # repr() of a TVM object (a symbolic size) is a tvm_ffi String; one held in a run's args
+    # after the object is gone crashed the process when freed, so keep an exact str.
+    return text if type(text) is str else str.__new__(str, text)
 
 
 def bind_call(kernel: KernelDefinition, spec: KernelSpec, file: Path | None = None) -> KernelCall:
