@@ -7,6 +7,7 @@ an edit cancels analysis of older text within one pass.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +27,16 @@ from irtrace.facts import (
     reached,
     shared_memory_bytes,
 )
-from irtrace.loader import FACTORY, PRIMFUNC, find_kernels, load_kernel_module
+from irtrace.loader import (
+    AUTOTUNE,
+    FACTORY,
+    PRIMFUNC,
+    bind_call,
+    describe_value,
+    find_kernels,
+    load_kernel_module,
+    target_context,
+)
 from irtrace.specs import KernelSpec, format_value
 from irtrace.targets import TargetSpec, get_target
 from irtrace.trace import TraceWriter
@@ -37,9 +47,11 @@ from tilelang_lsp.source import (
     resolve_arguments,
     resolve_target,
     scan_kernels,
+    uses_tilelang,
 )
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
+NOT_TILELANG = "the file does not import tilelang, so it is not executed"
 
 
 class Cancelled(Exception):
@@ -93,6 +105,11 @@ def analyze(
     started = time.perf_counter()
     file = Path(path)
     result: dict[str, Any] = {"kernels": [], "diagnostics": [], "dialect": None}
+    if not uses_tilelang(text):
+        # decided from the text before anything runs: a script's top level never executes here
+        result["skipped"] = NOT_TILELANG
+        result["elapsed_ms"] = (time.perf_counter() - started) * 1000
+        return result
     sources = {k.name: k for k in scan_kernels(text)}
     project = read_project_config(file)
     try:
@@ -171,33 +188,63 @@ def _analyze_kernel(
         target_name, target_origin = override_target, "extra target"
     target = get_target(target_name)
     args = choice.args if choice else ()
-    kwargs = choice.kwargs if choice else {}
+    kwargs = dict(choice.kwargs) if choice else {}
+    symbolic = list(choice.symbolic) if choice else []
+    if symbolic:
+        from tvm import tirx
+
+        # A T.const nobody gave a value: TileLang substitutes whatever is passed, so a variable
+        # of the same name keeps the size symbolic, as T.dynamic would.
+        kwargs.update({name: tirx.Var(name, "int32") for name in symbolic})
     spec = KernelSpec(str(file), kernel.name, args, kwargs, called=kernel.kind != PRIMFUNC)
+    shown = {k: v for k, v in kwargs.items() if k not in symbolic}
+    call_text = ", ".join(
+        [*(format_value(a) for a in args), *(f"{k}={format_value(v)}" for k, v in shown.items())]
+    )
     summary: dict[str, Any] = {
         "name": kernel.name,
         "kind": kernel.kind,
         "line": line,
         "target": target.name,
         "target_origin": target_origin,
-        "call": f"{kernel.name}{spec.call_text}" if spec.called else kernel.name,
+        "call": f"{kernel.name}({call_text})" if spec.called else kernel.name,
         "args_origin": choice.origin if choice else "module-level PrimFunc",
         "args_from_project": list(choice.from_project) if choice else [],
         "args_missing": list(choice.missing) if choice else [],
-        "args": {k: format_value(v) for k, v in kwargs.items()},
+        "args_symbolic": symbolic,
+        "args_autotune": {},
+        "args": {k: format_value(v) for k, v in shown.items()},
         "status": "ok",
         "error": None,
         "buffers": [],
         "full": full,
     }
-    if choice is not None and choice.missing:
+    missing = list(choice.missing) if choice else []
+    if kernel.kind == AUTOTUNE:
+        # What TileLang would tune over, the first config stands in for: the parameters the
+        # arguments found leave out come from it (irtrace.loader.bind_call).
+        try:
+            with target_context(tvm_target(target)):
+                call = bind_call(kernel, spec, file)
+        except IrtraceError as error:
+            if not missing:  # else a configs function wanting the missing ones raised: say what is missing
+                summary["status"] = "failed"
+                summary["error"] = error.message
+                diagnostics.append(_diagnostic(error_diagnostics(error, file, code="arguments"), line))
+                return summary
+        else:
+            summary["args_autotune"] = {k: describe_value(v) for k, v in call.autotune_defaults.items()}
+            missing = [name for name in missing if name not in call.autotune_defaults]
+            summary["args_missing"] = missing
+    if missing:
         summary["status"] = "failed"
-        summary["error"] = f"no value for {', '.join(choice.missing)}"
+        summary["error"] = f"no value for {', '.join(missing)}"
         diagnostics.append(
             _diagnostic(
                 CompilerDiagnostic(
                     message=(
-                        f"{kernel.name}: no value for parameter(s) {', '.join(choice.missing)}; add a "
-                        "`# tilelang: args(...)` directive above it, a literal call in this file, a default, "
+                        f"{kernel.name}: no value for parameter(s) {', '.join(missing)}; add a "
+                        "`# tilelang: args(...)` directive above it, a call in this file, a default, "
                         "or [tool.tilelang-lsp.args] in pyproject.toml"
                     ),
                     severity="warning",
@@ -275,11 +322,25 @@ def _analyze_kernel(
         summary["shared_bytes"] = shared_memory_bytes(recorded.stopped_module) if ok else None
     else:
         facts = buffer_facts(built.func, stopped)
-        summary["buffers"] = [asdict(f) for f in facts]
+        symbols = source.symbols if source is not None else {}
+        summary["buffers"] = [_named_in_source(asdict(f), symbols) for f in facts]
         summary["shared_bytes"] = sum(
             f.bytes or 0 for f in facts if f.role == "alloc" and f.scope.startswith("shared")
         )
     return summary
+
+
+def _named_in_source(fact: dict[str, Any], symbols: dict[str, str]) -> dict[str, Any]:
+    """Symbolic dims under the names the source gives them (``M = T.dynamic("tokens")``: ``M``)."""
+    renamed = {ir: py for ir, py in symbols.items() if ir != py}
+    if not renamed:
+        return fact
+    pattern = re.compile(r"\b(" + "|".join(re.escape(name) for name in renamed) + r")\b")
+
+    def rename(dims: list[Any]) -> list[Any]:
+        return [pattern.sub(lambda m: renamed[m[0]], d) if isinstance(d, str) else d for d in dims]
+
+    return {**fact, "shape": rename(fact["shape"]), "allocated_shape": rename(fact["allocated_shape"])}
 
 
 def ir_after_pass(

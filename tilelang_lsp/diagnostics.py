@@ -45,6 +45,8 @@ def to_lsp(doc: DocumentState, diag: dict[str, Any]) -> types.Diagnostic:
 def document_diagnostics(server: TileLangLanguageServer, doc: DocumentState) -> list[types.Diagnostic]:
     """Layout-stage diagnostics, errors the full lowering found later, and why analysis stopped."""
     found: list[types.Diagnostic] = []
+    if not doc.uses_tilelang:
+        return found
     if doc.failure is not None:
         if doc.failure != "workspace not trusted":
             found.append(

@@ -113,8 +113,13 @@ def provenance(kernel: dict[str, Any]) -> str:
         f"Analyzed `{kernel['call']}` — arguments from {kernel['args_origin']}"
         f"; target `{kernel['target']}` from {kernel['target_origin']}."
     )
+    if kernel.get("args_autotune"):
+        values = ", ".join(f"{k}={v!r}" for k, v in kernel["args_autotune"].items())
+        text += f" From the first @autotune config: {values}."
     if kernel.get("args_from_project"):
         text += f" From pyproject.toml: {', '.join(kernel['args_from_project'])}."
+    if kernel.get("args_symbolic"):
+        text += f" Symbolic (T.const with no value found): {', '.join(kernel['args_symbolic'])}."
     return text
 
 

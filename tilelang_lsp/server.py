@@ -22,7 +22,7 @@ from pygls.uris import to_fs_path
 
 from tilelang_lsp import __version__
 from tilelang_lsp.options import InitializationOptions
-from tilelang_lsp.source import detect_dialect
+from tilelang_lsp.source import detect_dialect, uses_tilelang
 from tilelang_lsp.worker_client import (
     RequestCancelled,
     RequestFailed,
@@ -63,6 +63,8 @@ class DocumentState:
     summary_version: int | None = None
     hints_cache: tuple[Any, list[Any]] | None = None
     """Inlay hints of the whole document and the state they were made from."""
+    uses_tilelang: bool = True
+    """Whether the current text imports tilelang; other files are never executed and get nothing."""
 
     def current(self, version: int | None) -> bool:
         return version is not None and version == self.version
@@ -128,6 +130,19 @@ class TileLangLanguageServer(LanguageServer):
 
         Analysis still running for older text is cancelled (the worker stops after its pass).
         """
+        doc.uses_tilelang = uses_tilelang(doc.text)
+        if not doc.uses_tilelang:
+            # Decided from the text before anything runs: any script's top level would run.
+            for task in (doc.task, doc.background):
+                if task is not None and not task.done():
+                    task.cancel()
+            doc.analysis = doc.summary = None
+            doc.analysis_version = doc.summary_version = doc.extra_version = None
+            doc.failure = doc.failure_line = None
+            doc.done = asyncio.Event()
+            doc.done.set()
+            self.publish(doc)
+            return
         now = time.monotonic()
         busy = doc.task is not None and not doc.task.done()
         quiet = now - doc.last_change > self.options.debounce_ms / 1000

@@ -86,11 +86,20 @@ class Worker:
 
     def run(self) -> None:
         started = time.perf_counter()
-        import tilelang  # noqa: F401  (the slow import, once)
+        import tilelang  # the slow import, once
 
         import_s = time.perf_counter() - started
         default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", "cuda:sm_90")
-        self.send({"event": "ready", "pid": os.getpid(), "import_s": import_s, "warmup_s": None})
+        self.send(
+            {
+                "event": "ready",
+                "pid": os.getpid(),
+                "import_s": import_s,
+                "warmup_s": None,
+                "prefix": sys.prefix,
+                "tilelang": os.path.dirname(tilelang.__file__ or ""),
+            }
+        )
         warm = False
         while True:
             try:

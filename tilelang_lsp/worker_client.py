@@ -12,10 +12,12 @@ import functools
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -80,15 +82,36 @@ def prestart_worker() -> None:
     )
 
 
+def environment_of(python: str) -> Path:
+    """The environment an interpreter runs in: the virtual environment it belongs to (the folder
+    with ``pyvenv.cfg`` above its ``bin/``), else its installation prefix.
+
+    Not the resolved binary: a venv's ``python`` is a symlink to its base interpreter, so two
+    venvs resolve to one binary while each has its own ``sys.prefix`` and packages.
+    """
+    found = shutil.which(python) or python
+    link = Path(os.path.abspath(found))  # the path as named: symlinks kept
+    for folder in (link.parent.parent, link.parent):
+        if (folder / "pyvenv.cfg").is_file():
+            return folder.resolve()
+    return Path(os.path.realpath(found)).parent.parent
+
+
+def same_environment(python: str | None) -> bool:
+    """Whether ``python`` (``None``: this one) runs in this process's environment (``sys.prefix``)."""
+    if python is None:
+        return True
+    return environment_of(python) == Path(sys.prefix).resolve()
+
+
 def take_prestarted(python: str | None) -> subprocess.Popen[bytes] | None:
-    """The early worker if it runs ``python`` and is alive; it is handed out once."""
+    """The early worker if the interpreter ``python`` names runs in its environment and it is
+    alive; it is handed out once."""
     global _prestarted
     early, _prestarted = _prestarted, None
     if early is None:
         return None
-    if early.poll() is None and os.path.realpath(python or sys.executable) == os.path.realpath(
-        sys.executable
-    ):
+    if early.poll() is None and same_environment(python):
         return early
     discard(early)
     return None

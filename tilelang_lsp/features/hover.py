@@ -20,7 +20,7 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> types.Hover | None:
     """Facts for the buffer under the cursor, from the current version's analysis."""
     doc = server.documents.get(params.text_document.uri)
-    if doc is None:
+    if doc is None or not doc.uses_tilelang:
         return None
     await server.wait_for_analysis(doc)
     lines = doc.text.splitlines()

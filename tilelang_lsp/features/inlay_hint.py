@@ -29,7 +29,7 @@ async def handle(server: TileLangLanguageServer, params: types.InlayHintParams) 
 
 def document_hints(server: TileLangLanguageServer, doc: DocumentState) -> list[types.InlayHint]:
     """Every hint of the document, cached per analyzed version."""
-    key = (doc.version, doc.analysis_version, doc.failure, server.options.trusted)
+    key = (doc.version, doc.analysis_version, doc.failure, server.options.trusted, doc.uses_tilelang)
     if doc.hints_cache is not None and doc.hints_cache[0] == key:
         return doc.hints_cache[1]
     hints = _build_hints(server, doc)
@@ -38,6 +38,8 @@ def document_hints(server: TileLangLanguageServer, doc: DocumentState) -> list[t
 
 
 def _build_hints(server: TileLangLanguageServer, doc: DocumentState) -> list[types.InlayHint]:
+    if not doc.uses_tilelang:
+        return []  # not a TileLang file: nothing, not even source-only hints
     options = server.options.inlay_hints
     lines = doc.text.splitlines()
     hints: list[types.InlayHint] = []

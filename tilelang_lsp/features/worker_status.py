@@ -1,4 +1,4 @@
-"""``tilelang/workerStatus``: the worker's process id, restarts and start-up times."""
+"""``tilelang/workerStatus``: the worker's process id, restarts, start-up times and environment."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ METHOD = "tilelang/workerStatus"
 
 
 async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any]:
-    """``{pid, restarts, ready, importSeconds, warmupSeconds}``."""
+    """``{pid, restarts, ready, importSeconds, warmupSeconds, prefix, tilelang}``: ``prefix`` is the
+    worker's ``sys.prefix`` (its environment), ``tilelang`` the folder tilelang was imported from."""
     worker = server.worker
     return {
         "pid": worker.pid,
@@ -19,4 +20,6 @@ async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any]:
         "ready": bool(worker.ready is not None and worker.ready.done() and not worker.ready.exception()),
         "importSeconds": worker.ready_info.get("import_s"),
         "warmupSeconds": worker.ready_info.get("warmup_s"),
+        "prefix": worker.ready_info.get("prefix"),
+        "tilelang": worker.ready_info.get("tilelang"),
     }
