@@ -392,6 +392,8 @@ def _clean_message(text: str) -> str:
 
 def native_log_diagnostics(log: str, file: str | Path) -> list[CompilerDiagnostic]:
     """Warnings TileLang's C++ checks logged (buffer read before written, data race), located."""
+    from irtrace.cli_edge import HARMLESS_NATIVE_WARNINGS
+
     file = Path(file)
     found: list[CompilerDiagnostic] = []
     matches = list(_LOG_WARNING.finditer(log))
@@ -399,6 +401,8 @@ def native_log_diagnostics(log: str, file: str | Path) -> list[CompilerDiagnosti
     for start, end in zip((m.end() for m in matches), ends, strict=True):
         block = log[start:end].strip()
         head = _first_line(block)
+        if head in HARMLESS_NATIVE_WARNINGS:
+            continue  # e.g. TVM's ROCm-version line, once per hip target: not about the kernel
         code = (
             "data-race"
             if head.startswith("Data race")

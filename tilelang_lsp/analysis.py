@@ -112,14 +112,79 @@ def analyze(
         return result
     sources = {k.name: k for k in scan_kernels(text)}
     project = read_project_config(file)
+    imported_before = set(sys.modules)
+    try:
+        _analyze_module(
+            file,
+            text,
+            sources,
+            project,
+            result,
+            default_target=default_target,
+            override_target=override_target,
+            full=full,
+            race_check=race_check,
+            kernels_only=kernels_only,
+            should_stop=should_stop,
+            on_kernel=on_kernel,
+            trace_path=trace_path,
+        )
+    finally:
+        forget_user_modules(imported_before)
+    result["elapsed_ms"] = (time.perf_counter() - started) * 1000
+    return result
+
+
+def _installed_folders() -> tuple[Path, ...]:
+    """Folders of installed code: the environment, and irtrace and tilelang_lsp themselves."""
+    import irtrace
+
+    folders = {Path(folder).resolve() for folder in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    folders |= {Path(__file__).resolve().parent, Path(irtrace.__file__).resolve().parent}
+    return tuple(folders)
+
+
+_INSTALLED = _installed_folders()
+
+
+def forget_user_modules(imported_before: set[str]) -> None:
+    """Drop the modules this analysis imported from the user's folders (the document's package,
+    its helper modules), so the next analysis sees them as they are on disk then. Installed
+    modules (tilelang's lazily imported parts) stay: importing those twice would break them."""
+    for name in set(sys.modules) - imported_before:
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None)
+        if where is None:
+            spec = getattr(module, "__spec__", None)
+            locations = list(getattr(spec, "submodule_search_locations", None) or [])
+            where = locations[0] if locations else None
+        if where is not None and not any(Path(where).resolve().is_relative_to(f) for f in _INSTALLED):
+            sys.modules.pop(name, None)
+
+
+def _analyze_module(
+    file: Path,
+    text: str,
+    sources: dict[str, KernelSource],
+    project: ProjectConfig,
+    result: dict[str, Any],
+    *,
+    default_target: str,
+    override_target: str | None,
+    full: bool,
+    race_check: bool,
+    kernels_only: list[str] | None,
+    should_stop: Callable[[], bool],
+    on_kernel: Callable[[str, int], None] | None,
+    trace_path: str | None,
+) -> None:
     try:
         loaded = load_kernel_module(file, text=text)
     except KernelSourceError as error:
         code = "syntax" if isinstance(error.__cause__, SyntaxError) else "import"
         diag = error_diagnostics(error, file, code=code)
         result["diagnostics"].append(_diagnostic(diag, 1))
-        result["elapsed_ms"] = (time.perf_counter() - started) * 1000
-        return result
+        return
     try:
         result["dialect"] = loaded.dialect
         for kernel in find_kernels(loaded):
@@ -151,8 +216,6 @@ def analyze(
             )
     finally:
         sys.modules.pop(loaded.module.__name__, None)
-    result["elapsed_ms"] = (time.perf_counter() - started) * 1000
-    return result
 
 
 def _analyze_kernel(
@@ -171,19 +234,8 @@ def _analyze_kernel(
     diagnostics: list[dict[str, Any]],
 ) -> dict[str, Any]:
     file = loaded.path
-    if source is not None:
-        choice = resolve_arguments(source, project)
-        target_name, target_origin = resolve_target(source, loaded.dialect, default_target, project)
-    else:
-        choice = None
-        target_name, target_origin = (
-            ("ascend", "Ascend dialect")
-            if loaded.dialect == "ascend"
-            else (
-                default_target,
-                "default target",
-            )
-        )
+    choice = resolve_arguments(source, project) if source is not None else None
+    target_name, target_origin = resolve_target(source, loaded.dialect, default_target, project)
     if override_target is not None:
         target_name, target_origin = override_target, "extra target"
     target = get_target(target_name)

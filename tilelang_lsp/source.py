@@ -663,16 +663,19 @@ def _config_value(value: Any) -> Any:
 
 
 def resolve_target(
-    kernel: KernelSource, dialect: str, default: str, project: ProjectConfig
+    kernel: KernelSource | None, dialect: str, default: str, project: ProjectConfig
 ) -> tuple[str, str]:
-    """The target name and where it came from: directive, decorator/compile call, config, default."""
+    """The target name and where it came from: directive, decorator/compile call, config, default.
+
+    ``kernel`` is ``None`` for a module-level PrimFunc (no function around it to read).
+    """
     if dialect == ASCEND:
         return "ascend", "Ascend dialect"
-    if kernel.directive is not None and kernel.directive.target:
+    if kernel is not None and kernel.directive is not None and kernel.directive.target:
         return kernel.directive.target, f"directive (line {kernel.directive.line})"
-    if kernel.decorator_target:
+    if kernel is not None and kernel.decorator_target:
         return kernel.decorator_target, "@tilelang.jit(target=...)"
-    if kernel.call_site is not None and kernel.call_site.target:
+    if kernel is not None and kernel.call_site is not None and kernel.call_site.target:
         return kernel.call_site.target, f"compile call (line {kernel.call_site.line})"
     if project.target and normalize_target(project.target):
         return str(normalize_target(project.target)), f"{project.path} [tool.tilelang-lsp]"

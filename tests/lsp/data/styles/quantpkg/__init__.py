@@ -1,0 +1,1 @@
+"""A kernel package: kernels in ``kernels/`` import their platform helpers relatively."""
