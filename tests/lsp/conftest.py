@@ -73,6 +73,22 @@ def open_file(client: LanguageClient, path: Path, text: str | None = None, versi
     return uri
 
 
+def open_fresh(client: LanguageClient, path: Path, text: str | None = None) -> tuple[str, int]:
+    """Open ``path`` as a new document, whatever earlier tests of the module did with it: an open
+    copy is closed first, and the version is one no earlier publish of this server carried."""
+    uri = path.as_uri()
+    opened: dict[str, int] = client.__dict__.setdefault("fresh_versions", {})
+    if uri in opened:
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+    previous = [p.version or 0 for p in client.published if p.uri == uri]  # type: ignore[attr-defined]
+    version = max([opened.get(uri, 0), *previous]) + 1000
+    opened[uri] = version
+    open_file(client, path, text, version=version)
+    return uri, version
+
+
 def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(

@@ -1,16 +1,21 @@
-"""End to end against the real server and real tilelang: hints, hover, diagnostics, lenses, requests."""
+"""End to end against the real server and real tilelang: hints, hover, diagnostics, lenses,
+requests and commands. Each test opens the documents it uses (``open_fresh``), so any subset of
+the tests, in any order, gives the same result."""
 
 from __future__ import annotations
 
 import asyncio
+import tempfile
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp.conftest import DATA, EXAMPLES, hints, open_file, wait_published, whole_file_server
+from tests.lsp.conftest import DATA, EXAMPLES, change, hints, open_fresh, wait_published, whole_file_server
 
-client = whole_file_server(trusted=True, extra_targets=["hip:gfx942"])
+TRACE_DIR = Path(tempfile.mkdtemp(prefix="tilelang-lsp-traces-"))
+client = whole_file_server(trusted=True, extra_targets=["hip:gfx942"], trace_dir=str(TRACE_DIR))
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -65,8 +70,8 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
 
 
 async def test_gemm_hints_equal_compiler_facts(client: LanguageClient) -> None:
-    uri = open_file(client, EXAMPLES / "gemm.py")
-    published = await wait_published(client, uri, 1)
+    uri, version = open_fresh(client, EXAMPLES / "gemm.py")
+    published = await wait_published(client, uri, version)
     assert list(published.diagnostics) == []
     got = await hints(client, uri)
 
@@ -101,7 +106,8 @@ async def test_gemm_hints_equal_compiler_facts(client: LanguageClient) -> None:
 
 
 async def test_hover_shows_layout_on_other_targets(client: LanguageClient) -> None:
-    uri = (EXAMPLES / "gemm.py").as_uri()
+    uri, version = open_fresh(client, EXAMPLES / "gemm.py")
+    await wait_published(client, uri, version)
     position = types.Position(line=29, character=14)  # C_local
     for _ in range(300):
         hover = await client.text_document_hover_async(
@@ -120,7 +126,8 @@ async def test_hover_shows_layout_on_other_targets(client: LanguageClient) -> No
 
 
 async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) -> None:
-    uri = (EXAMPLES / "gemm.py").as_uri()
+    uri, version = open_fresh(client, EXAMPLES / "gemm.py")
+    await wait_published(client, uri, version)
     for _ in range(300):
         lenses = await client.text_document_code_lens_async(
             types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
@@ -169,8 +176,8 @@ async def test_diagnostics_at_the_exact_line(
     client: LanguageClient, name: str, line: int, severity: types.DiagnosticSeverity, code: str, message: str
 ) -> None:
     path = DATA / name
-    uri = open_file(client, path)
-    published = await wait_published(client, uri, 1)
+    uri, version = open_fresh(client, path)
+    published = await wait_published(client, uri, version)
     found = [d for d in published.diagnostics if d.code == code]
     assert len(found) == 1, published.diagnostics
     diagnostic = found[0]
@@ -185,7 +192,8 @@ async def test_diagnostics_at_the_exact_line(
 
 
 async def test_failed_compile_falls_back_to_source_hints(client: LanguageClient) -> None:
-    uri = (DATA / "syntax_error.py").as_uri()
+    uri, version = open_fresh(client, DATA / "syntax_error.py")
+    await wait_published(client, uri, version)
     got = await hints(client, uri)
     assert (
         types.InlayHint(
@@ -196,14 +204,15 @@ async def test_failed_compile_falls_back_to_source_hints(client: LanguageClient)
         )
         in got
     )
-    uri = (DATA / "layout_conflict.py").as_uri()
+    uri, version = open_fresh(client, DATA / "layout_conflict.py")
+    await wait_published(client, uri, version)
     labels = [h.label for h in await hints(client, uri)]
     assert "[128, 128] float32 local.fragment" in labels  # compiler facts survive a layout failure
 
 
 async def test_directive_and_project_arguments(client: LanguageClient) -> None:
-    uri = open_file(client, DATA / "directive.py")
-    published = await wait_published(client, uri, 1)
+    uri, version = open_fresh(client, DATA / "directive.py")
+    published = await wait_published(client, uri, version)
     missing = [d for d in published.diagnostics if d.code == "arguments"]
     assert [d.range.start.line for d in missing] == [15]
     got = await hints(client, uri)
@@ -220,17 +229,87 @@ async def test_directive_and_project_arguments(client: LanguageClient) -> None:
 
 async def test_fast_edits_publish_only_the_last_version(client: LanguageClient) -> None:
     path = EXAMPLES / "gemm.py"
-    uri = path.as_uri()
     base = path.read_text()
-    from tests.lsp.conftest import change
-
+    uri, first = open_fresh(client, path)
+    await wait_published(client, uri, first)
     client.published.clear()  # type: ignore[attr-defined]
-    for version, block_k in enumerate([16, 32, 64, 16, 32, 64, 16, 64], start=2):
+    for version, block_k in enumerate([16, 32, 64, 16, 32, 64, 16, 64], start=first + 1):
         change(client, uri, version, base.replace("block_K=32", f"block_K={block_k}"))
         await asyncio.sleep(0.01)
-    await wait_published(client, uri, 9)
+    await wait_published(client, uri, first + 8)
     await asyncio.sleep(1.0)
     versions = {p.version for p in client.published if p.uri == uri}  # type: ignore[attr-defined]
-    assert versions == {9}
+    assert versions == {first + 8}
     labels = [h.label for h in await hints(client, uri)]
     assert "[128, 64] ×3 float16 shared.dyn · swizzle 128B" in labels
+
+
+async def execute(client: LanguageClient, command: str, *arguments: object) -> object:
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command, arguments=list(arguments))
+    )
+
+
+async def test_kernel_summary_command_says_where_arguments_came_from(client: LanguageClient) -> None:
+    path = DATA / "styles" / "autotune_gemm.py"
+    uri, version = open_fresh(client, path)
+    await wait_published(client, uri, version)
+    client.messages.clear()
+    result = await execute(client, "tilelang.kernelSummary", uri, "matmul", "cuda:sm_90")
+    message = (
+        "Analyzed `matmul(1024, 1024, 1024)` — arguments from call site (line 62); target `cuda:sm_90` "
+        "from default target. From the first @autotune config: block_M=64, block_N=64, block_K=32, "
+        "num_stages=2, threads=128."
+    )
+    assert result == {"kernel": "matmul", "message": message}
+    assert [m.message for m in client.messages] == [message]
+    # the hover of a buffer ends with the same account
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=24, character=14),
+        )
+    )
+    assert hover is not None and hover.contents.value.endswith(message)
+    assert await execute(client, "tilelang.kernelSummary", uri, "no_such_kernel", "cuda:sm_90") is None
+
+
+async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> None:
+    uri, version = open_fresh(client, DATA / "styles" / "eager_elementwise.py")
+    await wait_published(client, uri, version)
+    result = await execute(client, "tilelang.kernelSummary", uri, "elementwise_add", "cuda:sm_90")
+    assert result == {
+        "kernel": "elementwise_add",
+        "message": (
+            "Analyzed `elementwise_add(block_M=32, block_N=32, threads=128, in_dtype=T.float32, "
+            "out_dtype=T.float32)` — arguments from call site (line 59); target `cuda:sm_90` from default "
+            "target. Symbolic (T.const with no value found): M, N."
+        ),
+    }
+
+
+async def test_trace_kernel_command_writes_a_trace_of_the_whole_pipeline(client: LanguageClient) -> None:
+    from irtrace.trace import load_trace
+
+    path = DATA / "styles" / "eager_gemm.py"
+    uri, version = open_fresh(client, path)
+    await wait_published(client, uri, version)
+    result = await execute(client, "tilelang.traceKernel", uri, "matmul", "hip:gfx942")
+    assert isinstance(result, dict) and "error" not in result, result
+    output = Path(result["output"])
+    assert output.parent == TRACE_DIR and output.name.startswith("eager_gemm-matmul-hip_gfx942-")
+    assert [k["name"] for k in result["kernels"]] == ["matmul"]
+    trace = load_trace(str(output))
+    [run] = trace.runs
+    assert (run.kernel, run.target) == ("matmul", "hip:gfx942")
+    names = [p.name for p in run.passes]
+    assert "tl.LayoutInference" in names and len(names) == result["kernels"][0]["passes"]
+    assert run.args["kwargs"] == {
+        "M": 1024,
+        "N": 1024,
+        "K": 1024,
+        "block_M": 128,
+        "block_N": 128,
+        "block_K": 32,
+    }
+    assert any(f"Trace of matmul written to {output}" in m.message for m in client.messages)

@@ -1,22 +1,37 @@
-"""Hundreds of random edits of the example kernels never kill the server; each request answers in 5 s."""
+"""Hundreds of random edits of the example kernels and of the kernel-style corpus never kill the
+server or its worker; each request answers in 5 s."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import time
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp.conftest import EXAMPLES, change, open_file, whole_file_server
+from tests.lsp.conftest import DATA, EXAMPLES, change, open_fresh, wait_published, whole_file_server
 
 client = whole_file_server(trusted=True, debounce_ms=20, hint_wait_s=0.5, extra_targets=[], summary=False)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-EDITS = 240
+EDITS = 320
 LIMIT_S = 5.0
+STYLES = DATA / "styles"
+FILES = [
+    EXAMPLES / "gemm.py",
+    EXAMPLES / "flash_attention.py",
+    EXAMPLES / "rmsnorm.py",
+    STYLES / "eager_gemm.py",
+    STYLES / "eager_elementwise.py",
+    STYLES / "dynamic_gemm.py",
+    STYLES / "autotune_gemm.py",
+    STYLES / "lazy_kernels.py",
+    STYLES / "quantpkg" / "kernels" / "per_token.py",
+    STYLES / "ascend_scale.py",
+]
 
 
 def mutate(text: str, rng: random.Random) -> str:
@@ -52,11 +67,13 @@ async def timed(request) -> float:  # type: ignore[no-untyped-def]
 
 async def test_random_edits_are_survived(client: LanguageClient) -> None:
     rng = random.Random(4)
-    examples = ["gemm.py", "flash_attention.py", "rmsnorm.py"]
-    originals = {name: (EXAMPLES / name).read_text() for name in examples}
-    uris = {name: open_file(client, EXAMPLES / name, originals[name]) for name in examples}
+    examples = [str(path) for path in FILES]
+    originals = {name: Path(name).read_text() for name in examples}
+    opened = {name: open_fresh(client, Path(name), originals[name]) for name in examples}
+    uris = {name: uri for name, (uri, _) in opened.items()}
+    versions = {name: version for name, (_, version) in opened.items()}
     texts = dict(originals)
-    versions = dict.fromkeys(examples, 1)
+    start = await client.protocol.send_request_async("tilelang/workerStatus", {})
     slowest = 0.0
     for step in range(EDITS):
         name = rng.choice(examples)
@@ -79,18 +96,18 @@ async def test_random_edits_are_survived(client: LanguageClient) -> None:
             slowest = max(
                 slowest, await timed(client.text_document_code_lens_async(types.CodeLensParams(document)))
             )
-    status = await client.protocol.send_request_async("tilelang/workerStatus", {})
-    assert status.pid is not None
     assert slowest < LIMIT_S
-    # After the storm, the pristine GEMM still analyzes to compiled hints.
-    versions["gemm.py"] += 1
-    change(client, uris["gemm.py"], versions["gemm.py"], originals["gemm.py"])
-    for _ in range(100):
-        result = await client.text_document_inlay_hint_async(
-            types.InlayHintParams(types.TextDocumentIdentifier(uri=uris["gemm.py"]), whole)
+    # After the storm, each pristine file still analyzes to compiled hints only.
+    for name in examples:
+        versions[name] += 1
+        change(client, uris[name], versions[name], originals[name])
+        await wait_published(client, uris[name], versions[name])
+        got = await client.text_document_inlay_hint_async(
+            types.InlayHintParams(types.TextDocumentIdentifier(uri=uris[name]), whole)
         )
-        labels = [h.label for h in result or []]
-        if "[128, 128] float32 local.fragment · 128 thr, 128 elem/thr" in labels:
-            break
-        await asyncio.sleep(0.1)
-    assert "[128, 128] float32 local.fragment · 128 thr, 128 elem/thr" in labels
+        labels = [h.label for h in got or []]
+        assert labels and not [label for label in labels if "source only" in label], (name, labels)
+    # The worker survived every edit: the same process, never restarted.
+    status = await client.protocol.send_request_async("tilelang/workerStatus", {})
+    assert (status.pid, status.restarts) == (start.pid, start.restarts) and status.pid is not None
+    assert [m.message for m in client.messages if "worker" in m.message] == []

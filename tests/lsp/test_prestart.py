@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +14,9 @@ from tilelang_lsp import worker_client
 from tilelang_lsp.worker_client import (
     WorkerClient,
     WorkerError,
+    discard,
     discard_prestarted,
+    environment_of,
     prestart_worker,
     take_prestarted,
 )
@@ -83,3 +88,34 @@ def test_missing_interpreter_is_a_worker_error() -> None:
 
     with pytest.raises(WorkerError, match="cannot start the TileLang worker with /nonexistent/python3"):
         asyncio.run(start())
+
+
+@pytest.fixture(scope="module")
+def other_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A second virtual environment made from the same base interpreter as this one."""
+    folder = tmp_path_factory.mktemp("venvs") / "other"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    return folder
+
+
+def test_another_venv_of_the_same_base_interpreter_is_another_interpreter(other_venv: Path) -> None:
+    """Both venvs' ``python`` resolve to one base binary, yet each has its own packages: the early
+    worker (this environment's tilelang) must not serve the other."""
+    other_python = other_venv / "bin" / "python"
+    assert os.path.realpath(other_python) == os.path.realpath(sys.executable)  # what fooled it
+    prefix = subprocess.run(
+        [str(other_python), "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert Path(prefix).resolve() == environment_of(str(other_python)) == other_venv.resolve()
+    assert environment_of(sys.executable) == Path(sys.prefix).resolve()
+    prestart_worker()
+    early = worker_client._prestarted
+    assert early is not None
+    assert take_prestarted(str(other_python)) is None
+    assert early.poll() is not None  # stopped, not adopted
+    prestart_worker()
+    early = worker_client._prestarted
+    assert early is not None
+    this_python = Path(sys.prefix) / "bin" / Path(sys.executable).name
+    assert take_prestarted(str(this_python)) is early  # this environment's python, however named
+    discard(early)

@@ -5,12 +5,21 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp.conftest import DATA, EXAMPLES, change, hints, open_file, wait_published, whole_file_server
+from tests.lsp.conftest import (
+    DATA,
+    EXAMPLES,
+    change,
+    hints,
+    open_fresh,
+    wait_published,
+    whole_file_server,
+)
 
 client = whole_file_server(trusted=True, analysis_timeout_s=4, extra_targets=[], summary=False)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -18,27 +27,29 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 async def test_killed_worker_is_restarted(client: LanguageClient) -> None:
     path = EXAMPLES / "rmsnorm.py"
-    uri = open_file(client, path)
-    await wait_published(client, uri, 1)
+    uri, version = open_fresh(client, path)
+    await wait_published(client, uri, version)
     status = await client.protocol.send_request_async("tilelang/workerStatus", {})
-    assert status.pid and status.restarts == 0
+    assert status.pid
+    restarts = status.restarts
+    client.messages.clear()
     os.kill(status.pid, signal.SIGKILL)
     await asyncio.sleep(0.5)
-    change(client, uri, 2, path.read_text().replace("blk_m=1", "blk_m=2"))
-    published = await wait_published(client, uri, 2)
+    change(client, uri, version + 1, path.read_text().replace("blk_m=1", "blk_m=2"))
+    published = await wait_published(client, uri, version + 1)
     assert list(published.diagnostics) == []
     labels = [h.label for h in await hints(client, uri)]
     assert "[2, 1024] float32 shared.dyn" in labels
     status = await client.protocol.send_request_async("tilelang/workerStatus", {})
-    assert status.restarts == 1 and status.pid
+    assert status.restarts == restarts + 1 and status.pid
     assert [m.message for m in client.messages if "exited unexpectedly" in m.message] == [
         "the TileLang worker exited unexpectedly (code -9)"
     ]
 
 
 async def test_build_that_loops_forever_is_cut_off(client: LanguageClient) -> None:
-    uri = open_file(client, DATA / "forever.py")
-    published = await wait_published(client, uri, 1, timeout=200)
+    uri, version = open_fresh(client, DATA / "forever.py")
+    published = await wait_published(client, uri, version, timeout=200)
     assert list(published.diagnostics) == [
         types.Diagnostic(
             range=types.Range(start=types.Position(3, 0), end=types.Position(3, 25)),
@@ -52,7 +63,49 @@ async def test_build_that_loops_forever_is_cut_off(client: LanguageClient) -> No
         )
     ]
     # The next analysis runs in a fresh worker, and the restart was reported once.
-    uri2 = open_file(client, EXAMPLES / "gemm.py")
-    published = await wait_published(client, uri2, 1, timeout=200)
+    uri2, version2 = open_fresh(client, EXAMPLES / "gemm.py")
+    published = await wait_published(client, uri2, version2, timeout=200)
     assert list(published.diagnostics) == []
     assert any("ran past 4 s while building loops_forever" in m.message for m in client.messages)
+
+
+async def test_files_without_tilelang_are_never_executed(client: LanguageClient, tmp_path: Path) -> None:
+    """A trusted workspace runs a file only when its text imports tilelang: any other script's top
+    level would run on every edit."""
+    marker = tmp_path / "ran.txt"
+    script = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nx: int = 1\n"
+    path = tmp_path / "script.py"
+    uri, version = open_fresh(client, path, script)
+    published = await wait_published(client, uri, version)
+    assert list(published.diagnostics) == []
+    assert await hints(client, uri) == []
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(2, 0))
+    )
+    assert hover is None
+    change(client, uri, version + 1, script + "y = 2\n")
+    await wait_published(client, uri, version + 1)
+    assert not marker.exists()
+    # The same text importing tilelang is a kernel file: it runs, as `import` would run it.
+    change(client, uri, version + 2, "import tilelang.language as T\n" + script)
+    await wait_published(client, uri, version + 2)
+    assert marker.read_text() == "ran"
+
+
+async def test_symbolic_kernels_survive_analysis_after_analysis(client: LanguageClient) -> None:
+    """T.dynamic and symbolic T.const sizes: the worker once crashed (SIGSEGV) freeing the TVM
+    strings of an earlier analysis."""
+    path = DATA / "styles" / "eager_elementwise.py"
+    text = path.read_text()
+    before = await client.protocol.send_request_async("tilelang/workerStatus", {})
+    uri, version = open_fresh(client, path, text)
+    await wait_published(client, uri, version)
+    for step in range(1, 5):
+        change(client, uri, version + step, text + f"\n# edit {step}\n")
+        published = await wait_published(client, uri, version + step)
+        assert [d for d in published.diagnostics if d.code == "analysis"] == []
+    labels = [h.label for h in await hints(client, uri)]
+    assert labels.count("[M, N] float32 global") == 3  # symbolic T.const, named as in the source
+    assert labels.count("[M, 2048] bfloat16 global") == 2  # T.dynamic("tokens") bound to M
+    after = await client.protocol.send_request_async("tilelang/workerStatus", {})
+    assert (after.pid, after.restarts) == (before.pid, before.restarts)
