@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from irtrace.specs import DtypeName
+from irtrace.specs import DtypeName, Expression
+from irtrace.targets import TARGETS
 from tilelang_lsp.options import InitializationOptions, InlayHintOptions, parse_options
 from tilelang_lsp.source import (
     ArgumentChoice,
@@ -17,6 +18,7 @@ from tilelang_lsp.source import (
     resolve_target,
     scan_kernels,
     source_buffers,
+    uses_tilelang,
 )
 
 KERNEL = """
@@ -80,7 +82,9 @@ def test_argument_and_target_order(tmp_path: Path) -> None:
         "directive (line 6)",
     )
     assert resolve_arguments(call, project) == ArgumentChoice((128,), {"N": 256}, "call site (line 37)")
-    assert resolve_target(call, "tilelang", "cuda:sm_90", project) == ("cuda:sm_90", "compile call (line 37)")
+    # "cuda -arch=sm_90a" is the sm_90a target where irtrace knows one, else sm_90
+    sm_90a = "cuda:sm_90a" if "cuda:sm_90a" in TARGETS else "cuda:sm_90"
+    assert resolve_target(call, "tilelang", "cuda:sm_90", project) == (sm_90a, "compile call (line 37)")
     assert resolve_arguments(configured, project) == ArgumentChoice(
         (), {"M": 32, "K": 16}, "parameter defaults", ("M", "K")
     )
@@ -125,3 +129,101 @@ def test_server_process_never_imports_tilelang() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+STYLES_TEXT = """
+import tilelang
+import tilelang.language as T
+from tilelang.autotuner import autotune
+
+HIDDEN = 2048
+
+
+@tilelang.jit
+def eager(A, B, block_M, dtype=T.float16):
+    M, N = T.const("M, N")
+    rows = T.dynamic("tokens")
+    A: T.Tensor((M, N), dtype)
+    B: T.Tensor[[rows, N], dtype]
+
+
+@autotune(configs=[{"block": 64}])
+@tilelang.jit(out_idx=[-1])
+def tuned(M, N, block):
+    pass
+
+
+@tilelang.jit
+def by_expression(M, N, dtype=T.float16):
+    pass
+
+
+def main(M=1024, N=512):
+    a = make_tensor()
+    kernel = eager.compile(M=M, N=N, block_M=64)
+    tuned(M, N)
+    by_expression(unknown_size, N)
+    by_expression(1 << 14, HIDDEN, dtype=pick(HIDDEN))
+
+
+def pick(hidden):
+    return T.float16
+
+
+if __name__ == "__main__":
+    size = 256
+    eager(a, b, 32)
+"""
+
+
+def test_kernel_styles_read_from_the_source() -> None:
+    kernels = {k.name: k for k in scan_kernels(STYLES_TEXT)}
+    eager, tuned, by_expression = kernels["eager"], kernels["tuned"], kernels["by_expression"]
+    assert (eager.eager, eager.tensor_params, eager.consts) == (True, ("A", "B"), ("M", "N"))
+    assert eager.symbols == {"M": "M", "N": "N", "tokens": "rows"}
+    assert eager.required == ("block_M",)  # tensors take no value
+    # .compile(...) is a call site; caller's names bound to literals (parameter defaults) are read
+    assert resolve_arguments(eager, ProjectConfig()) == ArgumentChoice(
+        (), {"M": 1024, "N": 512, "block_M": 64}, "call site (line 30)"
+    )
+    assert (tuned.is_autotune, tuned.is_jit, tuned.eager) == (True, True, False)
+    assert resolve_arguments(tuned, ProjectConfig()) == ArgumentChoice(
+        (1024, 512), {}, "call site (line 31)", missing=("block",)
+    )
+    # a name nothing defines skips that call; expressions over module names are kept as text
+    choice = resolve_arguments(by_expression, ProjectConfig())
+    assert choice.origin == "call site (line 33)"
+    assert choice.args == (Expression("1 << 14"), Expression("HIDDEN"))
+    assert choice.kwargs == {"dtype": Expression("pick(HIDDEN)")}
+
+
+def test_eager_sizes_without_a_value_are_symbolic() -> None:
+    text = STYLES_TEXT.replace("    kernel = eager.compile(M=M, N=N, block_M=64)\n", "")
+    eager = {k.name: k for k in scan_kernels(text)}["eager"]
+    # the call with tensors: a and b take no value, 32 is block_M
+    assert resolve_arguments(eager, ProjectConfig()) == ArgumentChoice(
+        (), {"block_M": 32}, "call site (line 41)", symbolic=("M", "N")
+    )
+    assert resolve_arguments(eager, ProjectConfig(args={"N": 64})).symbolic == ("M",)
+
+
+def test_only_text_that_imports_tilelang_is_a_kernel_file() -> None:
+    assert uses_tilelang("import tilelang\n")
+    assert uses_tilelang("from tilelang import language as T\n")
+    assert uses_tilelang("import tilelang.ascend.language as T\n")
+    assert uses_tilelang("def f():\n    import tilelang.language as T\n")
+    assert not uses_tilelang("import os\nos.system('rm -rf build')\n")
+    assert not uses_tilelang("import tilelang_helpers\n# import tilelang\ntext = 'import tilelang'\n")
+
+
+def test_source_hints_read_eager_declarations() -> None:
+    buffers = source_buffers(
+        "    A: T.Tensor[[M, K], T.bfloat16]\n"
+        "    C = T.empty((M, N), dtype)\n"
+        "    B: T.Tensor((K, N), dtype)\n"
+    )
+    assert buffers == [
+        SourceBuffer("A", 1, 35, "[M, K]", "bfloat16", "global", "param"),
+        SourceBuffer("C", 2, 30, "[M, N]", "dtype", "global", "param"),
+        SourceBuffer("B", 3, 30, "[K, N]", "dtype", "global", "param"),
+    ]
