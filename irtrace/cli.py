@@ -129,14 +129,13 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.loader import parse_pass_config
     from irtrace.manifest import load_manifest
     from irtrace.specs import parse_spec
-    from irtrace.targets import get_target
+    from irtrace.targets import check_target_name
     from irtrace.trace import TraceWriter
 
     if not args.specs and not args.manifest:
         raise UsageError("give a kernel spec (path.py::name(args)) or --manifest irtrace.toml")
     for name in args.target:
-        if name != "all":
-            get_target(name)
+        check_target_name(name)
     configs = dict(parse_pass_config(item) for item in args.pass_config)
     requests = [RecordRequest(parse_spec(s), tuple(args.target), configs) for s in args.specs]
     if args.manifest:

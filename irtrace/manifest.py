@@ -28,7 +28,7 @@ from typing import Any
 from irtrace.api import RecordRequest
 from irtrace.errors import InputError, UsageError
 from irtrace.specs import parse_spec
-from irtrace.targets import get_target
+from irtrace.targets import check_target_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,8 +59,7 @@ def load_manifest(path: str | Path) -> list[RecordRequest]:
             raise UsageError(f'{where}: missing spec = "path.py::name(args)"')
         targets = _strings(entry.get("targets", default_targets), f"{where} targets")
         for target in targets:
-            if target != "all":
-                get_target(target)
+            check_target_name(target)
         configs = {**default_configs, **_pass_configs(entry.get("pass_configs", {}), f"{where} pass_configs")}
         name = entry.get("name")
         if name is not None and not isinstance(name, str):
