@@ -41,6 +41,7 @@ from irtrace.specs import KernelSpec, format_value
 from irtrace.targets import TargetSpec, get_target
 from irtrace.trace import TraceWriter
 from tilelang_lsp.source import (
+    CallSite,
     KernelSource,
     ProjectConfig,
     read_project_config,
@@ -234,7 +235,9 @@ def _analyze_kernel(
     diagnostics: list[dict[str, Any]],
 ) -> dict[str, Any]:
     file = loaded.path
-    choice = resolve_arguments(source, project) if source is not None else None
+    choice = (
+        resolve_arguments(source, project, manifest_call(file, kernel.name)) if source is not None else None
+    )
     target_name, target_origin = resolve_target(source, loaded.dialect, default_target, project)
     if override_target is not None:
         target_name, target_origin = override_target, "extra target"
@@ -380,6 +383,33 @@ def _analyze_kernel(
             f.bytes or 0 for f in facts if f.role == "alloc" and f.scope.startswith("shared")
         )
     return summary
+
+
+MANIFEST = "irtrace.toml"
+
+
+def manifest_call(file: Path, kernel: str) -> CallSite | None:
+    """The kernel's spec in the nearest ``irtrace.toml`` above ``file`` (the arguments the project
+    records it with; expressions allowed), or ``None``. A manifest that does not parse is ignored."""
+    from irtrace.errors import IrtraceError as ManifestError
+    from irtrace.manifest import load_manifest
+
+    folder = file.resolve().parent
+    for candidate in [folder, *folder.parents]:
+        path = candidate / MANIFEST
+        if not path.is_file():
+            continue
+        try:
+            requests = load_manifest(path)
+        except ManifestError:
+            return None
+        for request in requests:
+            spec = request.spec
+            location = (request.base_dir or candidate) / spec.path
+            if spec.name == kernel and spec.called and location.resolve() == file.resolve():
+                return CallSite(0, spec.args, dict(spec.kwargs), origin=f"the spec in {path}")
+        return None
+    return None
 
 
 def _named_in_source(fact: dict[str, Any], symbols: dict[str, str]) -> dict[str, Any]:

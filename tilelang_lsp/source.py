@@ -92,6 +92,8 @@ class CallSite:
     over module-level names (``1 << 20``, ``HIDDEN``, ``determine_fp8_type()``)."""
     target: str | None = None
     """``target=`` of the ``tilelang.compile(...)`` call around it, if any."""
+    origin: str | None = None
+    """Where the call is written when not in this file (``the spec in /path/irtrace.toml``)."""
 
 
 @dataclass(frozen=True)
@@ -611,14 +613,19 @@ def _call_site(
                 kwargs[keyword.arg] = _argument_value(keyword.value, caller, module, name)
         except _Unknown:
             continue
+        if tensors and not args and not kwargs:
+            continue  # only tensors (`gemm(a, b, c)`): says nothing about the sizes
         enclosing = module.parents.get(call)
         target = _keyword_target(enclosing) if isinstance(enclosing, ast.Call) else None
         return CallSite(line=call.lineno, args=tuple(args), kwargs=kwargs, target=target)
     return None
 
 
-def resolve_arguments(kernel: KernelSource, project: ProjectConfig) -> ArgumentChoice:
-    """Directive, else a call site, else parameter defaults; pyproject fills what is left.
+def resolve_arguments(
+    kernel: KernelSource, project: ProjectConfig, recorded: CallSite | None = None
+) -> ArgumentChoice:
+    """Directive, else a call site, else ``recorded`` (the kernel's spec in an ``irtrace.toml``),
+    else parameter defaults; pyproject fills what is left.
 
     An eager kernel's tensor parameters need no value; its ``T.const`` sizes are filled like
     required parameters, and those still without a value are analyzed as symbolic sizes.
@@ -634,6 +641,9 @@ def resolve_arguments(kernel: KernelSource, project: ProjectConfig) -> ArgumentC
     elif kernel.call_site is not None:
         args, kwargs = kernel.call_site.args, dict(kernel.call_site.kwargs)
         origin = f"call site (line {kernel.call_site.line})"
+    elif recorded is not None:
+        args, kwargs = recorded.args, dict(recorded.kwargs)
+        origin = recorded.origin or "a recorded call"
     else:
         args, kwargs, origin = (), {}, "parameter defaults"
     given = set(kernel.params[: len(args)]) | set(kwargs)

@@ -227,3 +227,21 @@ def test_source_hints_read_eager_declarations() -> None:
         SourceBuffer("C", 2, 30, "[M, N]", "dtype", "global", "param"),
         SourceBuffer("B", 3, 30, "[K, N]", "dtype", "global", "param"),
     ]
+
+
+def test_a_kernel_recorded_in_irtrace_toml_takes_its_spec_arguments() -> None:
+    """examples/fp8_quant.py has no call; examples/irtrace.toml records it with expressions."""
+    from tilelang_lsp.analysis import manifest_call
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    recorded = manifest_call(examples / "fp8_quant.py", "per_token_quant")
+    assert recorded is not None
+    assert (recorded.args, recorded.kwargs) == (
+        (Expression("1 << 14"), Expression("HIDDEN")),
+        {"out_dtype": Expression("determine_fp8_type()")},
+    )
+    assert recorded.origin == f"the spec in {examples / 'irtrace.toml'}"
+    kernel = {k.name: k for k in scan_kernels((examples / "fp8_quant.py").read_text())}["per_token_quant"]
+    choice = resolve_arguments(kernel, ProjectConfig(), recorded)
+    assert (choice.args, choice.origin, choice.missing) == (recorded.args, recorded.origin, ())
+    assert manifest_call(examples / "fp8_quant.py", "no_such_kernel") is None
