@@ -6,13 +6,16 @@ kernel found in a loaded module and lowers it up to a pass (the language server'
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from irtrace.errors import IrtraceError, KernelSourceError
+from irtrace import interrupts
+from irtrace.errors import IrtraceError, KernelSourceError, OutputError
 from irtrace.loader import (
     BuiltKernel,
     KernelCall,
@@ -65,6 +68,77 @@ class PreparedLowering:
     """The run header's ``args``: the evaluated arguments and any filled in by ``@autotune``."""
 
 
+@dataclass(frozen=True)
+class LoweringUnit:
+    """One kernel of a request and one of its targets, before its arguments are evaluated."""
+
+    request: RecordRequest
+    loaded: LoadedModule
+    kernel: KernelDefinition
+    spec: KernelSpec
+    """The request's spec, naming this kernel."""
+    target: TargetSpec
+    tvm_target: Any
+
+
+@contextmanager
+def running_kernel_code(path: Path | str, doing: str) -> Iterator[None]:
+    """``sys.argv`` as ``python FILE`` gives it while kernel code runs; its ``sys.exit`` (a
+    module-level ``argparse`` that fails, say) becomes a ``KernelSourceError``."""
+    saved = sys.argv[:]
+    sys.argv = [str(path)]
+    try:
+        yield
+    except SystemExit as exit_:
+        raise KernelSourceError(
+            f"{doing} called sys.exit({exit_.code!r}) (a module-level sys.exit or argparse?); "
+            'keep script code under `if __name__ == "__main__":`'
+        ) from None
+    finally:
+        sys.argv = saved
+
+
+def lowering_units(request: RecordRequest) -> Iterator[LoweringUnit]:
+    """Load the request's file or module and yield each of its kernels for each of its targets.
+
+    A file that cannot be loaded raises (``KernelSourceError`` for a module that raises or exits).
+    """
+    with running_kernel_code(request.spec.path, f"importing {request.spec.path}"):
+        loaded = load_spec_module(request.spec.path, request.base_dir)
+    kernels = select_kernels(loaded, request.spec)
+    targets = resolve_targets(request.targets, loaded.dialect)
+    for kernel in kernels:
+        spec = replace(request.spec, name=kernel.name)
+        for target in targets:
+            yield LoweringUnit(request, loaded, kernel, spec, target, make_tvm_target(target))
+
+
+def bind_unit(unit: LoweringUnit) -> KernelCall:
+    """Evaluate the spec's arguments for the unit's target, inside its context."""
+    with (
+        target_context(unit.tvm_target),
+        running_kernel_code(unit.loaded.path, f"evaluating {unit.spec.text}"),
+    ):
+        return bind_call(unit.kernel, unit.spec, unit.loaded.path)
+
+
+def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
+    """Build the unit's PrimFunc; a factory that raises gives a ``PreparedLowering`` with its error."""
+    built: BuiltKernel | None = None
+    error: KernelSourceError | None = None
+    try:
+        with running_kernel_code(unit.loaded.path, f"building {unit.kernel.name}{unit.spec.call_text}"):
+            built = build_primfunc(unit.kernel, unit.spec, unit.tvm_target, unit.loaded.path, call)
+    except KernelSourceError as raised:
+        interrupts.raise_if_requested()  # a Ctrl-C inside the factory is not the factory's error
+        error = raised
+    configs = {**(built.pass_configs if built else {}), **unit.request.pass_configs}
+    name = unit.request.name or unit.kernel.name
+    return PreparedLowering(
+        name, unit.spec, unit.target, unit.tvm_target, built, error, configs, call.args_json()
+    )
+
+
 def prepare_request(request: RecordRequest) -> Iterator[PreparedLowering]:
     """Load the request's file or module and build each of its kernels for each of its targets, lazily.
 
@@ -72,25 +146,37 @@ def prepare_request(request: RecordRequest) -> Iterator[PreparedLowering]:
     that raises for one target is yielded with its error, so callers can record it and go on.
     Arguments are evaluated per target, inside its context, as the factory itself runs.
     """
-    loaded = load_spec_module(request.spec.path, request.base_dir)
-    kernels = select_kernels(loaded, request.spec)
-    targets = resolve_targets(request.targets, loaded.dialect)
-    for kernel in kernels:
-        spec = replace(request.spec, name=kernel.name)
-        for target in targets:
-            tvm_target = make_tvm_target(target)
-            with target_context(tvm_target):
-                call: KernelCall = bind_call(kernel, spec, loaded.path)
-            built: BuiltKernel | None = None
-            error: KernelSourceError | None = None
-            try:
-                built = build_primfunc(kernel, spec, tvm_target, loaded.path, call)
-            except KernelSourceError as raised:
-                error = raised
-            configs = {**(built.pass_configs if built else {}), **request.pass_configs}
-            yield PreparedLowering(
-                request.name or kernel.name, spec, target, tvm_target, built, error, configs, call.args_json()
-            )
+    for unit in lowering_units(request):
+        yield build_unit(unit, bind_unit(unit))
+
+
+def record_prepared(
+    prepared: PreparedLowering, writer: TraceWriter, *, stop_after: Sequence[str] = ()
+) -> RecordedLowering | KernelRun:
+    """Record one built kernel (or its factory's failure) into ``writer``."""
+    if prepared.built is None:
+        assert prepared.error is not None
+        return record_failure(
+            writer,
+            prepared.target,
+            kernel=prepared.name,
+            spec=prepared.spec.text,
+            args=prepared.args,
+            error=prepared.error.message,
+        )
+    return record_lowering(
+        prepared.built.func,
+        prepared.target,
+        writer,
+        kernel=prepared.name,
+        spec=prepared.spec.text,
+        args=prepared.args,
+        pass_configs=prepared.pass_configs,
+        tvm_target=prepared.tvm_target,
+        stop_after=stop_after,
+        # every record reaches the file before the next pass runs: a native crash loses nothing
+        threaded=False,
+    )
 
 
 def record_request(
@@ -98,52 +184,49 @@ def record_request(
     writer: TraceWriter,
     *,
     stop_after: Sequence[str] = (),
+    isolate: bool = False,
+    timeout: float | None = None,
 ) -> list[RecordedLowering | KernelRun]:
     """Lower one request for each of its targets; a kernel that cannot be built or lowered is
-    recorded as a failed run and the others go on."""
+    recorded as a failed run and the others go on.
+
+    With ``isolate`` (implied by ``timeout``), each kernel is built and lowered in a child
+    process (``irtrace.isolation``): a crash or a hang ends that run only.
+    """
+    from irtrace.isolation import record_in_child
+
     results: list[RecordedLowering | KernelRun] = []
-    for prepared in prepare_request(request):
-        args = prepared.args
-        if prepared.built is None:
-            assert prepared.error is not None
-            results.append(
-                record_failure(
-                    writer,
-                    prepared.target,
-                    kernel=prepared.name,
-                    spec=prepared.spec.text,
-                    args=args,
-                    error=prepared.error.message,
-                )
-            )
-            continue
-        results.append(
-            record_lowering(
-                prepared.built.func,
-                prepared.target,
-                writer,
-                kernel=prepared.name,
-                spec=prepared.spec.text,
-                args=args,
-                pass_configs=prepared.pass_configs,
-                tvm_target=prepared.tvm_target,
-                stop_after=stop_after,
-            )
-        )
+    for unit in lowering_units(request):
+        call = bind_unit(unit)
+        if isolate or timeout is not None:
+            results.extend(record_in_child(unit, call, writer, timeout=timeout, stop_after=stop_after))
+        else:
+            results.append(record_prepared(build_unit(unit, call), writer, stop_after=stop_after))
+        interrupts.raise_if_requested()
     return results
 
 
 def record_requests(
-    requests: Iterable[RecordRequest], writer: TraceWriter
+    requests: Iterable[RecordRequest],
+    writer: TraceWriter,
+    *,
+    isolate: bool = False,
+    timeout: float | None = None,
 ) -> tuple[list[KernelRun], list[IrtraceError]]:
-    """Record every request; a request that cannot be loaded is reported and the rest go on."""
+    """Record every request; a request that cannot be loaded is reported and the rest go on.
+
+    An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
+    """
     runs: list[KernelRun] = []
     errors: list[IrtraceError] = []
     for request in requests:
         try:
-            for result in record_request(request, writer):
+            for result in record_request(request, writer, isolate=isolate, timeout=timeout):
                 runs.append(result.run if isinstance(result, RecordedLowering) else result)
+        except OutputError:
+            raise
         except IrtraceError as error:
+            interrupts.raise_if_requested()
             errors.append(error)
     return runs, errors
 

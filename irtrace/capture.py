@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from irtrace import interrupts
 from irtrace.errors import InputError, UsageError
 from irtrace.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 from irtrace.targets import TargetSpec
@@ -61,7 +62,8 @@ class CaptureRecorder(PassRecorder):
     """A recorder that learns the kernel, target and configs from the first pass it sees."""
 
     def __init__(self, session: CaptureSession) -> None:
-        super().__init__(session.writer, None)
+        # every record reaches the file before the next pass runs: a native crash loses nothing
+        super().__init__(session.writer, None, threaded=False)
         self.session = session
         self.kernel = ""
         self.configs: dict[str, Any] = {}
@@ -89,6 +91,8 @@ class CaptureRecorder(PassRecorder):
     def finish(self, error: BaseException | None) -> None:
         if self.run_id is None:
             return  # a compilation that lowered nothing (e.g. served from a cache)
+        if isinstance(error, KeyboardInterrupt) or interrupts.received() is not None:
+            return  # Ctrl-C, maybe as TVM's bare RuntimeError: the run stays cut short, not failed
         self.write_failed(error)
         self.drain()
         run = self.writer.end_run(
@@ -156,11 +160,15 @@ def run_script(command: Sequence[str], writer: TraceWriter) -> ScriptOutcome:
     except SystemExit as exit_:
         if exit_.code not in (None, 0):  # sys.exit() and sys.exit(0) are success
             error = exit_
+    except KeyboardInterrupt:
+        raise  # Ctrl-C stops irtrace run too: no re-lowering for other targets
     except BaseException as raised:  # the script's own failure is reported after the traces
         error = raised
     finally:
         unregister_pass_instrumentation_tool(TOOL_NAME)
         sys.argv, sys.path[:] = saved_argv, saved_path
+    # The script may have caught the bare RuntimeError that a Ctrl-C in a pass becomes.
+    interrupts.raise_if_requested()
     return ScriptOutcome(session.runs, session.captured, error)
 
 
@@ -181,6 +189,7 @@ def lower_for_targets(
                 spec=f"captured:{kernel.kernel}",
                 pass_configs=kernel.pass_configs,
                 tvm_target=make_tvm_target(target),
+                threaded=False,
             )
             runs.append(result.run)
     return runs

@@ -14,10 +14,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from irtrace import __version__
-from irtrace.cli_edge import hide_harmless_native_warnings, load_trace_warning_if_cut, run_command
+from irtrace.cli_edge import (
+    Interrupted,
+    hide_harmless_native_warnings,
+    load_trace_warning_if_cut,
+    run_command,
+)
 from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.targets import target_names
-from irtrace.trace import STATUS_OK, KernelRun, Trace
+from irtrace.trace import STATUS_OK, STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun, Trace
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
 
@@ -58,6 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default=DEFAULT_OUTPUT, help=f"trace file (default {DEFAULT_OUTPUT})"
     )
     record.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    record.add_argument(
+        "--isolate",
+        action="store_true",
+        help="build and lower each kernel in a child process: a crash (segfault) in a pass fails that "
+        "run only, naming the pass, and recording goes on",
+    )
+    record.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="give each kernel (factory and lowering) at most S seconds, then kill it and mark the run "
+        "timed out; implies --isolate",
+    )
 
     run = commands.add_parser(
         "run",
@@ -107,8 +125,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "irtrace",
         lambda: COMMANDS[args.command](args),
         debug=args.debug,
-        interrupted="interrupted; what was recorded so far is kept",
+        interrupted="interrupted",
+        catch_signals=True,
     )
+
+
+def escape(text: object) -> str:
+    """``text`` shown as it is: Rich would take ``C_local[i, j]`` or ``[/x]`` for markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
 
 
 def _console(stderr: bool = False) -> Any:
@@ -129,13 +155,16 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.loader import parse_pass_config
     from irtrace.manifest import load_manifest
     from irtrace.specs import parse_spec
-    from irtrace.targets import check_target_name
+    from irtrace.targets import get_target
     from irtrace.trace import TraceWriter
 
     if not args.specs and not args.manifest:
         raise UsageError("give a kernel spec (path.py::name(args)) or --manifest irtrace.toml")
+    if args.timeout is not None and not (0 < args.timeout < 1e9):
+        raise UsageError(f"--timeout {args.timeout:g}: give a number of seconds above 0")
     for name in args.target:
-        check_target_name(name)
+        if name != "all":
+            get_target(name)
     configs = dict(parse_pass_config(item) for item in args.pass_config)
     requests = [RecordRequest(parse_spec(s), tuple(args.target), configs) for s in args.specs]
     if args.manifest:
@@ -143,16 +172,67 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
             targets = tuple(args.target) or request.targets
             merged = {**request.pass_configs, **configs}
             requests.append(RecordRequest(request.spec, targets, merged, request.name, request.base_dir))
-    with hide_harmless_native_warnings(debug=args.debug) as native, TraceWriter(args.output) as writer:
-        runs, errors = record_requests(requests, writer)
+    for request in requests:
+        _check_kernel_file(request)
+    # Inputs are checked; only now is the output touched, and it is replaced only when done.
+    writer = TraceWriter(args.output, partial=True)
+    _note_stale_partial(writer)
+    try:
+        with hide_harmless_native_warnings(debug=args.debug) as native:
+            runs, errors = record_requests(
+                requests, writer, isolate=args.isolate or args.timeout is not None, timeout=args.timeout
+            )
+    except KeyboardInterrupt:
+        raise _interrupted(writer, args.output) from None
+    except BaseException:
+        writer.abandon(keep=False)
+        raise
+    if runs:
+        writer.close()
+    else:
+        writer.abandon(keep=False)
     if not args.quiet:
-        print_summary(runs, args.output)
+        print_summary(runs, args.output if runs else None)
+    if not runs and not errors:
+        print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
     for error in errors:
         print(f"irtrace: error: {error.message}", file=sys.stderr)
     note = native.note("irtrace")
     if note and not args.quiet:
         print(note, file=sys.stderr)
     return _outcome(runs, errors)
+
+
+def _check_kernel_file(request: Any) -> None:
+    """A spec naming a file that is not there fails before anything is written."""
+    from pathlib import Path
+
+    from irtrace.loader import is_module_name, resolve_kernel_file
+
+    path = Path(request.spec.path).expanduser()
+    if request.base_dir is not None and not path.is_absolute():
+        path = request.base_dir / path
+    if path.exists() or not is_module_name(request.spec.path):
+        resolve_kernel_file(path)
+
+
+def _note_stale_partial(writer: Any) -> None:
+    if writer.replaced_stale_partial:
+        print(
+            f"irtrace: note: replacing {writer.partial_path}, left by an earlier run that was cut short",
+            file=sys.stderr,
+        )
+
+
+def _interrupted(writer: Any, output: str) -> Interrupted:
+    """Stop writing; what was recorded stays in ``OUTPUT.partial`` and the output is untouched."""
+    count = len(writer.trace().runs)
+    kept = writer.abandon(keep=True)
+    if kept is None:
+        return Interrupted(f"interrupted; {output} was left as it was")
+    return Interrupted(
+        f"interrupted; the {count} run(s) begun so far are in {kept} (cut short); {output} was left as it was"
+    )
 
 
 def _outcome(runs: Sequence[KernelRun], errors: Sequence[IrtraceError]) -> ExitCode:
@@ -163,7 +243,7 @@ def _outcome(runs: Sequence[KernelRun], errors: Sequence[IrtraceError]) -> ExitC
     return ExitCode.OK
 
 
-def print_summary(runs: Sequence[KernelRun], output: str) -> None:
+def print_summary(runs: Sequence[KernelRun], output: str | None) -> None:
     from rich.table import Table
 
     console = _console()
@@ -171,23 +251,37 @@ def print_summary(runs: Sequence[KernelRun], output: str) -> None:
     for column in ("kernel", "target", "status", "passes", "changed", "lower ms", "source"):
         table.add_column(column, justify="right" if column in ("passes", "changed", "lower ms") else "left")
     for run in runs:
-        status = run.status if run.status == STATUS_OK else f"[red]{run.status}[/red]"
+        status = run.status if run.status == STATUS_OK else f"[red]{_status(run)}[/red]"
         table.add_row(
-            run.kernel,
-            run.target,
+            escape(run.kernel),
+            escape(run.target),
             status,
             str(len(run.passes)),
             str(sum(p.changed for p in run.passes)),
             f"{run.total_s * 1000:.0f}" if run.total_s is not None else "-",
             (run.source_sha256 or "-")[:12],
         )
-    console.print(table)
+    if runs:
+        console.print(table)
     for run in runs:
         if run.status != STATUS_OK:
             failed = next((p for p in run.passes if p.failed), None)
             where = f" in pass {failed.name}" if failed else ""
-            console.print(f"[red]failed[/red] {run.kernel} on {run.target}{where}: {_first_line(run.error)}")
-    console.print(f"trace written to {output}")
+            console.print(
+                f"[red]{_status(run)}[/red] "
+                + escape(f"{run.kernel} on {run.target}{where}: {_first_line(run.error)}")
+            )
+    if output is not None:
+        console.print(escape(f"trace written to {output}"))
+
+
+def _status(run: KernelRun) -> str:
+    """``ok``, ``failed``, ``timed out``, ``crashed`` or ``incomplete``."""
+    if run.stopped_by == STOPPED_BY_TIMEOUT:
+        return "timed out"
+    if run.stopped_by == STOPPED_BY_CRASH:
+        return "crashed"
+    return run.status
 
 
 def _first_line(text: str | None) -> str:
@@ -199,7 +293,7 @@ def _first_line(text: str | None) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
-    from irtrace.capture import lower_for_targets, run_script
+    from irtrace.capture import lower_for_targets, run_script, split_command
     from irtrace.targets import get_target
     from irtrace.trace import TraceWriter
 
@@ -207,15 +301,27 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     if command and command[0] == "--":
         command = command[1:]
     targets = [get_target(name) for name in args.target]
-    with TraceWriter(args.output) as writer:
+    split_command(command)  # the script is there: checked before the output is touched
+    writer = TraceWriter(args.output, partial=True)
+    _note_stale_partial(writer)
+    try:
         outcome = run_script(command, writer)
         runs = list(outcome.runs)
         if targets:
             runs += lower_for_targets(outcome.captured, targets, writer)
+    except KeyboardInterrupt:
+        raise _interrupted(writer, args.output) from None
+    except BaseException:
+        writer.abandon(keep=False)
+        raise
+    if runs:
+        writer.close()
+    else:
+        writer.abandon(keep=False)
     if not args.quiet:
-        print_summary(runs, args.output)
+        print_summary(runs, args.output if runs else None)
     if not runs:
-        print("irtrace: the script lowered no kernel", file=sys.stderr)
+        print(f"irtrace: the script lowered no kernel, so {args.output} was not written", file=sys.stderr)
     if outcome.error is not None:
         message = _first_line(str(outcome.error)) or type(outcome.error).__name__
         print(
@@ -248,8 +354,9 @@ def cmd_show(args: argparse.Namespace) -> ExitCode:
     if args.by_pass:
         _print_totals(totals_by_pass(runs))
     else:
+        labels = trace.run_labels()
         for run in runs:
-            _print_run(trace, run, args.changed)
+            _print_run(trace, run, args.changed, labels[run.run_id])
     return ExitCode.OK
 
 
@@ -258,17 +365,22 @@ def _bar(share: float, width: int = 12) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
-def _print_run(trace: Trace, run: KernelRun, changed_only: bool) -> None:
+def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> None:
     from rich.table import Table
 
     from irtrace.report import pass_rows
 
     console = _console()
     total = f"{run.total_s * 1000:.0f} ms" if run.total_s is not None else "?"
-    status = run.status if run.status == STATUS_OK else f"[red]{run.status}[/red]"
+    status = run.status if run.status == STATUS_OK else f"[red]{_status(run)}[/red]"
+    if run.running:
+        status += escape(f" while pass {run.running} was running")
     console.print(
-        f"[bold]{run.kernel}[/bold] on [bold]{run.target}[/bold]: {status}, {len(run.passes)} passes, "
-        f"{total}, tilelang {run.tilelang_version}, source {(run.source_sha256 or '-')[:12]}"
+        f"[bold]{escape(label)}[/bold] on [bold]{escape(run.target)}[/bold]: {status}, "
+        + escape(
+            f"{len(run.passes)} passes, {total}, tilelang {run.tilelang_version}, "
+            f"source {(run.source_sha256 or '-')[:12]}"
+        )
     )
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("#", "pass", "phase", "ms", "share", "+", "-"):
@@ -277,7 +389,7 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool) -> None:
         record = row.record
         if changed_only and not record.changed and not record.failed:
             continue
-        name = "  " * record.depth + row.label
+        name = escape("  " * record.depth + row.label)
         if record.failed:
             name = f"[red]{name}  FAILED[/red]"
         elif not record.changed:
@@ -285,7 +397,7 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool) -> None:
         table.add_row(
             str(record.index),
             name,
-            record.phase if record.pipeline is None else f"{record.phase}:{record.pipeline}",
+            escape(record.phase if record.pipeline is None else f"{record.phase}:{record.pipeline}"),
             f"{record.self_s * 1000:.2f}",
             _bar(row.share),
             f"[green]+{row.added}[/green]" if row.added else "",
@@ -293,7 +405,7 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool) -> None:
         )
     console.print(table)
     if run.error:
-        console.print(f"[red]error:[/red] {_first_line(run.error)}")
+        console.print("[red]error:[/red] " + escape(_first_line(run.error)))
     console.print()
 
 
@@ -305,7 +417,11 @@ def _print_totals(rows: Sequence[Any]) -> None:
         table.add_column(column, justify="left" if column == "pass" else "right")
     for row in rows:
         table.add_row(
-            row.name, str(row.count), str(row.changed), f"{row.total_s * 1000:.2f}", f"{row.share * 100:.1f}%"
+            escape(row.name),
+            str(row.count),
+            str(row.changed),
+            f"{row.total_s * 1000:.2f}",
+            f"{row.share * 100:.1f}%",
         )
     _console().print(table)
 
@@ -332,9 +448,14 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
-    from irtrace.trace import merge_traces
+    from irtrace.trace import load_trace, merge_traces, merge_warnings
 
-    merged = merge_traces(args.traces, args.output)
+    for warning in merge_warnings([load_trace(path) for path in args.traces]):
+        print(f"irtrace: warning: {warning}", file=sys.stderr)
+    try:
+        merged = merge_traces(args.traces, args.output)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; {args.output} was left as it was") from None
     print(f"merged {len(merged.runs)} run(s) from {len(args.traces)} file(s) into {args.output}")
     return ExitCode.OK
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import sys
 import threading
 import traceback
@@ -17,24 +18,64 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from irtrace import interrupts
 from irtrace.errors import ExitCode, IrtraceError
-from irtrace.trace import Trace, load_trace
+from irtrace.trace import STATUS_INCOMPLETE, Trace, load_trace
 
 
-def run_command(tool: str, call: Callable[[], int], *, debug: bool, interrupted: str = "interrupted") -> int:
-    """Run one command, turning errors a user can cause into a line on stderr and an exit code."""
+class Interrupted(KeyboardInterrupt):
+    """An interrupt whose command has saved what it could; ``message`` says what and where."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def run_command(
+    tool: str,
+    call: Callable[[], int],
+    *,
+    debug: bool,
+    interrupted: str = "interrupted",
+    catch_signals: bool = False,
+) -> int:
+    """Run one command, turning errors a user can cause into a line on stderr and an exit code.
+
+    With ``catch_signals``, SIGINT and SIGTERM are noted while the command runs
+    (``irtrace.interrupts``), so a Ctrl-C that TVM turns into an error still stops it, and
+    SIGTERM is handled like Ctrl-C (exit 143 instead of 130).
+    """
+    signals = interrupts.catching() if catch_signals else contextlib.nullcontext()
     try:
-        return int(call())
+        with signals:
+            return int(call())
     except IrtraceError as error:
         if debug:
             traceback.print_exc()
         print(f"{tool}: error: {error.message}", file=sys.stderr)
         return int(error.exit_code)
-    except KeyboardInterrupt:
-        print(f"{tool}: {interrupted}", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt as interrupt:
+        terminated = catch_signals and interrupts.received() == signal.SIGTERM
+        message = interrupt.message if isinstance(interrupt, Interrupted) else interrupted
+        if terminated:
+            message = message.replace("interrupted", "terminated", 1)
+        print(f"{tool}: {message}", file=sys.stderr)
+        return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
     except BrokenPipeError:  # the reader (say, `head`) went away: not an error
         return int(ExitCode.OK)
+    except OSError as error:  # a file the command writes (passdiff -o, passviz dot -o): one line too
+        if debug:
+            traceback.print_exc()
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"{tool}: error: {where}{error.strerror or error}", file=sys.stderr)
+        return int(ExitCode.OUTPUT)
+    except RecursionError:
+        # Reading a trace checks every record; anything nested too deeply for Python that gets
+        # past that is still a format problem, not a reason for a traceback.
+        if debug:
+            traceback.print_exc()
+        print(f"{tool}: error: input nested too deeply to process", file=sys.stderr)
+        return int(ExitCode.TRACE_FORMAT)
 
 
 def load_trace_warning_if_cut(path: str, tool: str) -> Trace:
@@ -42,6 +83,12 @@ def load_trace_warning_if_cut(path: str, tool: str) -> Trace:
     trace = load_trace(path)
     if trace.truncated:
         print(f"{tool}: warning: {path} was cut short; using what it holds", file=sys.stderr)
+        for run in trace.runs:
+            if run.status == STATUS_INCOMPLETE and run.running:
+                where = f"{run.kernel} on {run.target}"
+                print(
+                    f"{tool}: warning: {where} stopped while pass {run.running} was running", file=sys.stderr
+                )
     return trace
 
 

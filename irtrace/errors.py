@@ -21,19 +21,27 @@ class ExitCode(IntEnum):
     TRACE_FORMAT = 6
     SCRIPT = 7
     NOT_FOUND = 8
+    OUTPUT = 9
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 EXIT_CODE_MEANINGS: dict[int, str] = {
     ExitCode.OK: "success",
     ExitCode.USAGE: "bad command line: unknown option or target, an argument that is not a literal",
     ExitCode.INPUT: "a kernel, manifest, script or trace file is missing, or names no such kernel",
-    ExitCode.KERNEL_SOURCE: "the kernel file raised while being imported (syntax error, failing import)",
-    ExitCode.LOWERING: "a kernel failed to build or lower; the trace holds the failure and was written",
-    ExitCode.TRACE_FORMAT: "a trace file is corrupt, not a trace, or of a newer schema",
+    ExitCode.KERNEL_SOURCE: "the kernel file raised while being imported (syntax error, failing import, "
+    "sys.exit or a module-level argparse that exits); the other kernels were recorded",
+    ExitCode.LOWERING: "a kernel failed to build or lower, crashed or timed out (--isolate, --timeout); "
+    "the trace holds the failure and was written",
+    ExitCode.TRACE_FORMAT: "a trace file is corrupt, not a trace, has a field of the wrong type, or is of a "
+    "newer schema",
     ExitCode.SCRIPT: "irtrace run: the script failed; the kernels it lowered before were kept",
     ExitCode.NOT_FOUND: "a kernel, target, pass or kernel source asked for is not in the trace",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); what was recorded so far is kept",
+    ExitCode.OUTPUT: "the output cannot be written (-o is a folder or a device, another irtrace is writing "
+    "it, disk full); an existing output is left as it was",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); what was recorded so far is kept in OUTPUT.partial",
+    ExitCode.TERMINATED: "terminated (SIGTERM); what was recorded so far is kept in OUTPUT.partial",
 }
 
 
@@ -75,6 +83,12 @@ class TraceFormatError(IrtraceError):
     """A trace file cannot be read: corrupt, not a trace, or from a newer schema."""
 
     exit_code = ExitCode.TRACE_FORMAT
+
+
+class OutputError(IrtraceError):
+    """The output file cannot be written: a folder, a device, held by another writer, disk full."""
+
+    exit_code = ExitCode.OUTPUT
 
 
 class NotInTraceError(IrtraceError):

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from irtrace import interrupts
 from irtrace.pass_names import display_name
 from irtrace.snapshots import ModuleState, Snapshot, SnapshotPrinter
 from irtrace.targets import TargetSpec, make_tvm_target
@@ -215,6 +216,9 @@ class PassRecorder:
         )
         self.next_index += 1
         self.open.append(frame)
+        # Written before the pass runs: if the process dies in it, the trace names it.
+        run_id, index = self._run_id(), frame.index
+        self.printer.write(lambda: self.writer.start_pass(run_id, index, name))
         return frame
 
     def pass_started(self, mod: Any, event: Any) -> _OpenPass:
@@ -393,6 +397,7 @@ def record_lowering(
         should_stop=should_stop,
     )
     failure: BaseException | None = None
+    interrupted = False
     started = time.perf_counter()
     try:
         with (
@@ -407,11 +412,18 @@ def record_lowering(
             target_object,
         ):
             tilelang.lower(func, target=target_object)
+    except KeyboardInterrupt:
+        interrupted = True
     except Exception as error:
         # After a stop, passes are skipped; whatever then raises (our StopLowering at codegen, or
         # pipeline code meeting an unlowered module) ends the lowering we asked to end.
         if not recorder.stop_requested:
             failure = error
+    if interrupted or interrupts.received() is not None:
+        # Ctrl-C in a pass comes back from TVM as a bare RuntimeError: not a lowering failure.
+        # What finished is kept; the run gets no end, so it reads as cut short in that pass.
+        recorder.drain()
+        raise KeyboardInterrupt
     recorder.write_failed(failure)
     recorder.drain()
     total = time.perf_counter() - started

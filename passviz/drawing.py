@@ -1,6 +1,8 @@
 """The pipeline as a Graphviz graph: passes in order, nesting as clusters, one lane per run.
 
 The graph is built with the ``graphviz`` package and rendered by Graphviz's ``dot`` program.
+Every label and tooltip taken from a trace goes through ``graphviz.escape``: a kernel named
+``<b>x</b>`` or ending in a backslash stays text, not an HTML-like label or a broken quote.
 Aligned passes (same name and occurrence, through passdiff) share a rank across lanes, so the
 place where two backends part ways shows as passes that only one lane has.
 """
@@ -131,13 +133,13 @@ def _draw_lane(
             names = ", ".join(e.label for e in group[:3]) + (", …" if len(group) > 3 else "")
             container.node(
                 name,
-                f"{len(group)} unchanged passes\n{names}",
+                graphviz.escape(f"{len(group)} unchanged passes\n{names}"),
                 shape="note",
                 style="filled",
                 fillcolor="#f4f4f4",
                 fontcolor="#777777",
                 fontsize="8",
-                tooltip="\n".join(e.label for e in group),
+                tooltip=graphviz.escape("\n".join(e.label for e in group)),
             )
         else:
             name = node_id(lane.number, first.index)
@@ -156,7 +158,10 @@ def _draw_lane(
             if record.index in children:
                 with container.subgraph(name=f"cluster_l{lane.number}_n{record.index}") as nested:
                     nested.attr(
-                        label=f"{group[0].label} (nested)", style="dashed", color="#bbbbbb", fontsize="9"
+                        label=graphviz.escape(f"{group[0].label} (nested)"),
+                        style="dashed",
+                        color="#bbbbbb",
+                        fontsize="9",
                     )
                     add_group(nested, group)
                     add_children(nested, record.index, None)
@@ -165,7 +170,9 @@ def _draw_lane(
 
     with graph.subgraph(name=f"cluster_lane{lane.number}") as lane_graph:
         status = "" if lane.run.status == "ok" else f" ({lane.run.status})"
-        lane_graph.attr(label=f"{lane.label}{status}", style="rounded", color="#444444", fontsize="12")
+        lane_graph.attr(
+            label=graphviz.escape(f"{lane.label}{status}"), style="rounded", color="#444444", fontsize="12"
+        )
         add_children(lane_graph, None, "module")
         for scope in ("host", "device"):
             if any(g[0].record.scope == scope and g[0].record.parent is None for g in groups):
@@ -204,10 +211,12 @@ def _node_attrs(trace: Trace, entry: PassEntry, hottest: float, lane_specific: b
     heat = entry.share / hottest
     fill = "#{:02x}{:02x}{:02x}".format(*(round(255 + (c - 255) * heat) for c in HOT_COLOR))
     attrs = {
-        "label": f"{entry.label}\n{detail} · {format_ms(record.self_s)}",
+        "label": graphviz.escape(f"{entry.label}\n{detail} · {format_ms(record.self_s)}"),
         "fillcolor": fill,
-        "tooltip": f"{entry.label}: {record.phase}, {record.scope}, {format_ms(record.self_s)} self"
-        + (f"\n{record.error}" if record.error else ""),
+        "tooltip": graphviz.escape(
+            f"{entry.label}: {record.phase}, {record.scope}, {format_ms(record.self_s)} self"
+            + (f"\n{record.error}" if record.error else "")
+        ),
     }
     if not record.changed and not record.failed:
         attrs["fontcolor"] = "#777777"

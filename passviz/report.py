@@ -65,13 +65,12 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
 def write_report(
     trace: Trace, output: str | os.PathLike[str], runs: Sequence[KernelRun] | None = None
 ) -> Path:
-    """Builds the page, then writes it in one go (a temporary file renamed into place)."""
-    path = Path(output)
-    page = report_html(trace, runs)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(page, encoding="utf-8")
-    partial.replace(path)
-    return path
+    """Builds the page, then writes it in one go through ``NAME.partial`` renamed into place: a
+    symlink is written through, a folder or device is refused (``OutputError``), and a failed
+    write leaves no partial file behind."""
+    from irtrace.output import write_atomically
+
+    return write_atomically(output, report_html(trace, runs))
 
 
 def _e(text: object) -> str:
@@ -79,7 +78,7 @@ def _e(text: object) -> str:
 
 
 def _run_anchor(run: KernelRun) -> str:
-    return f"run{run.run_id}"
+    return _e(f"run{run.run_id}")
 
 
 def _runs_table(runs: Sequence[KernelRun]) -> str:
@@ -158,7 +157,7 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
     for entry in pass_entries(run):
         record = entry.record
         added, removed = trace.line_changes(record)
-        anchor = f"{_run_anchor(run)}-p{record.index}"
+        anchor = _e(f"{_run_anchor(run)}-p{record.index}")
         name = _e(entry.label)
         if record.changed or record.failed:
             name = f"<a href='#{anchor}'>{name}</a>"
@@ -167,7 +166,7 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
             f"<span class='add'>+{added}</span> <span class='del'>-{removed}</span>" if record.changed else ""
         )
         rows.append(
-            f"<tr class='{css}'><td class='num'>{record.index}</td>"
+            f"<tr class='{css}'><td class='num'>{_e(record.index)}</td>"
             f"<td>{'&nbsp;&nbsp;' * record.depth}{name}</td>"
             f"<td>{_e(record.phase)}</td><td>{_e(record.scope)}</td>"
             f"<td class='num'>{format_ms(record.self_s)}</td>"

@@ -229,7 +229,10 @@ def test_find_pass_occurrences_and_errors(gemm_trace: Trace) -> None:
         ("hello\n", "not a trace record"),
         ('{"record":"header","format":"irtrace","schema":99}\n', "schema 99, newer"),
         ('{"record":"header","format":"other","schema":1}\n', "not an irtrace trace"),
-        ('{"record":"header","format":"irtrace","schema":1}\n{"record":"pass","run":0}\n{}\n', "malformed"),
+        (
+            '{"record":"header","format":"irtrace","schema":1}\n{"record":"pass","run":0}\n{}\n',
+            "no run record before it",
+        ),
     ],
 )
 def test_bad_trace_files(tmp_path: Path, content: str, fragment: str) -> None:
