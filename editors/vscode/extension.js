@@ -1,82 +1,287 @@
-// Starts `tilelang-lsp` and passes workspace trust; plain JavaScript, no build step.
+// VS Code client for tilelang-lsp: starts the server from the user's interpreter, passes workspace
+// trust, and adds the commands the code lenses use. Plain JavaScript, no build step.
 "use strict";
 
+const path = require("path");
 const vscode = require("vscode");
-const { LanguageClient } = require("vscode-languageclient/node");
+const { LanguageClient, RevealOutputChannelOn } = require("vscode-languageclient/node");
 
 const IR_SCHEME = "tilelang-ir";
-let client;
-const irDocuments = new Map();
+const TRACE_KERNEL = "tilelang.traceKernel"; // a server command (workspace/executeCommand)
+const SHOW_IR = "tilelang.showIrAfterPass"; // a client command: the lens and the palette use it
 
-function initializationOptions() {
-  const config = vscode.workspace.getConfiguration("tilelang");
-  return {
+let extensionContext;
+let watchingPython = false;
+let client;
+let interpreter; // the interpreter the running server was started with, or undefined
+let outputChannel;
+let starting = Promise.resolve();
+const irDocuments = new Map();
+const irChanged = new vscode.EventEmitter();
+
+function settings() {
+  return vscode.workspace.getConfiguration("tilelang");
+}
+
+// The Python extension's interpreter for this workspace, when it is installed. Not used in an
+// untrusted workspace: its interpreter may be a virtual environment inside the workspace.
+async function pythonExtensionInterpreter() {
+  const python = vscode.extensions.getExtension("ms-python.python");
+  if (!python || !vscode.workspace.isTrusted) return undefined;
+  try {
+    const api = python.isActive ? python.exports : await python.activate();
+    const environments = api && api.environments;
+    if (!environments) return undefined;
+    if (!watchingPython && environments.onDidChangeActiveEnvironmentPath) {
+      watchingPython = true;
+      extensionContext.subscriptions.push(
+        environments.onDidChangeActiveEnvironmentPath(() => {
+          if (!settings().get("python") && settings().get("server.command").length === 0) restart();
+        })
+      );
+    }
+    const resource = vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+    const active = environments.getActiveEnvironmentPath(resource);
+    const resolved = await environments.resolveEnvironment(active);
+    return resolved?.executable?.uri?.fsPath ?? active?.path;
+  } catch (error) {
+    outputChannel.appendLine(`Could not ask the Python extension for its interpreter: ${error}`);
+    return undefined;
+  }
+}
+
+// The interpreter the user picked: the `tilelang.python` setting, else the Python extension's
+// active environment, else `python3` from PATH. Returns [path, where it came from].
+async function pickInterpreter() {
+  const configured = settings().get("python");
+  if (configured) return [configured, "the tilelang.python setting"];
+  const fromExtension = await pythonExtensionInterpreter();
+  if (fromExtension) return [fromExtension, "the Python extension's active environment"];
+  return ["python3", "the default (python3 on PATH)"];
+}
+
+function initializationOptions(workerPython) {
+  const config = settings();
+  const options = {
     trusted: vscode.workspace.isTrusted,
-    python: config.get("python"),
     defaultTarget: config.get("defaultTarget"),
     extraTargets: config.get("extraTargets"),
     debounceMs: config.get("debounceMs"),
     analysisTimeoutS: config.get("analysisTimeoutS"),
+    workerMemoryLimitMb: config.get("workerMemoryLimitMb"),
+    hintWaitS: config.get("hintWaitS"),
+    backgroundDelayMs: config.get("backgroundDelayMs"),
+    summary: config.get("summary"),
+    raceCheck: config.get("raceCheck"),
+    traceDir: config.get("traceDir"),
     inlayHints: config.get("inlayHints"),
   };
+  if (workerPython) options.python = workerPython;
+  return options;
 }
 
-function startClient(context) {
-  const [command, ...args] = vscode.workspace.getConfiguration("tilelang").get("server.command");
-  client = new LanguageClient(
-    "tilelang-lsp",
+async function createClient() {
+  const [python, source] = await pickInterpreter();
+  const override = settings().get("server.command") || [];
+  const logLevel = settings().get("server.logLevel");
+  let command;
+  let args;
+  if (override.length > 0) {
+    // A server installed elsewhere (pipx, another venv): its worker still uses the picked interpreter.
+    [command, ...args] = override;
+    interpreter = settings().get("python") || undefined;
+  } else {
+    command = python;
+    args = ["-m", "tilelang_lsp.cli"];
+    interpreter = python;
+  }
+  args = [...args, "--log-level", logLevel];
+  outputChannel.appendLine(
+    `Starting ${[command, ...args].join(" ")} (interpreter from ${source}; ` +
+      `workspace ${vscode.workspace.isTrusted ? "trusted" : "not trusted: kernels are not compiled"})`
+  );
+  return new LanguageClient(
+    "tilelang",
     "TileLang",
-    { command, args },
+    { command, args, options: { env: { ...process.env, PYTHONUNBUFFERED: "1" } } },
     {
       documentSelector: [{ scheme: "file", language: "python" }],
-      initializationOptions: initializationOptions(),
+      initializationOptions: initializationOptions(override.length > 0 ? interpreter : undefined),
+      outputChannel,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: {
+        // The Trace lens runs the server's command; open what it wrote in passviz as well.
+        executeCommand: async (name, commandArgs, next) => {
+          const result = await next(name, commandArgs);
+          if (name === TRACE_KERNEL) openInPassviz(result);
+          return result;
+        },
+      },
     }
   );
-  context.subscriptions.push(client);
-  return client.start();
 }
 
-async function showIrAfterPass(uri, kernel, target) {
-  const document = { uri: uri || vscode.window.activeTextEditor?.document.uri.toString() };
-  const listing = await client.sendRequest("tilelang/passes", { textDocument: document, kernel, target });
-  if (!listing) {
-    vscode.window.showWarningMessage("TileLang: no full lowering yet for this kernel.");
-    return;
+async function start() {
+  client = await createClient();
+  try {
+    await client.start();
+  } catch (error) {
+    outputChannel.appendLine(`tilelang-lsp did not start: ${error}`);
+    vscode.window.showErrorMessage(
+      `TileLang: the language server did not start (${error}). Is tilelang-devtools installed in the ` +
+        "interpreter? Set tilelang.python, or see the TileLang output."
+    );
   }
-  const choice = await vscode.window.showQuickPick(listing.passes, { placeHolder: `${listing.kernel} on ${listing.target}` });
-  if (!choice) return;
-  const result = await client.sendRequest("tilelang/irAfterPass", {
-    textDocument: document, kernel: listing.kernel, passName: choice, target: listing.target,
+}
+
+// Serialize restarts: trust, settings and the command can ask for one at the same time.
+function restart() {
+  starting = starting.then(async () => {
+    if (client) {
+      try {
+        await client.stop();
+      } catch (error) {
+        outputChannel.appendLine(`Stopping the server: ${error}`);
+      }
+      client = undefined;
+    }
+    await start();
+  });
+  return starting;
+}
+
+function runningClient() {
+  if (!client || !client.isRunning()) {
+    vscode.window.showWarningMessage("TileLang: the language server is not running.");
+    return undefined;
+  }
+  return client;
+}
+
+// The kernel at the cursor, from the server's code lenses: [uri, kernel, target] of the nearest
+// kernel that starts at or above the cursor (else the file's first kernel).
+async function kernelAtCursor() {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== "python") {
+    vscode.window.showWarningMessage("TileLang: open a kernel file first.");
+    return undefined;
+  }
+  const lenses = await vscode.commands.executeCommand("vscode.executeCodeLensProvider", editor.document.uri);
+  const ours = (lenses || []).filter((lens) => lens.command && lens.command.command === TRACE_KERNEL);
+  if (ours.length === 0) {
+    vscode.window.showWarningMessage("TileLang: no analyzed kernel in this file yet.");
+    return undefined;
+  }
+  const line = editor.selection.active.line;
+  const above = ours.filter((lens) => lens.range.start.line <= line);
+  const lens = above.length > 0 ? above[above.length - 1] : ours[0];
+  return lens.command.arguments;
+}
+
+function openInPassviz(result) {
+  if (!result || !result.output) return;
+  const terminalOptions = { name: `passviz ${path.basename(result.output)}` };
+  if (interpreter) {
+    terminalOptions.shellPath = interpreter;
+    terminalOptions.shellArgs = ["-m", "passviz.cli", result.output];
+  } else {
+    terminalOptions.shellPath = "passviz";
+    terminalOptions.shellArgs = [result.output];
+  }
+  const terminal = vscode.window.createTerminal(terminalOptions);
+  terminal.show();
+}
+
+async function traceCurrentKernel() {
+  const lsp = runningClient();
+  const kernel = lsp && (await kernelAtCursor());
+  if (!kernel) return undefined;
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `TileLang: tracing ${kernel[1]}…` },
+    () => lsp.sendRequest("workspace/executeCommand", { command: TRACE_KERNEL, arguments: kernel })
+  );
+  if (!result || result.error) {
+    vscode.window.showErrorMessage(`TileLang: no trace (${result ? result.error : "is the workspace trusted?"})`);
+    return result;
+  }
+  openInPassviz(result);
+  return result;
+}
+
+// From a code lens: (uri, kernel, target). From the palette: the kernel at the cursor.
+async function showIrAfterPass(uri, kernel, target, passName) {
+  const lsp = runningClient();
+  if (!lsp) return undefined;
+  if (!uri) {
+    const atCursor = await kernelAtCursor();
+    if (!atCursor) return undefined;
+    [uri, kernel, target] = atCursor;
+  }
+  const document = { uri };
+  const listing = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: "TileLang: lowering the whole pipeline…" },
+    () => lsp.sendRequest("tilelang/passes", { textDocument: document, kernel, target })
+  );
+  if (!listing) {
+    vscode.window.showWarningMessage("TileLang: no full lowering for this kernel (does it compile?).");
+    return undefined;
+  }
+  const choice =
+    passName ||
+    (await vscode.window.showQuickPick(listing.passes, {
+      placeHolder: `IR of ${listing.kernel} on ${listing.target} after which pass?`,
+    }));
+  if (!choice) return undefined;
+  const result = await lsp.sendRequest("tilelang/irAfterPass", {
+    textDocument: document,
+    kernel: listing.kernel,
+    passName: choice,
+    target: listing.target,
   });
   if (!result || result.error) {
     vscode.window.showErrorMessage(`TileLang: ${result ? result.error : "no IR"}`);
-    return;
+    return undefined;
   }
-  irDocuments.set(result.uri, result.text);
-  const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(result.uri));
+  const irUri = vscode.Uri.parse(result.uri);
+  irDocuments.set(irUri.toString(), result.text);
+  irChanged.fire(irUri); // the same pass again after an edit: show the new text
+  const doc = await vscode.workspace.openTextDocument(irUri);
+  await vscode.languages.setTextDocumentLanguage(doc, "python");
   await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
+  return result.uri;
 }
 
 function activate(context) {
+  extensionContext = context;
+  outputChannel = vscode.window.createOutputChannel("TileLang");
   context.subscriptions.push(
+    outputChannel,
+    irChanged,
     vscode.workspace.registerTextDocumentContentProvider(IR_SCHEME, {
+      onDidChange: irChanged.event,
       provideTextDocumentContent: (uri) => irDocuments.get(uri.toString()) ?? "",
     }),
-    vscode.commands.registerCommand("tilelang.showIrAfterPass", showIrAfterPass),
-    vscode.commands.registerCommand("tilelang.restartServer", async () => {
-      await client?.stop();
-      await startClient(context);
+    vscode.commands.registerCommand(SHOW_IR, showIrAfterPass),
+    vscode.commands.registerCommand("tilelang.traceCurrentKernel", traceCurrentKernel),
+    vscode.commands.registerCommand("tilelang.restartServer", restart),
+    vscode.commands.registerCommand("tilelang.showOutput", () => outputChannel.show(true)),
+    // The server reads trust once, at initialize: restart it so it may compile kernels.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      outputChannel.appendLine("Workspace trusted: restarting the server.");
+      return restart();
     }),
-    // Trust is granted once per workspace: restart so the server may compile kernels.
-    vscode.workspace.onDidGrantWorkspaceTrust(async () => {
-      await client?.stop();
-      await startClient(context);
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration("tilelang")) {
+        outputChannel.appendLine("TileLang settings changed: restarting the server.");
+        restart();
+      }
     })
   );
-  return startClient(context);
+  return restart();
 }
 
-function deactivate() {
+async function deactivate() {
+  await starting;
   return client ? client.stop() : undefined;
 }
 
