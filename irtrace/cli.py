@@ -1,4 +1,4 @@
-"""The ``irtrace`` command: record, run, show, ir, merge, targets.
+"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets.
 
 Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code from
 ``ExitCode``; ``--debug`` shows the traceback instead.
@@ -111,7 +111,22 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("traces", nargs="+")
     merge.add_argument("-o", "--output", required=True)
 
-    commands.add_parser("targets", help="list the targets")
+    matrix = commands.add_parser(
+        "matrix",
+        help="backend coverage: kernels x targets with ok or the failing pass, one line per root cause",
+        description="Print which kernel lowers on which target, and why not where it fails.",
+        epilog="record the coverage first, e.g.\n"
+        "  irtrace record --manifest irtrace.toml -t all -o coverage.jsonl\n"
+        "  irtrace matrix coverage.jsonl --format markdown >> $GITHUB_STEP_SUMMARY\n\n" + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    matrix.add_argument("trace")
+    matrix.add_argument("-k", "--kernel", action="append", default=[], help="only these kernels; repeatable")
+    matrix.add_argument(
+        "--format", choices=("table", "markdown", "json"), default="table", help="default: a terminal table"
+    )
+
+    commands.add_parser("targets", help="list the targets by vendor, with aliases")
     return parser
 
 
@@ -461,11 +476,61 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_targets(args: argparse.Namespace) -> ExitCode:
-    from irtrace.targets import TARGETS
+    from rich.table import Table
 
-    for spec in TARGETS.values():
-        print(f"{spec.name:<14} {spec.backend:<7} dialect={spec.dialect}")
-    print("all            every target of the kernel's dialect")
+    from irtrace.targets import aliases_of, target_patterns, targets_by_vendor
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("target", "family", "hardware", "source", "aliases"):
+        table.add_column(column)
+    for vendor, specs in targets_by_vendor().items():
+        table.add_row(f"[bold]{vendor}[/bold]", "", "", "", "")
+        for spec in specs:
+            table.add_row(
+                f"  {spec.name}",
+                spec.family,
+                spec.hardware,
+                spec.source_language,
+                ", ".join(aliases_of(spec.name)),
+            )
+    console = _console()
+    console.print(table)
+    patterns = ", ".join(target_patterns()[1:])
+    console.print(f"all: every target of the kernel's dialect; {patterns}: every architecture of a backend")
+    return ExitCode.OK
+
+
+def cmd_matrix(args: argparse.Namespace) -> ExitCode:
+    import json
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from irtrace.coverage import cell_text, coverage_matrix, matrix_document, matrix_markdown
+
+    trace = _load(args.trace)
+    runs = [run for run in trace.runs if not args.kernel or run.kernel in args.kernel]
+    if not runs:
+        raise NotInTraceError(f"{args.trace} holds no run of {', '.join(args.kernel) or 'any kernel'}")
+    matrix = coverage_matrix(runs)
+    if args.format == "json":
+        print(json.dumps(matrix_document(matrix), indent=2))
+    elif args.format == "markdown":
+        sys.stdout.write(matrix_markdown(matrix))
+    else:
+        table = Table(box=None, pad_edge=False)
+        table.add_column("kernel")
+        for target in matrix.targets:
+            table.add_column(target)
+        for kernel in matrix.kernels:
+            cells = [cell_text(matrix.cells.get((kernel, target))) for target in matrix.targets]
+            styled = [escape(c) if c in ("", "ok") else f"[red]{escape(c)}[/red]" for c in cells]
+            table.add_row(kernel, *styled)
+        console = _console()
+        console.print(table)
+        for cause in matrix.causes:
+            where = cause.failed_pass or "building the kernel"
+            console.print(f"({cause.number}) {escape(where)}: {escape(cause.headline)} x{len(cause.cells)}")
     return ExitCode.OK
 
 
@@ -476,6 +541,7 @@ COMMANDS = {
     "ir": cmd_ir,
     "merge": cmd_merge,
     "targets": cmd_targets,
+    "matrix": cmd_matrix,
 }
 
 

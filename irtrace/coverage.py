@@ -22,7 +22,8 @@ CUT_SHORT = "incomplete"
 
 _TARGET_JSON = re.compile(r"\{\"kind\":\s*\"[^\"]*\".*?(\}|$)")
 _NOISE_LINE = re.compile(r"^\s*(\||\^|~|File \"|at |Stack trace|\d+: |Traceback)")
-_CHECK_FAILED = re.compile(r"Check failed: .*? : ")
+_CHECK_FAILED = re.compile(r"Check failed: (.*? : |\(.*?\) is false: )")
+_TARGET_NAME = re.compile(r"target `[^`]+`")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ def error_headline(error: str | None) -> str:
             continue
         text = _CHECK_FAILED.sub("", text)
         text = _TARGET_JSON.sub("<target>", text)
+        text = _TARGET_NAME.sub("target `<target>`", text)
         return text[:240]
     return "failed without a message"
 
