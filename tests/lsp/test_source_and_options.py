@@ -245,3 +245,13 @@ def test_a_kernel_recorded_in_irtrace_toml_takes_its_spec_arguments() -> None:
     choice = resolve_arguments(kernel, ProjectConfig(), recorded)
     assert (choice.args, choice.origin, choice.missing) == (recorded.args, recorded.origin, ())
     assert manifest_call(examples / "fp8_quant.py", "no_such_kernel") is None
+
+
+def test_options_and_directives_take_irtrace_target_names_and_aliases() -> None:
+    options, problems = parse_options(
+        {"defaultTarget": "cuda:hopper", "extraTargets": ["hip:rdna4", "cpu", "cuda:sm_120", "gfx90a"]}
+    )
+    assert problems == []
+    assert options.default_target == "cuda:sm_90"
+    assert options.extra_targets == ["hip:gfx1201", "c", "cuda:sm_120", "hip:gfx90a"]
+    assert all(name in TARGETS for name in options.extra_targets)
