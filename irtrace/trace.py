@@ -29,6 +29,7 @@ from typing import IO, Any, cast
 
 from irtrace.errors import InputError, NotInTraceError, OutputError, TraceFormatError
 from irtrace.output import PartialFile, describe_os_error
+from irtrace.resources import RESOURCE_COUNTS, BenchResult, KernelResources, resources_to_json
 from irtrace.targets import canonical_target_name
 
 SCHEMA_VERSION = 1
@@ -53,6 +54,8 @@ PHASE_FINALIZE = "finalize"
 """Host/device split and device preparation after the pipeline."""
 PHASE_CODEGEN = "codegen"
 """Kernel source generation; its snapshot is the kernel source."""
+PHASE_MACHINE = "machine"
+"""The kernel source compiled by nvcc (``irtrace record --machine-code``): stages ``ptx`` and ``sass``."""
 
 
 def text_sha256(text: str) -> str:
@@ -71,7 +74,7 @@ class PassRecord:
     raw_name: str
     """The name TVM reported."""
     phase: str
-    """One of ``check``, ``lower``, ``finalize``, ``codegen``."""
+    """One of ``check``, ``lower``, ``finalize``, ``codegen``, ``machine``."""
     pipeline: str | None
     """The backend pipeline it ran in (``cuda``, ``hip``, ``metal``, ``ascend``), if any."""
     depth: int
@@ -138,6 +141,10 @@ class KernelRun:
     """The pass that was running when the recording stopped (cut short, crashed or timed out)."""
     stopped_by: str | None = None
     """``timeout`` or ``crash`` when the lowering process was killed or died (``--isolate``)."""
+    resources: tuple[KernelResources, ...] = ()
+    """Per kernel function: registers, spills, shared memory (``--machine-code``, CUDA only)."""
+    bench: BenchResult | None = None
+    """The kernel's measured latency (``--bench``, on a GPU)."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -529,23 +536,58 @@ class TraceWriter:
         self._write(end)
         return run
 
+    def add_machine_code(
+        self, run_id: int, passes: Sequence[PassRecord], resources: Sequence[KernelResources]
+    ) -> KernelRun:
+        """Add a run's machine-code stages (phase ``machine``) and resources, after its ``end``.
+
+        A separate record, so the compile can finish after later runs began; a failed stage
+        makes an ``ok`` run ``failed`` with its error.
+        """
+        self._write(
+            {
+                "record": "machine",
+                "run": run_id,
+                "passes": [asdict(record) for record in passes],
+                "resources": resources_to_json(resources),
+            }
+        )
+        run = self._runs[run_id] = with_machine_code(self._runs[run_id], passes, resources)
+        return run
+
+    def add_bench(self, run_id: int, bench: BenchResult) -> KernelRun:
+        """Add a run's measured latency (``irtrace record --bench``), after its ``end``."""
+        self._write({"record": "bench", "run": run_id, **bench.to_json()})
+        run = self._runs[run_id] = replace(self._runs[run_id], bench=bench)
+        return run
+
     def add_run(self, run: KernelRun, texts: Mapping[str, str]) -> KernelRun:
         """Copy a run (and the texts it needs) from another trace."""
         for sha in _shas_of(run):
             self.add_text(texts[sha], sha)
         started = self.begin_run(run)
+        machine = [record for record in run.passes if record.phase == PHASE_MACHINE]
         for record in run.passes:
-            self.add_pass(started.run_id, record)
-        return self.end_run(
+            if record.phase != PHASE_MACHINE:
+                self.add_pass(started.run_id, record)
+        status, error = run.status, run.error
+        if machine and status == STATUS_FAILED and any(r.failed for r in machine):
+            status, error = STATUS_OK, None  # the lowering's own outcome; the stage fails it again
+        ended = self.end_run(
             started.run_id,
-            status=run.status,
-            error=run.error,
+            status=status,
+            error=error,
             total_s=run.total_s,
             input_ir=run.input_ir,
             source_sha256=run.source_sha256,
             running=run.running,
             stopped_by=run.stopped_by,
         )
+        if machine or run.resources:
+            ended = self.add_machine_code(started.run_id, machine, run.resources)
+        if run.bench is not None:
+            ended = self.add_bench(started.run_id, run.bench)
+        return ended
 
     def run(self, run_id: int) -> KernelRun:
         """The run as written so far."""
@@ -597,6 +639,10 @@ class TraceWriter:
                 self.add_pass(fields.id("run"), _pass_from(fields))
             elif kind == "end":
                 self.end_run(fields.id("run"), **_end_from(fields))
+            elif kind == "machine":
+                self.add_machine_code(fields.id("run"), *_machine_from(fields))
+            elif kind == "bench":
+                self.add_bench(fields.id("run"), _bench_from(fields))
         return [self._runs[run_id] for run_id in run_ids]
 
     def started_passes(self, run_id: int) -> dict[int, str]:
@@ -660,7 +706,7 @@ class TraceWriter:
             self.abandon(keep=True)
 
 
-_END_ONLY_RUN_FIELDS = ("passes", "running", "stopped_by")
+_END_ONLY_RUN_FIELDS = ("passes", "running", "stopped_by", "resources", "bench")
 
 
 def _shas_of(run: KernelRun) -> Iterator[str]:
@@ -671,6 +717,21 @@ def _shas_of(run: KernelRun) -> Iterator[str]:
         for sha in (record.ir_before, record.ir_after):
             if sha:
                 yield sha
+
+
+def with_machine_code(
+    run: KernelRun, passes: Sequence[PassRecord], resources: Sequence[KernelResources]
+) -> KernelRun:
+    """``run`` with its machine-code stages and resources; a failed stage fails an ``ok`` run."""
+    run = replace(
+        run,
+        passes=tuple(sorted((*run.passes, *passes), key=lambda p: p.index)),
+        resources=tuple(resources) or run.resources,
+    )
+    failed = next((record for record in passes if record.failed), None)
+    if failed is not None and run.status == STATUS_OK:
+        run = replace(run, status=STATUS_FAILED, error=failed.error)
+    return run
 
 
 def _run_to_json(run: KernelRun) -> dict[str, Any]:
@@ -947,6 +1008,40 @@ def _end_from(fields: _Fields) -> dict[str, Any]:
     }
 
 
+def _machine_from(fields: _Fields) -> tuple[list[PassRecord], list[KernelResources]]:
+    items = fields.record.get("passes", [])
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise fields.fail("passes", "a list of pass objects")
+    passes = [_pass_from(_Fields(item, fields.where, fields.number, "machine pass")) for item in items]
+    resources = []
+    for function, value in fields.object("resources", default={}).items():
+        if not isinstance(value, dict):
+            raise fields.fail("resources", "an object of objects")
+        item = _Fields(value, fields.where, fields.number, f"resources of {function!r}")
+        counts = {name: item.id(name) for name in RESOURCE_COUNTS}
+        resources.append(
+            KernelResources(
+                function=function,
+                arch=item.text("arch"),
+                dynamic_smem=item.optional_id("dynamic_smem"),
+                **counts,
+            )
+        )
+    return passes, resources
+
+
+def _bench_from(fields: _Fields) -> BenchResult:
+    return BenchResult(
+        latency_ms=fields.optional_seconds("latency_ms"),
+        device=fields.text("device", default=""),
+        source_sha256=fields.optional_sha("source_sha256"),
+        backend=fields.text("backend", default=""),
+        warmup=fields.id("warmup", default=0),
+        repeat=fields.id("repeat", default=0),
+        error=fields.optional_text("error"),
+    )
+
+
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Read a trace file; a file cut short (plain or ``.gz``) loads up to its last complete line.
 
@@ -1109,6 +1204,26 @@ def _read_record(kind: str, fields: _Fields, parsed: _Parsed) -> None:
         return
     if kind == "footer":
         parsed.footer_seen = True
+        return
+    if kind in ("machine", "bench"):
+        # written after the run's end (the compile overlaps the next lowering)
+        run_id = fields.id("run")
+        if run_id not in parsed.runs:
+            raise TraceFormatError(
+                f"{where}:{number}: {kind} record of run {run_id}, which has no run record"
+            )
+        run = parsed.runs[run_id]
+        if kind == "bench":
+            parsed.runs[run_id] = replace(run, bench=_bench_from(fields))
+            return
+        passes, resources = _machine_from(fields)
+        for record in passes:
+            if record.index in parsed.passes[run_id]:
+                raise TraceFormatError(
+                    f"{where}:{number}: run {run_id} has two passes with index {record.index}"
+                )
+            parsed.passes[run_id][record.index] = record
+        parsed.runs[run_id] = with_machine_code(run, passes, resources)
         return
     if kind not in ("run", "start", "pass", "end"):
         return  # unknown kinds of the same schema are skipped: readers stay forward-tolerant
