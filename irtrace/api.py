@@ -179,6 +179,11 @@ def record_prepared(
     )
 
 
+AfterRun = Callable[[KernelRun, "PreparedLowering | None"], None]
+"""Called after each run is written, with the built kernel when this process built it (not with
+``isolate``): ``irtrace record --machine-code`` and ``--bench`` go on from there."""
+
+
 def record_request(
     request: RecordRequest,
     writer: TraceWriter,
@@ -186,6 +191,7 @@ def record_request(
     stop_after: Sequence[str] = (),
     isolate: bool = False,
     timeout: float | None = None,
+    after_run: AfterRun | None = None,
 ) -> list[RecordedLowering | KernelRun]:
     """Lower one request for each of its targets; a kernel that cannot be built or lowered is
     recorded as a failed run and the others go on.
@@ -198,11 +204,18 @@ def record_request(
     results: list[RecordedLowering | KernelRun] = []
     for unit in lowering_units(request):
         call = bind_unit(unit)
+        prepared: PreparedLowering | None = None
+        recorded: Sequence[RecordedLowering | KernelRun]
         if isolate or timeout is not None:
-            results.extend(record_in_child(unit, call, writer, timeout=timeout, stop_after=stop_after))
+            recorded = record_in_child(unit, call, writer, timeout=timeout, stop_after=stop_after)
         else:
-            results.append(record_prepared(build_unit(unit, call), writer, stop_after=stop_after))
+            prepared = build_unit(unit, call)
+            recorded = [record_prepared(prepared, writer, stop_after=stop_after)]
+        results.extend(recorded)
         interrupts.raise_if_requested()
+        if after_run is not None:
+            for result in recorded:
+                after_run(result.run if isinstance(result, RecordedLowering) else result, prepared)
     return results
 
 
@@ -212,6 +225,7 @@ def record_requests(
     *,
     isolate: bool = False,
     timeout: float | None = None,
+    after_run: AfterRun | None = None,
 ) -> tuple[list[KernelRun], list[IrtraceError]]:
     """Record every request; a request that cannot be loaded is reported and the rest go on.
 
@@ -221,7 +235,9 @@ def record_requests(
     errors: list[IrtraceError] = []
     for request in requests:
         try:
-            for result in record_request(request, writer, isolate=isolate, timeout=timeout):
+            for result in record_request(
+                request, writer, isolate=isolate, timeout=timeout, after_run=after_run
+            ):
                 runs.append(result.run if isinstance(result, RecordedLowering) else result)
         except OutputError:
             raise
