@@ -76,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="give each kernel (factory and lowering) at most S seconds, then kill it and mark the run "
         "timed out; implies --isolate",
     )
+    record.add_argument(
+        "--machine-code",
+        action="store_true",
+        help="also compile each CUDA run's kernel source as TileLang does (nvcc): its PTX and SASS become "
+        "stages ptx and sass, and registers, spills and shared memory per kernel are kept; needs nvcc and "
+        "nvdisasm or cuobjdump (pip install 'tilelang-devtools[cuda]'); no GPU needed",
+    )
+    record.add_argument(
+        "--bench",
+        action="store_true",
+        help="also run each CUDA kernel on the GPU with TileLang's profiler on random inputs and keep its "
+        "latency; needs an NVIDIA GPU",
+    )
 
     run = commands.add_parser(
         "run",
@@ -167,7 +180,9 @@ def _console(stderr: bool = False) -> Any:
 
 def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.api import RecordRequest, record_requests
+    from irtrace.bench import bench_for
     from irtrace.loader import parse_pass_config
+    from irtrace.machine_code import machine_code_for
     from irtrace.manifest import load_manifest
     from irtrace.specs import parse_spec
     from irtrace.targets import get_target
@@ -180,6 +195,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     for name in args.target:
         if name != "all":
             get_target(name)
+    _check_machine_code_and_bench(args)
     configs = dict(parse_pass_config(item) for item in args.pass_config)
     requests = [RecordRequest(parse_spec(s), tuple(args.target), configs) for s in args.specs]
     if args.manifest:
@@ -193,10 +209,25 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
     try:
-        with hide_harmless_native_warnings(debug=args.debug) as native:
+        with (
+            hide_harmless_native_warnings(debug=args.debug) as native,
+            machine_code_for(writer, args.machine_code) as compiler,
+            bench_for(writer, args.bench) as bench,
+        ):
+            hooks = [hook for hook in (compiler.after_run if compiler else None, bench) if hook is not None]
+
+            def after_run(run: KernelRun, prepared: Any) -> None:
+                for hook in hooks:
+                    hook(run, prepared)
+
             runs, errors = record_requests(
-                requests, writer, isolate=args.isolate or args.timeout is not None, timeout=args.timeout
+                requests,
+                writer,
+                isolate=args.isolate or args.timeout is not None,
+                timeout=args.timeout,
+                after_run=after_run if hooks else None,
             )
+        runs = [writer.run(run.run_id) for run in runs]  # with their machine code and latency
     except KeyboardInterrupt:
         raise _interrupted(writer, args.output) from None
     except BaseException:
@@ -208,6 +239,12 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
         writer.abandon(keep=False)
     if not args.quiet:
         print_summary(runs, args.output if runs else None)
+        if compiler is not None:
+            print(
+                f"machine code: {compiler.compiled} CUDA run(s) compiled, {compiler.compile_s:.1f} s of nvcc "
+                f"in the background, {compiler.waited_s:.1f} s waited for at the end",
+                file=sys.stderr,
+            )
     if not runs and not errors:
         print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
     for error in errors:
@@ -216,6 +253,22 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     if note and not args.quiet:
         print(note, file=sys.stderr)
     return _outcome(runs, errors)
+
+
+def _check_machine_code_and_bench(args: argparse.Namespace) -> None:
+    """A missing CUDA tool or GPU is said before anything is lowered."""
+    if args.machine_code:
+        from irtrace.machine_code import find_cuda_tools
+
+        find_cuda_tools()
+    if args.bench:
+        from irtrace.bench import require_gpu
+
+        if args.isolate or args.timeout is not None:
+            raise UsageError(
+                "--bench launches the kernels in this process; leave out --isolate and --timeout"
+            )
+        require_gpu()
 
 
 def _check_kernel_file(request: Any) -> None:
@@ -263,11 +316,18 @@ def print_summary(runs: Sequence[KernelRun], output: str | None) -> None:
 
     console = _console()
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("kernel", "target", "status", "passes", "changed", "lower ms", "source"):
-        table.add_column(column, justify="right" if column in ("passes", "changed", "lower ms") else "left")
+    machine = any(run.resources for run in runs)
+    benched = any(run.bench is not None for run in runs)
+    columns = ["kernel", "target", "status", "passes", "changed", "lower ms", "source"]
+    columns += ["regs", "spills", "smem"] if machine else []
+    columns += ["latency"] if benched else []
+    for column in columns:
+        table.add_column(
+            column, justify="left" if column in ("kernel", "target", "status", "source") else "right"
+        )
     for run in runs:
         status = run.status if run.status == STATUS_OK else f"[red]{_status(run)}[/red]"
-        table.add_row(
+        cells = [
             escape(run.kernel),
             escape(run.target),
             status,
@@ -275,7 +335,12 @@ def print_summary(runs: Sequence[KernelRun], output: str | None) -> None:
             str(sum(p.changed for p in run.passes)),
             f"{run.total_s * 1000:.0f}" if run.total_s is not None else "-",
             (run.source_sha256 or "-")[:12],
-        )
+        ]
+        if machine:
+            cells += _resource_cells(run)
+        if benched:
+            cells.append(_latency(run))
+        table.add_row(*cells)
     if runs:
         console.print(table)
     for run in runs:
@@ -288,6 +353,28 @@ def print_summary(runs: Sequence[KernelRun], output: str | None) -> None:
             )
     if output is not None:
         console.print(escape(f"trace written to {output}"))
+
+
+def _resource_cells(run: KernelRun) -> list[str]:
+    """Registers, spilled bytes and shared memory; the largest over the run's kernel functions."""
+    from irtrace.resources import format_bytes
+
+    if not run.resources:
+        return ["-", "-", "-"]
+    spills = max(item.spills for item in run.resources)
+    return [
+        str(max(item.registers for item in run.resources)),
+        f"[red]{spills} B[/red]" if spills else "0",
+        format_bytes(max(item.smem for item in run.resources)),
+    ]
+
+
+def _latency(run: KernelRun) -> str:
+    if run.bench is None:
+        return "-"
+    if run.bench.latency_ms is None:
+        return "[red]failed[/red]"
+    return f"{run.bench.latency_ms * 1000:.1f} µs"
 
 
 def _status(run: KernelRun) -> str:
@@ -419,6 +506,18 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
             f"[red]-{row.removed}[/red]" if row.removed else "",
         )
     console.print(table)
+    if run.resources:
+        from irtrace.machine_code import describe_resources
+
+        for line in describe_resources(run.resources):
+            console.print("resources: " + escape(line))
+    bench = run.bench
+    if bench is not None and bench.latency_ms is not None:
+        console.print(
+            escape(f"latency: {bench.latency_ms * 1000:.2f} µs on {bench.device} ({bench.backend})")
+        )
+    elif bench is not None:
+        console.print("[red]bench failed:[/red] " + escape(_first_line(bench.error)))
     if run.error:
         console.print("[red]error:[/red] " + escape(_first_line(run.error)))
     console.print()

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from irtrace.resources import resources_to_json
 from irtrace.trace import SCHEMA_VERSION, KernelRun, PassRecord, Trace
 
 
@@ -95,6 +96,8 @@ def _run_document(trace: Trace, run: KernelRun) -> dict[str, Any]:
         "pass_count": len(run.passes),
         "changed_count": sum(p.changed for p in run.passes),
         "source_sha256": run.source_sha256,
+        "resources": resources_to_json(run.resources),
+        "bench": run.bench.to_json() if run.bench is not None else None,
         "passes": [
             {
                 "index": row.record.index,

@@ -81,9 +81,9 @@ class BenchResult:
     backend: str = ""
     """TileLang's execution backend that launched it (``tvm_ffi``, ``cython``)."""
     warmup: int = 0
-    """Warm-up launches before timing (TileLang's ``do_bench(n_warmup=...)``)."""
+    """Milliseconds of warm-up launches before timing (TileLang's ``do_bench(warmup=...)``)."""
     repeat: int = 0
-    """Timed launches (``do_bench(n_repeat=...)``); 0 when TileLang chose by time."""
+    """Milliseconds of timed launches (``do_bench(rep=...)``)."""
     error: str | None = None
     """Why the benchmark failed."""
 
