@@ -2,10 +2,10 @@
 
 The child is forked from the recording process once the kernel's module is loaded and its
 arguments are evaluated, so it starts with TileLang imported and costs no new interpreter. It
-writes its records to a file of its own, flushed line by line; the parent copies them into the
-trace when the child ends, whichever way it ends. A child that dies (a segmentation fault in a
-pass) or is killed at ``--timeout`` leaves a failed run that names the pass that was running,
-and recording goes on with the next kernel.
+writes its records to a file of its own (``NAME.partial.kernel`` beside the output), flushed line
+by line; the parent copies them into the trace when the child ends, whichever way it ends. A
+child that dies (a segmentation fault in a pass) or is killed at ``--timeout`` leaves a failed
+run that names the pass that was running, and recording goes on with the next kernel.
 """
 
 from __future__ import annotations
@@ -128,8 +128,12 @@ def run_in_child(
     The runs the child began are returned as they stand in ``writer`` (one it did not end is
     still ``incomplete``); the outcome says how it ended.
     """
-    handle, scratch = tempfile.mkstemp(prefix="irtrace-child-", suffix=".jsonl")
-    os.close(handle)
+    if writer.partial_path is not None:  # beside the output, where a user watching it looks
+        scratch = str(writer.partial_path) + ".kernel"
+        Path(scratch).write_bytes(b"")
+    else:
+        handle, scratch = tempfile.mkstemp(prefix="irtrace-kernel-", suffix=".jsonl")
+        os.close(handle)
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
