@@ -14,6 +14,7 @@ let extensionContext;
 let watchingPython = false;
 let client;
 let interpreter; // the interpreter the running server was started with, or undefined
+let startedWith; // command, arguments and options of the running server, to tell real changes
 let outputChannel;
 let starting = Promise.resolve();
 const irDocuments = new Map();
@@ -80,22 +81,42 @@ function initializationOptions(workerPython) {
   return options;
 }
 
-async function createClient() {
+// How the server is started with the current settings: command, arguments, initialization options.
+async function serverLaunch() {
   const [python, source] = await pickInterpreter();
   const override = settings().get("server.command") || [];
   const logLevel = settings().get("server.logLevel");
-  let command;
-  let args;
   if (override.length > 0) {
-    // A server installed elsewhere (pipx, another venv): its worker still uses the picked interpreter.
-    [command, ...args] = override;
-    interpreter = settings().get("python") || undefined;
-  } else {
-    command = python;
-    args = ["-m", "tilelang_lsp.cli"];
-    interpreter = python;
+    // A server installed elsewhere (pipx, another venv): its worker still uses tilelang.python.
+    const workerPython = settings().get("python") || undefined;
+    return {
+      command: override[0],
+      args: [...override.slice(1), "--log-level", logLevel],
+      options: initializationOptions(workerPython),
+      interpreter: workerPython,
+      source,
+    };
   }
-  args = [...args, "--log-level", logLevel];
+  return {
+    command: python,
+    args: ["-m", "tilelang_lsp.cli", "--log-level", logLevel],
+    options: initializationOptions(undefined),
+    interpreter: python,
+    source,
+  };
+}
+
+// Trust is left out: its own event restarts the server.
+function launchKey(launch) {
+  const { trusted, ...options } = launch.options;
+  return JSON.stringify([launch.command, launch.args, options]);
+}
+
+async function createClient() {
+  const launch = await serverLaunch();
+  const { command, args, source } = launch;
+  interpreter = launch.interpreter;
+  startedWith = launchKey(launch);
   outputChannel.appendLine(
     `Starting ${[command, ...args].join(" ")} (interpreter from ${source}; ` +
       `workspace ${vscode.workspace.isTrusted ? "trusted" : "not trusted: kernels are not compiled"})`
@@ -106,7 +127,7 @@ async function createClient() {
     { command, args, options: { env: { ...process.env, PYTHONUNBUFFERED: "1" } } },
     {
       documentSelector: [{ scheme: "file", language: "python" }],
-      initializationOptions: initializationOptions(override.length > 0 ? interpreter : undefined),
+      initializationOptions: launch.options,
       outputChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       middleware: {
@@ -134,12 +155,16 @@ async function start() {
   }
 }
 
-// Serialize restarts: trust, settings and the command can ask for one at the same time.
+// Serialize restarts: trust, settings and the command can ask for one at the same time (granting
+// trust also changes the restricted settings). A request while one is still queued joins it.
+let queuedRestart;
 function restart() {
-  starting = starting.then(async () => {
+  if (queuedRestart) return queuedRestart;
+  const run = starting.then(async () => {
+    queuedRestart = undefined;
     if (client) {
       try {
-        await client.stop();
+        await client.stop(8000); // the server stops its worker first
       } catch (error) {
         outputChannel.appendLine(`Stopping the server: ${error}`);
       }
@@ -147,7 +172,9 @@ function restart() {
     }
     await start();
   });
-  return starting;
+  queuedRestart = run;
+  starting = run.catch(() => undefined);
+  return run;
 }
 
 function runningClient() {
@@ -270,11 +297,12 @@ function activate(context) {
       outputChannel.appendLine("Workspace trusted: restarting the server.");
       return restart();
     }),
-    vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration("tilelang")) {
-        outputChannel.appendLine("TileLang settings changed: restarting the server.");
-        restart();
-      }
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (!event.affectsConfiguration("tilelang")) return;
+      // Granting trust fires this too (restricted settings): restart only when the launch changes.
+      if (startedWith === launchKey(await serverLaunch())) return;
+      outputChannel.appendLine("TileLang settings changed: restarting the server.");
+      restart();
     })
   );
   return restart();
@@ -282,7 +310,7 @@ function activate(context) {
 
 async function deactivate() {
   await starting;
-  return client ? client.stop() : undefined;
+  return client ? client.stop(8000) : undefined;
 }
 
 module.exports = { activate, deactivate };

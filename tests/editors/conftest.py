@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,14 @@ def isolated_env(home: Path) -> dict[str, str]:
     (home / "tmp").mkdir(exist_ok=True)
     env["TMPDIR"] = str(home / "tmp")
     return env
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A short-named folder for :func:`isolated_env`: Chromium and VS Code put Unix sockets in
+    TMPDIR and XDG_RUNTIME_DIR, whose paths may not pass 107 bytes (pytest's tmp_path can)."""
+    with tempfile.TemporaryDirectory(prefix="tl-ed-") as folder:
+        yield Path(folder)
 
 
 @pytest.fixture

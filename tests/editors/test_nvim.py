@@ -32,12 +32,12 @@ def nvim() -> str:
     return found
 
 
-def run_neovim(tmp_path: Path, **spec: Any) -> dict[str, Any]:
+def run_neovim(tmp_path: Path, home: Path, **spec: Any) -> dict[str, Any]:
     """Run the driver on ``spec`` in an isolated Neovim and return its report."""
     output = tmp_path / "report.json"
     spec.update(plugin=str(PLUGIN), output=str(output), cmd=server_command())
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    env = isolated_env(tmp_path / "home")
+    env = isolated_env(home)
     env["TILELANG_NVIM_SPEC"] = str(tmp_path / "spec.json")
     done = subprocess.run(
         [nvim(), "--headless", "--clean", "-u", str(DRIVER)],
@@ -63,10 +63,13 @@ def drawn(hints: dict[str, list[str]], line: int) -> list[str]:
     return [text.strip() for text in hints.get(str(line), [])]
 
 
-def test_neovim_draws_hints_shows_diagnostics_lenses_and_ir(workspace: Path, tmp_path: Path) -> None:
+def test_neovim_draws_hints_shows_diagnostics_lenses_and_ir(
+    workspace: Path, tmp_path: Path, home: Path
+) -> None:
     kernel, broken = workspace / "gemm.py", workspace / "broken.py"
     report = run_neovim(
         tmp_path,
+        home,
         scenario="trusted",
         root=str(workspace),
         kernel=str(kernel),
@@ -108,7 +111,7 @@ def test_neovim_draws_hints_shows_diagnostics_lenses_and_ir(workspace: Path, tmp
     assert diagnostic["line"] == line_of(broken, "T.gemm(A_shared, B_shared, C_local)")
 
 
-def test_neovim_untrusted_root_runs_no_code_until_tilelang_trust(tmp_path: Path) -> None:
+def test_neovim_untrusted_root_runs_no_code_until_tilelang_trust(tmp_path: Path, home: Path) -> None:
     root = tmp_path / "untrusted"
     root.mkdir()
     (root / "pyproject.toml").write_text('[project]\nname = "kernels"\nversion = "0"\n')
@@ -121,6 +124,7 @@ def test_neovim_untrusted_root_runs_no_code_until_tilelang_trust(tmp_path: Path)
 
     report = run_neovim(
         tmp_path,
+        home,
         scenario="untrusted",
         root=str(root),
         kernel=str(kernel),
