@@ -12,7 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from irtrace.errors import NotInTraceError
-from irtrace.trace import KernelRun, PassRecord, Trace, occurrence_labels, occurrences, pass_label
+from irtrace.trace import (
+    PHASE_MACHINE,
+    KernelRun,
+    PassRecord,
+    Trace,
+    occurrence_labels,
+    occurrences,
+    pass_label,
+)
 from passdiff.align import (
     MOVED,
     NOT_REACHED,
@@ -109,6 +117,9 @@ class RunComparison:
     """``name#N`` labels one run ran after the other failed or was cut short."""
     source_diff: TextDiff | None = None
     """Diff of the final kernel sources; ``None`` when either run has none."""
+    machine_diffs: tuple[tuple[str, TextDiff], ...] = ()
+    """Diffs of the machine-code stages both runs have (``ptx``, ``sass``: ``irtrace record
+    --machine-code``), by stage name, in pipeline order."""
     notes: tuple[str, ...] = field(default=())
     """Facts worth showing: a run that failed, a missing kernel source."""
 
@@ -125,6 +136,7 @@ class RunComparison:
             or self.moved_passes
             or self.unreached_passes
             or (self.source_diff is not None and not self.source_diff.is_empty)
+            or any(not diff.is_empty for _, diff in self.machine_diffs)
             or (self.input_diff is not None and not self.input_diff.is_empty)
             or self.run_a.status != self.run_b.status
         )
@@ -304,6 +316,11 @@ def compare_runs(
     notes = []
     if source_a is not None and source_b is not None:
         source_diff = diff_texts(source_a, source_b, rules)
+    machine_diffs = []
+    for stage in _machine_stages(run_a):
+        text_a, text_b = _stage_text(trace_a, run_a, stage), _stage_text(trace_b, run_b, stage)
+        if text_a is not None and text_b is not None:
+            machine_diffs.append((stage, diff_texts(text_a, text_b, rules)))
     for side, run, source in (("a", run_a, source_a), ("b", run_b, source_b)):
         if run.status != "ok":
             failed = next((p for p in run.passes if p.failed), None)
@@ -329,8 +346,21 @@ def compare_runs(
         moved_passes=tuple(row.label for row in alignment if row.status == MOVED),
         unreached_passes=tuple(row.label for row in alignment if row.status == NOT_REACHED),
         source_diff=source_diff,
+        machine_diffs=tuple(machine_diffs),
         notes=tuple(notes),
     )
+
+
+def _machine_stages(run: KernelRun) -> list[str]:
+    return [record.name for record in run.passes if record.phase == PHASE_MACHINE]
+
+
+def _stage_text(trace: Trace, run: KernelRun, stage: str) -> str | None:
+    """The text after a machine-code stage (PTX, SASS), if the run has it and it did not fail."""
+    for record in run.passes:
+        if record.phase == PHASE_MACHINE and record.name == stage and record.ir_after is not None:
+            return trace.text(record.ir_after)
+    return None
 
 
 NO_RULES = NormalizeRules.none()

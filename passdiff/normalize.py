@@ -17,6 +17,10 @@ _TARGET_CALL = "T.target("
 # Object addresses as Python and TVM print them (lowercase, 10 to 16 hex digits). Shorter or
 # uppercase hex literals in kernel sources (0xFFFFFFFF masks) are constants, not addresses.
 _ADDRESS = re.compile(r"\b0x[0-9a-f]{10,16}\b")
+# SASS instruction addresses (``/*0a30*/`` before each instruction, as nvdisasm and cuobjdump print
+# them): one instruction added early shifts every later one.
+_SASS_ADDRESS = re.compile(r"^(\s*)/\*[0-9a-f]{4,}\*/", re.MULTILINE)
+SASS_ADDRESS_MASK = "/*<addr>*/"
 _METADATA = re.compile(r'(metadata\["[^"\n]*"\]\[)\d+(\])')
 # A string literal (kept as is) or an identifier that is not an attribute (``T.copy``'s ``copy``).
 _NAME = re.compile(r'("(?:[^"\\\n]|\\.)*")|(?<![.\w])([A-Za-z_]\w*)')
@@ -30,7 +34,8 @@ class NormalizeRules:
     mask_targets: bool = True
     """Replace the ``T.target({...})`` JSON that ``BindTarget`` writes into function attributes."""
     mask_addresses: bool = True
-    """Replace object addresses (``0x7f3a5c...``) that change from process to process."""
+    """Replace object addresses (``0x7f3a5c...``) that change from process to process, and SASS
+    instruction addresses (``/*0a30*/``) that shift when an instruction is added before them."""
     mask_metadata: bool = True
     """Replace the index in ``metadata["tl.Layout"][3]`` style references."""
     rename_vars: bool = False
@@ -64,6 +69,8 @@ def normalize_ir(text: str, rules: NormalizeRules = NormalizeRules()) -> str:
         text = mask_targets(text)
     if rules.mask_addresses and "0x" in text:
         text = _ADDRESS.sub(ADDRESS_MASK, text)
+    if rules.mask_addresses and "*/" in text:
+        text = _SASS_ADDRESS.sub(lambda match: match[1] + SASS_ADDRESS_MASK, text)
     if rules.mask_metadata and "metadata[" in text:
         text = _METADATA.sub(rf"\g<1>{METADATA_INDEX_MASK}\g<2>", text)
     if rules.rename_vars:

@@ -80,6 +80,8 @@ def comparison_facts(comparison: RunComparison) -> list[str]:
             if source.is_empty
             else f"kernel sources: +{source.added} -{source.removed}"
         )
+    for stage, diff in comparison.machine_diffs:
+        facts.append(f"{stage}: identical" if diff.is_empty else f"{stage}: +{diff.added} -{diff.removed}")
     facts.extend(comparison.notes)
     return facts
 
@@ -120,6 +122,8 @@ def render_unified(report: DiffReport, context: int = DEFAULT_CONTEXT) -> str:
             out.append(comparison.diff.unified(*names, context))
         if comparison.source_diff is not None:
             out.append(comparison.source_diff.unified(*diff_names(comparison, "source"), context))
+        for stage, diff in comparison.machine_diffs:
+            out.append(diff.unified(*diff_names(comparison, stage), context))
     return "".join(out)
 
 
@@ -159,6 +163,10 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
         if comparison.source_diff is not None and not comparison.source_diff.is_empty:
             console.print(Text.assemble(("kernel source", "bold"), "  ", *_counts(comparison.source_diff)))
             _print_diff(console, comparison.source_diff, context, "")
+        for stage, diff in comparison.machine_diffs:
+            if not diff.is_empty:
+                console.print(Text.assemble((stage, "bold"), "  ", *_counts(diff)))
+                _print_diff(console, diff, context, "")
         console.print()
 
 
@@ -309,6 +317,10 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
         if comparison.source_diff is not None and not comparison.source_diff.is_empty:
             parts.append(f"<h3>kernel source {_html_counts(comparison.source_diff)}</h3>")
             parts.append(html_table(comparison.source_diff, context))
+        for stage, diff in comparison.machine_diffs:
+            if not diff.is_empty:
+                parts.append(f"<h3>{_e(stage)} {_html_counts(diff)}</h3>")
+                parts.append(html_table(diff, context))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -159,6 +159,10 @@ def _comparison_document(item: RunComparison, context: int) -> dict[str, Any]:
         "source": None
         if item.source_diff is None
         else _diff_document(item.source_diff, *diff_names(item, "source"), context),
+        "machine": {
+            stage: _diff_document(diff, *diff_names(item, stage), context)
+            for stage, diff in item.machine_diffs
+        },
         "notes": list(item.notes),
     }
 
