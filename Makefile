@@ -6,7 +6,7 @@ TRACE  ?= out/examples.trace.jsonl
 
 .DEFAULT_GOAL := help
 .PHONY: help setup graphviz demo test lint format bench clean
-.PHONY: editors-setup nvim-setup vscode-setup vsix
+.PHONY: editors-setup nvim-setup vscode-setup vsix editor-screenshots
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -83,6 +83,10 @@ vscode-setup: ## Chromium (apt), Node 24, code-server, playwright-core (npm) and
 
 vsix: ## Package editors/vscode with @vscode/vsce into out/editors/
 	@bash tests/editors/setup.sh vsix
+
+editor-screenshots: editors-setup ## Retake docs/img's editor screenshots from real runs (needs tmux)
+	TILELANG_EDITOR_SCREENSHOTS=$(CURDIR)/docs/img $(PY) -m pytest -q -p no:randomly tests/editors/test_vscode.py
+	$(PY) tests/editors/nvim/screenshot.py docs/img/nvim-hints.png
 
 clean: ## Remove build outputs (keeps .venv)
 	rm -rf out .pytest_cache .ruff_cache .mypy_cache *.egg-info
