@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from irtrace.report import totals_by_pass
-from irtrace.trace import KernelRun, Trace
+from irtrace.trace import PHASE_MACHINE, KernelRun, Trace
 from passviz.drawing import pipe, pipeline_graph
 from passviz.errors import GraphvizMissingError
 from passviz.model import format_ms, pass_entries
@@ -82,19 +82,68 @@ def _run_anchor(run: KernelRun) -> str:
 
 
 def _runs_table(runs: Sequence[KernelRun]) -> str:
+    machine = any(run.resources for run in runs)
+    benched = any(run.bench is not None for run in runs)
     rows = []
     for run in runs:
         changed = sum(p.changed for p in run.passes)
         lowered = format_ms(run.total_s) if run.total_s is not None else "-"
         css = ' class="failed"' if run.status == "failed" else ""
+        extra = ""
+        if machine:
+            extra += "".join(f"<td class='num'>{_e(cell)}</td>" for cell in _resource_cells(run))
+        if benched:
+            latency = run.bench.latency_ms if run.bench is not None else None
+            extra += f"<td class='num'>{f'{latency * 1000:.1f} µs' if latency is not None else '-'}</td>"
         rows.append(
             f"<tr{css}><td><a href='#{_run_anchor(run)}'>{_e(run.kernel)}</a></td><td>{_e(run.target)}</td>"
             f"<td>{_e(run.status)}</td><td class='num'>{len(run.passes)}</td><td class='num'>{changed}</td>"
-            f"<td class='num'>{lowered}</td><td>{_e(run.error or '')}</td></tr>"
+            f"<td class='num'>{lowered}</td>{extra}<td>{_e(run.error or '')}</td></tr>"
         )
+    heads = "<th>registers</th><th>spills</th><th>smem</th>" if machine else ""
+    heads += "<th>latency</th>" if benched else ""
     return (
         '<h2 id="runs">Runs</h2><table><tr><th>kernel</th><th>target</th><th>status</th><th>passes</th>'
-        "<th>changed</th><th>lowering</th><th>error</th></tr>" + "".join(rows) + "</table>"
+        f"<th>changed</th><th>lowering</th>{heads}<th>error</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _resource_cells(run: KernelRun) -> list[str]:
+    """Registers, spilled bytes, shared memory (static + dynamic): the largest over the run's kernels."""
+    from irtrace.resources import format_bytes
+
+    if not run.resources:
+        return ["-", "-", "-"]
+    return [
+        str(max(item.registers for item in run.resources)),
+        f"{max(item.spills for item in run.resources)} B",
+        format_bytes(max(item.smem for item in run.resources)),
+    ]
+
+
+def _dynamic(size: int | None) -> str:
+    from irtrace.resources import format_bytes
+
+    return "symbolic" if size is None else format_bytes(size)
+
+
+def _resources_table(run: KernelRun) -> str:
+    """Per kernel function, what ptxas reports (``irtrace record --machine-code``)."""
+    from irtrace.resources import format_bytes
+
+    if not run.resources:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(item.function)}</td><td>{_e(item.arch)}</td><td class='num'>{item.registers}</td>"
+        f"<td class='num'>{item.spill_stores} B / {item.spill_loads} B</td>"
+        f"<td class='num'>{_e(format_bytes(item.static_smem))}</td>"
+        f"<td class='num'>{_e(_dynamic(item.dynamic_smem))}</td>"
+        f"<td class='num'>{item.barriers}</td><td class='num'>{item.stack} B</td></tr>"
+        for item in run.resources
+    )
+    return (
+        "<table><tr><th>kernel function</th><th>arch</th><th>registers</th><th>spill stores / loads</th>"
+        "<th>static smem</th><th>dynamic smem</th><th>barriers</th><th>stack</th></tr>" + rows + "</table>"
     )
 
 
@@ -172,7 +221,13 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
             f"<td class='num'>{format_ms(record.self_s)}</td>"
             f"<td><span class='bar' style='width:{120 * entry.share:.0f}px'></span></td><td>{lines}</td></tr>"
         )
-        if record.failed:
+        if record.phase == PHASE_MACHINE and not record.failed:
+            lines = f"{trace.ir_after(record).count(chr(10))} lines"
+            diffs.append(
+                f"<p id='{anchor}'>{_e(entry.label)}: {_e(lines)} (<code>irtrace ir TRACE "
+                f"-k {_e(run.kernel)} -t {_e(run.target)} -p {_e(record.name)}</code>)</p>"
+            )
+        elif record.failed:
             diffs.append(
                 f"<details open id='{anchor}'><summary class='failed'>{_e(entry.label)}: failed</summary>"
                 f"<div class='error'>{_e(record.error or '')}</div></details>"
@@ -189,8 +244,11 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
     return (
         f"<h3 id='{_run_anchor(run)}'>{_e(run.kernel)} @ {_e(run.target)}</h3>"
         f"<p><code>{_e(run.spec)}</code>{status}</p>"
-        "<details><summary>pass list</summary><table><tr><th>#</th><th>pass</th><th>phase</th><th>scope</th>"
-        "<th>self time</th><th>share</th><th>lines</th></tr>" + "".join(rows) + "</table></details>"
+        + _resources_table(run)
+        + "<details><summary>pass list</summary><table><tr><th>#</th><th>pass</th><th>phase</th>"
+        "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
+        + "".join(rows)
+        + "</table></details>"
         "<p>Diffs of the passes that changed the IR:</p>" + "".join(diffs)
     )
 
