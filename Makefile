@@ -9,7 +9,7 @@ TRACE  ?= out/examples.trace.jsonl
 .PHONY: editors-setup nvim-setup vscode-setup vsix editor-screenshots
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(MAKE) --no-print-directory graphviz
