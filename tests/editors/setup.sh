@@ -39,7 +39,7 @@ npm_tools() {
   say "installing $name into $target (npm ci; code-server takes minutes)"
   rm -rf "$target" && mkdir -p "$target"
   cp "$source/package.json" "$source/package-lock.json" "$target/"
-  (cd "$target" && npm ci --no-audit --no-fund)
+  (cd "$target" && npm ci --no-audit --no-fund) >&2
   echo "$hash" >"$target/.stamp"
 }
 
@@ -60,7 +60,7 @@ package_vsix() {
   hash=$(lock_hash "$EXTENSION")
   if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$hash" ]; then
     say "installing $EXTENSION/node_modules (npm ci)"
-    (cd "$EXTENSION" && with_node24 npm ci --no-audit --no-fund)
+    (cd "$EXTENSION" && with_node24 npm ci --no-audit --no-fund) >&2
     echo "$hash" >"$stamp"
   fi
   mkdir -p "$OUT"
