@@ -79,8 +79,9 @@ def run_command(
 
 
 def load_trace_warning_if_cut(path: str, tool: str) -> Trace:
-    """Load a trace; say on stderr when it was cut short, then go on with what it holds."""
-    trace = load_trace(path)
+    """Load a trace and check every IR text against its SHA-256; say on stderr when it was cut
+    short, then go on with what it holds."""
+    trace = load_trace(path).verify()
     if trace.truncated:
         print(f"{tool}: warning: {path} was cut short; using what it holds", file=sys.stderr)
         for run in trace.runs:

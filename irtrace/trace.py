@@ -261,6 +261,16 @@ class Trace:
     truncated: bool = False
     """The file ended in a partial line or without a run's ``end``: a cut-short recording."""
 
+    def verify(self) -> Trace:
+        """Decode every stored text now, checking it against its SHA-256 (``TraceFormatError``).
+
+        Loading decodes texts lazily; a reader that cannot report an error midway (the pass
+        browser) or reads most texts anyway calls this first. Returns the trace.
+        """
+        for sha in self.texts:
+            self.texts[sha]
+        return self
+
     def text(self, sha: str | None) -> str:
         """The IR text stored under ``sha`` ('' for ``None``)."""
         if sha is None:
@@ -1165,7 +1175,7 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = F
             _read_header(record, where, parsed)
             header_seen = True
             continue
-        if parsed.footer_seen:
+        if parsed.footer_seen and kind != "header":  # a second header says more: two traces joined
             raise TraceFormatError(f"{where}:{number}: a record after the trace's footer")
         if not isinstance(kind, str):
             raise TraceFormatError(f"{where}:{number}: a record without a 'record' kind")
