@@ -1,4 +1,4 @@
-"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets.
+"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets, and for CI check, bless, repro.
 
 Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code from
 ``ExitCode``; ``--debug`` shows the traceback instead.
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from irtrace import __version__
+from irtrace.cli_ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli_edge import (
     Interrupted,
     hide_harmless_native_warnings,
@@ -89,6 +90,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run each CUDA kernel on the GPU with TileLang's profiler on random inputs and keep its "
         "latency; needs an NVIDIA GPU",
     )
+    record.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="lower kernels in N worker processes (a crash or --timeout ends that run only, as with "
+        "--isolate); the trace is the same as with one",
+    )
+    record.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="record only the Ith of N equal slices of the kernel x target list (for a CI matrix); "
+        "irtrace merge of shards 1..N equals one unsharded recording",
+    )
+    record.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
+    )
 
     run = commands.add_parser(
         "run",
@@ -140,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     commands.add_parser("targets", help="list the targets by vendor, with aliases")
+    add_ci_commands(commands)
     return parser
 
 
@@ -179,11 +203,12 @@ def _console(stderr: bool = False) -> Any:
 
 
 def cmd_record(args: argparse.Namespace) -> ExitCode:
-    from irtrace.api import RecordRequest, record_requests
+    from irtrace.api import RecordRequest
     from irtrace.bench import bench_for
     from irtrace.loader import parse_pass_config
     from irtrace.machine_code import machine_code_for
     from irtrace.manifest import load_manifest
+    from irtrace.parallel import Shard, record_all
     from irtrace.specs import parse_spec
     from irtrace.targets import get_target
     from irtrace.trace import TraceWriter
@@ -196,6 +221,11 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
         if name != "all":
             get_target(name)
     _check_machine_code_and_bench(args)
+    if args.jobs < 1 or args.repeat < 1:
+        raise UsageError("--jobs and --repeat take a number from 1 up")
+    if args.bench and args.jobs > 1:
+        raise UsageError("--bench launches the kernels in this process; leave out --jobs")
+    shard = Shard.parse(args.shard) if args.shard is not None else None
     configs = dict(parse_pass_config(item) for item in args.pass_config)
     requests = [RecordRequest(parse_spec(s), tuple(args.target), configs) for s in args.specs]
     if args.manifest:
@@ -220,9 +250,12 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 for hook in hooks:
                     hook(run, prepared)
 
-            runs, errors = record_requests(
+            runs, errors = record_all(
                 requests,
                 writer,
+                jobs=args.jobs,
+                shard=shard,
+                repeat=args.repeat,
                 isolate=args.isolate or args.timeout is not None,
                 timeout=args.timeout,
                 after_run=after_run if hooks else None,
@@ -233,19 +266,20 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     except BaseException:
         writer.abandon(keep=False)
         raise
-    if runs:
+    if runs or shard is not None:  # a shard with no work still leaves a trace for `irtrace merge`
         writer.close()
     else:
         writer.abandon(keep=False)
+    written = bool(runs or shard is not None)
     if not args.quiet:
-        print_summary(runs, args.output if runs else None)
+        print_summary(runs, args.output if written else None)
         if compiler is not None:
             print(
                 f"machine code: {compiler.compiled} CUDA run(s) compiled, {compiler.compile_s:.1f} s of nvcc "
                 f"in the background, {compiler.waited_s:.1f} s waited for at the end",
                 file=sys.stderr,
             )
-    if not runs and not errors:
+    if not written and not errors:
         print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
     for error in errors:
         print(f"irtrace: error: {error.message}", file=sys.stderr)
@@ -641,6 +675,7 @@ COMMANDS = {
     "merge": cmd_merge,
     "targets": cmd_targets,
     "matrix": cmd_matrix,
+    **CI_COMMANDS,
 }
 
 
