@@ -37,9 +37,10 @@ npm_tools() {
   hash=$(lock_hash "$source")
   if [ -f "$target/.stamp" ] && [ "$(cat "$target/.stamp")" = "$hash" ]; then return 0; fi
   say "installing $name into $target (npm ci; code-server takes minutes)"
-  rm -rf "$target" && mkdir -p "$target"
-  cp "$source/package.json" "$source/package-lock.json" "$target/"
-  (cd "$target" && npm ci --no-audit --no-fund) >&2
+  # Called from `||` lists, where set -e is off: every step checks its own status.
+  rm -rf "$target" && mkdir -p "$target" || return 1
+  cp "$source/package.json" "$source/package-lock.json" "$target/" || return 1
+  (cd "$target" && npm ci --no-audit --no-fund) >&2 || return 1
   echo "$hash" >"$target/.stamp"
 }
 
@@ -60,16 +61,16 @@ package_vsix() {
   hash=$(lock_hash "$EXTENSION")
   if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$hash" ]; then
     say "installing $EXTENSION/node_modules (npm ci)"
-    (cd "$EXTENSION" && with_node24 npm ci --no-audit --no-fund) >&2
+    (cd "$EXTENSION" && with_node24 npm ci --no-audit --no-fund) >&2 || return 1
     echo "$hash" >"$stamp"
   fi
-  mkdir -p "$OUT"
+  mkdir -p "$OUT" || return 1
   if [ -f "$vsix" ] && [ -z "$(find "$EXTENSION" -path "$EXTENSION/node_modules" -prune -o -type f -newer "$vsix" -print -quit)" ]; then
     echo "$vsix"
     return 0
   fi
   say "packaging $vsix"
-  (cd "$EXTENSION" && with_node24 npx --no-install vsce package --out "$OLDPWD/$vsix") >&2
+  (cd "$EXTENSION" && with_node24 npx --no-install vsce package --out "$OLDPWD/$vsix") >&2 || return 1
   echo "$vsix"
 }
 
@@ -100,7 +101,9 @@ EOF
 }
 
 fail_vscode() { # step reason
-  report false "$1" "$2"
+  local detail
+  detail=$(grep -m1 -iE "error|cannot|failed" "$LOG" | cut -c1-200)
+  report false "$1" "$2${detail:+ ($detail)}"
   echo "warning: VS Code test set-up failed at '$1': $2 (log: $LOG)" >&2
   tail -n 20 "$LOG" >&2 || true
   echo "warning: going on; the VS Code end-to-end test will be skipped with this reason" >&2
