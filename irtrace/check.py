@@ -37,8 +37,10 @@ from passdiff.compare import (
     ONLY_A,
     ONLY_B,
     SHARED,
+    PassAlignment,
     RunComparison,
     compare_traces,
+    label_in_run,
 )
 
 UNCHANGED = "unchanged"
@@ -234,7 +236,7 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
     if row is not None:
         first_label = row.label_b or row.label_a
         if comparison.input_differs:
-            first_change = "input differs"
+            first_change = _input_differs(comparison, row)
         else:
             first_change = {SHARED: "output differs", ONLY_B: "added pass", ONLY_A: "removed pass"}.get(
                 row.status, "output differs"
@@ -287,6 +289,16 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
         pass_times=pass_times,
         metrics=metrics,
     )
+
+
+def _input_differs(comparison: RunComparison, row: PassAlignment) -> str:
+    """Where a first differing pass's input came from: its enclosing pass, or the pipeline input."""
+    record, run = (row.b, comparison.run_b) if row.b is not None else (row.a, comparison.run_a)
+    assert record is not None and run is not None
+    parent = next((p for p in run.passes if p.index == record.parent), None)
+    if parent is not None:
+        return f"input differs: changed inside {label_in_run(run, parent)} before it ran"
+    return "input differs"
 
 
 def _failure(run: KernelRun) -> str:

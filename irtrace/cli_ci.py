@@ -157,23 +157,20 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
     if not kernels and not targets:
         kept: list[tuple[KernelRun, Trace]] = [(run, new) for run in new.runs]
-        replaced = added = 0
         summary = f"{len(new.runs)} run(s)"
     else:
         taken = {run.key: run for run in new.runs if chosen(run)}
         if not taken:
             raise UsageError(f"{args.new} has no run of the kernels and targets given")
-        old = load_trace(args.baseline)
         kept = []
-        for run in old.runs:
-            if run.key in taken:
-                kept.append((taken.pop(run.key), new))
-            else:
-                kept.append((run, old))
-        replaced = len(kept) - sum(trace is old for _, trace in kept)
-        added = len(taken)
+        if Path(args.baseline).exists():
+            old = load_trace(args.baseline)
+            for run in old.runs:
+                replacement = taken.pop(run.key, None)
+                kept.append((replacement, new) if replacement is not None else (run, old))
+        replaced = sum(trace is new for _, trace in kept)
+        summary = f"{replaced} run(s) replaced, {len(taken)} added, {len(kept) - replaced} kept"
         kept += [(run, new) for run in taken.values()]
-        summary = f"{replaced} run(s) replaced, {added} added, {len(old.runs) - replaced} kept"
     writer = TraceWriter(args.baseline, partial=True)
     try:
         for run, trace in kept:

@@ -12,7 +12,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
 
 from irtrace.trace import PHASE_CODEGEN, KernelRun, PassRecord, Trace
 
@@ -56,9 +55,9 @@ class KernelMetrics:
     barriers: int | None = None
     """Calls on memory barriers (mbarrier init, arrive, wait, expect-tx; named barriers)."""
     registers: int | None = None
-    """Registers per thread, where the trace holds the assembler's resource usage."""
+    """Registers per thread (the most of its kernel functions), with ``--machine-code``."""
     spill_bytes: int | None = None
-    """Bytes spilled to local memory (stores and loads), where the trace holds them."""
+    """Bytes per thread spilled to local memory (stores and loads), with ``--machine-code``."""
 
     def as_dict(self) -> dict[str, int | None]:
         return {item.name: getattr(self, item.name) for item in fields(self)}
@@ -142,20 +141,8 @@ def dtype_bytes(dtype: str) -> int:
 
 
 def _resources(run: KernelRun) -> tuple[int | None, int | None]:
-    """Registers and spilled bytes, for traces that carry the assembler's resource usage.
-
-    Read by duck typing (``run.resources`` with ``registers`` and spill counts), so traces
-    without machine code, and readers of traces that have it, both keep working.
-    """
-    resources: Any = getattr(run, "resources", None)
-    if resources is None:
+    """Registers (the most any kernel function uses) and spilled bytes per thread (all functions),
+    from the assembler's report that ``irtrace record --machine-code`` keeps."""
+    if not run.resources:
         return None, None
-
-    def get(name: str) -> Any:
-        return resources.get(name) if isinstance(resources, Mapping) else getattr(resources, name, None)
-
-    registers = get("registers")
-    spill_parts = [get(name) for name in ("spill_bytes", "spill_stores", "spill_loads")]
-    known = [value for value in spill_parts if isinstance(value, int)]
-    spills = get("spill_bytes") if isinstance(get("spill_bytes"), int) else (sum(known) if known else None)
-    return (registers if isinstance(registers, int) else None), spills
+    return max(r.registers for r in run.resources), sum(r.spills for r in run.resources)
