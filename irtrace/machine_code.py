@@ -158,6 +158,26 @@ class CompilePlan:
     timeout_s: float | None = None
     """TileLang's compile timeout (``TILELANG_COMPILE_TIMEOUT``), if any."""
 
+    def to_json(self) -> dict[str, Any]:
+        """For another process (the language server compiles what its worker planned)."""
+        return {
+            "nvcc": self.tools.nvcc,
+            "disassembler": self.tools.disassembler,
+            "arch": self.arch,
+            "options": list(self.options),
+            "timeout_s": self.timeout_s,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CompilePlan:
+        timeout = data.get("timeout_s")
+        return cls(
+            CudaTools(str(data["nvcc"]), str(data["disassembler"])),
+            str(data["arch"]),
+            tuple(str(option) for option in data["options"]),
+            float(timeout) if timeout is not None else None,
+        )
+
     def nvcc_command(self, source: Path, output: Path, keep_dir: Path | None = None) -> list[str]:
         """The command: TileLang's, plus verbose ptxas (resources) and ``-keep`` (the PTX)."""
         extra = ["--ptxas-options=--verbose"]
@@ -196,13 +216,13 @@ def plan_compile(
         "-lineinfo",
     ]
     options += [*arch, "-std=c++20", "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR]
-    extra = pass_configs.get(str(PassConfigKey.TL_DEVICE_COMPILE_FLAGS))
+    extra = pass_configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS.value)
     if extra:
         for flag in [extra] if isinstance(extra, str) else extra:
             options += shlex.split(flag) if isinstance(flag, str) else [str(flag)]
-    if pass_configs.get(str(PassConfigKey.TL_ENABLE_FAST_MATH), False):
+    if pass_configs.get(PassConfigKey.TL_ENABLE_FAST_MATH.value, False):
         options.append("--use_fast_math")
-    level = pass_configs.get(str(PassConfigKey.TL_PTXAS_REGISTER_USAGE_LEVEL))
+    level = pass_configs.get(PassConfigKey.TL_PTXAS_REGISTER_USAGE_LEVEL.value)
     if level is not None:
         options.append(f"--ptxas-options=--register-usage-level={int(level)}")
     return CompilePlan(tools, f"sm_{target_arch}", tuple(options), env.get_compile_timeout_seconds())
@@ -236,11 +256,12 @@ def compile_source(
     source: str,
     *,
     dynamic_smem: Mapping[str, int | None] | None = None,
+    disassemble: bool = True,
 ) -> MachineCode:
     """Compile ``source`` with ``plan`` in a temporary folder; never raises for a compile error.
 
     ``dynamic_smem`` (from ``dynamic_smem_from_ir``) fills each function's dynamic shared memory;
-    ptxas only knows the static part.
+    ptxas only knows the static part. ``disassemble=False`` leaves out the SASS (resources only).
     """
     with tempfile.TemporaryDirectory(prefix="irtrace-nvcc-") as folder:
         work = Path(folder)
@@ -267,12 +288,14 @@ def compile_source(
         if returncode != 0:
             error = _compile_error(log, returncode)
             return MachineCode(ptx, None, (), ptx_s, ptxas_s, error, log)
+        resources = tuple(parse_ptxas_info(log, plan.arch, dynamic_smem or {}))
+        if not disassemble:
+            return MachineCode(ptx, None, resources, ptx_s, ptxas_s, None, log)
         began = time.perf_counter()
         disassembled = subprocess.run(
             plan.tools.disassemble_command(cubin), capture_output=True, text=True, cwd=work
         )
         sass_s = ptxas_s + time.perf_counter() - began
-        resources = tuple(parse_ptxas_info(log, plan.arch, dynamic_smem or {}))
         if disassembled.returncode != 0 or not disassembled.stdout.strip():
             error = (
                 f"{plan.tools.disassembler_name} failed: {_tail(disassembled.stderr or disassembled.stdout)}"
@@ -323,7 +346,9 @@ def _compile_error(log: str, returncode: int) -> str:
     errors = [line for line in log.splitlines() if " error" in line or line.startswith(("ptxas", "nvcc"))]
     errors = [line for line in errors if "warning" not in line and "ptxas info" not in line]
     body = "\n".join(errors[:12]) if errors else _tail(log)
-    return f"nvcc failed (exit {returncode}):\n{body}"
+    first = (errors or [line for line in log.splitlines() if line.strip()] or [""])[0]
+    headline = first.split(": error", 1)[1].lstrip(": ") if ": error" in first else first.strip()
+    return f"nvcc failed (exit {returncode}): {headline}\n{body}"
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -408,6 +433,22 @@ def dynamic_smem_from_ir(ir_text: str) -> dict[str, int | None]:
             continue
         number = _INT.fullmatch(size[1].strip())
         sizes[name] = int(number[1]) if number else None
+    return sizes
+
+
+def dynamic_smem_from_module(mod: Any) -> dict[str, int | None]:
+    """``dynamic_smem_from_ir`` on the module object itself (the device module codegen received)."""
+    sizes: dict[str, int | None] = {}
+    for gvar, func in mod.functions.items():
+        attrs = getattr(func, "attrs", None) or {}
+        if "calling_conv" not in attrs or int(attrs["calling_conv"]) != 2:
+            continue
+        name = str(attrs["global_symbol"]) if "global_symbol" in attrs else str(gvar.name_hint)
+        size = attrs["dyn_shared_memory_buf"] if "dyn_shared_memory_buf" in attrs else 0  # noqa: SIM401 (DictAttrs)
+        try:
+            sizes[name] = int(size)
+        except (TypeError, ValueError):
+            sizes[name] = None  # symbolic
     return sizes
 
 
