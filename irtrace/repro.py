@@ -87,8 +87,9 @@ def build_reproducer(
     modules = capture_modules(run, [p.index for p in candidates], base_dir)
     tried = []
     for record in candidates:
-        if record.raw_name == "pass_fn":
-            tried.append(f"{record.name}: an anonymous Python pass, which cannot be made by name")
+        step = failing_step(record)
+        if isinstance(step, str):
+            tried.append(f"{record.name}: {step}")
             continue
         saved = modules.get(record.index)
         if saved is None:
@@ -100,12 +101,14 @@ def build_reproducer(
                 f"is not the one in the trace (recorded with tilelang {run.tilelang_version}); "
                 "record the trace again and rerun repro"
             )
-        outcome = run_pass_alone(record, saved.json, run)
+        outcome = run_alone(step, saved.json, run)
         if outcome is None:
             tried.append(f"{record.name}: ran without error on its own")
             continue
         if not same_error(outcome, candidates[0].error or run.error):
-            tried.append(f"{record.name}: failed differently on its own ({error_headline(outcome)})")
+            tried.append(
+                f"{record.name}: failed differently on its own ({error_headline(mask_targets(outcome))})"
+            )
             continue
         script = render_script(run, record, saved, trace_name or trace.path or "the trace")
         return Reproducer(run, record, recorded, error_headline(mask_targets(outcome)), script)
@@ -262,9 +265,35 @@ def pass_factory(record: PassRecord) -> str | None:
     return f"{namespace}.transform.{name}" if dot and "." not in name else None
 
 
-def run_pass_alone(record: PassRecord, module_json: str, run: KernelRun) -> str | None:
-    """Run one pass (or the codegen function) on the saved module as the script will; the error
-    it raised, or ``None`` when it ran through."""
+Step = Callable[[Any, Any], Any]
+"""Runs one failed step on a module inside its target: a pass, or the codegen function."""
+
+
+def failing_step(record: PassRecord) -> Step | str:
+    """The failed pass (or codegen function) made by name as the script makes it, or why it cannot be."""
+    import tvm
+
+    if record.raw_name == "pass_fn":
+        return "an anonymous Python pass, which cannot be made by name"
+    if _is_codegen(record):
+        codegen = tvm.get_global_func(record.raw_name, allow_missing=True)
+        if codegen is None:
+            return f"no codegen function {record.raw_name} is registered"
+        return lambda module, target: codegen(module, target)
+    factory = pass_factory(record)
+    make = tvm.get_global_func(factory, allow_missing=True) if factory else None
+    if make is None:
+        return f"no pass factory {factory or record.raw_name} is registered"
+    try:
+        made = make()
+    except Exception:
+        return f"{factory} takes arguments that the trace does not hold"
+    return lambda module, target: made(module)
+
+
+def run_alone(step: Step, module_json: str, run: KernelRun) -> str | None:
+    """Run ``step`` on the saved module inside the run's target and pass configs, as the script
+    will; the error it raised, or ``None`` when it ran through."""
     import tvm
 
     from irtrace.recorder import describe_error
@@ -273,14 +302,7 @@ def run_pass_alone(record: PassRecord, module_json: str, run: KernelRun) -> str 
     target = tvm.target.Target(json.loads(run.target_detail))
     try:
         with tvm.transform.PassContext(opt_level=3, config=dict(run.pass_configs)), target:
-            if _is_codegen(record):
-                tvm.get_global_func(record.raw_name)(module, target)
-            else:
-                factory = pass_factory(record)
-                make = tvm.get_global_func(factory, allow_missing=True) if factory else None
-                if make is None:
-                    return None
-                make()(module)
+            step(module, target)
     except Exception as error:
         return describe_error(error)
     return None
