@@ -375,6 +375,8 @@ def _analyze_kernel(
     stopped = recorded.stopped_module if ok else None
     if full:
         summary["shared_bytes"] = shared_memory_bytes(recorded.stopped_module) if ok else None
+        if ok and target.backend == "cuda" and recorded.kernel_source is not None:
+            summary["machine_code"] = machine_code_request(recorded)
     else:
         facts = buffer_facts(built.func, stopped)
         symbols = source.symbols if source is not None else {}
@@ -383,6 +385,23 @@ def _analyze_kernel(
             f.bytes or 0 for f in facts if f.role == "alloc" and f.scope.startswith("shared")
         )
     return summary
+
+
+def machine_code_request(recorded: Any) -> dict[str, Any]:
+    """What the server needs to compile a kernel's source for the code lens (nvcc runs there, in a
+    thread, so this worker is free for the next edit): TileLang's nvcc plan, the source and the
+    dynamic shared memory of each kernel function. ``error`` says why not (no nvcc)."""
+    from irtrace.machine_code import MachineCodeError, dynamic_smem_from_module, plan_compile
+
+    try:
+        plan = plan_compile(recorded.run.target_detail, recorded.run.pass_configs)
+    except MachineCodeError as error:
+        return {"error": error.message}
+    return {
+        "plan": plan.to_json(),
+        "source": recorded.kernel_source,
+        "dynamic_smem": dynamic_smem_from_module(recorded.stopped_module),
+    }
 
 
 MANIFEST = "irtrace.toml"

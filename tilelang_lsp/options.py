@@ -45,6 +45,9 @@ class InitializationOptions:
     """Idle time after fresh hints before extra targets and the full lowering run (typing cancels them)."""
     summary: bool = True
     """Run the whole pipeline in the background for the code lens summary."""
+    machine_code: bool = True
+    """After the full lowering, compile CUDA kernels with nvcc (no GPU) for the code lens:
+    registers, spills and shared memory, as ``irtrace record --machine-code`` does."""
     race_check: bool = True
     """Turn on TileLang's data-race check (off by default in TileLang itself)."""
     trace_dir: str = ".tilelang-lsp"

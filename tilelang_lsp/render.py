@@ -123,6 +123,21 @@ def provenance(kernel: dict[str, Any]) -> str:
     return text
 
 
+def machine_summary(resources: list[dict[str, Any]]) -> str:
+    """``regs 240 · spills 0 · smem 49.0 KiB`` from the JSON of ``KernelResources`` (the worst function)."""
+    from irtrace.resources import KernelResources, resource_summary
+
+    fields = ("function", "arch", "registers", "spill_stores", "spill_loads", "static_smem", "dynamic_smem")
+    items = [KernelResources(**{k: r[k] for k in (*fields, "barriers", "stack")}) for r in resources]
+    return resource_summary(items)
+
+
+def _first_error_line(error: str) -> str:
+    """nvcc's first ``error:`` message, without the header path and line."""
+    lines = error.strip().splitlines() or [""]
+    return next((line.split(": error", 1)[1].lstrip(": ") for line in lines if ": error" in line), lines[0])
+
+
 def _wrap_layout(text: str) -> str:
     """One field per line: TileLang prints a layout on one long line."""
     for key in (
@@ -137,15 +152,31 @@ def _wrap_layout(text: str) -> str:
     return text
 
 
-def lens_title(kernel: dict[str, Any], summary: dict[str, Any] | None) -> str:
-    """``cuda:sm_90 · 85 passes · 312 ms · smem 48.0 KiB`` (the layout-stage figures until the summary)."""
+def lens_title(
+    kernel: dict[str, Any],
+    summary: dict[str, Any] | None,
+    machine: dict[str, Any] | None = None,
+    *,
+    compiling: bool = True,
+) -> str:
+    """``cuda:sm_90 · 85 passes · 312 ms · smem 48.0 KiB`` (the layout-stage figures until the summary);
+    for CUDA, once nvcc compiled the source, ``cuda:sm_90a · 88 passes · 312 ms · regs 240 · spills 0
+    · smem 49.0 KiB`` (registers and spills from ptxas, shared memory static plus dynamic)."""
     if kernel.get("status") != "ok":
         return f"{kernel['target']} · failed: {(kernel.get('error') or '')[:80]}"
     if summary is not None and summary.get("status") == "ok":
-        return (
-            f"{kernel['target']} · {summary.get('passes', 0)} passes · "
-            f"{summary.get('lowering_ms', 0):.0f} ms · smem {_kib(kernel.get('shared_bytes'))}"
+        head = (
+            f"{kernel['target']} · {summary.get('passes', 0)} passes · {summary.get('lowering_ms', 0):.0f} ms"
         )
+        if machine is not None and machine.get("resources"):
+            return f"{head} · {machine_summary(machine['resources'])}"
+        tail = f"{head} · smem {_kib(kernel.get('shared_bytes'))}"
+        if machine is not None and machine.get("error"):
+            return f"{tail} · nvcc: {_first_error_line(machine['error'])[:80]}"
+        request = summary.get("machine_code")
+        if compiling and request and "error" not in request and machine is None:
+            return f"{tail} · compiling…"
+        return tail
     if summary is not None:
         return f"{kernel['target']} · lowering failed in {summary.get('failed_pass') or 'the pipeline'}"
     return (

@@ -61,6 +61,9 @@ class DocumentState:
     summary: dict[str, Any] | None = None
     """The full lowering (code lens), for ``summary_version``."""
     summary_version: int | None = None
+    machine: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Kernel name -> ``{"resources": [...]}`` or ``{"error": ...}`` from nvcc, for ``machine_version``."""
+    machine_version: int | None = None
     hints_cache: tuple[Any, list[Any]] | None = None
     """Inlay hints of the whole document and the state they were made from."""
     uses_tilelang: bool = True
@@ -231,6 +234,36 @@ class TileLangLanguageServer(LanguageServer):
         doc.summary, doc.summary_version = summary, version
         self.publish(doc)
         self.refresh_code_lenses()
+        if self.options.machine_code:
+            await self._compile_machine_code(doc, version, summary)
+
+    async def _compile_machine_code(self, doc: DocumentState, version: int, summary: dict[str, Any]) -> None:
+        """Compile each CUDA kernel of the full lowering with nvcc, in a thread, for the code lens."""
+        from irtrace.machine_code import CompilePlan, compile_source
+
+        doc.machine, doc.machine_version = {}, version
+        for kernel in summary.get("kernels", []):
+            request = kernel.get("machine_code")
+            if not request:
+                continue
+            if "error" in request:
+                doc.machine[kernel["name"]] = {"error": request["error"]}
+                continue
+            code = await asyncio.to_thread(
+                compile_source,
+                CompilePlan.from_json(request["plan"]),
+                request["source"],
+                dynamic_smem=request.get("dynamic_smem") or {},
+                disassemble=False,
+            )
+            if not doc.current(version):
+                return
+            doc.machine[kernel["name"]] = (
+                {"error": code.error}
+                if code.error
+                else {"resources": [r.to_json() | {"function": r.function} for r in code.resources]}
+            )
+            self.refresh_code_lenses()
 
     def refresh(self) -> None:
         """Ask the client to ask again for hints and lenses (when it supports refresh)."""

@@ -5,6 +5,7 @@ the tests, in any order, gives the same result."""
 from __future__ import annotations
 
 import asyncio
+import re
 import tempfile
 from pathlib import Path
 
@@ -132,7 +133,8 @@ async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) ->
         lenses = await client.text_document_code_lens_async(
             types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
-        if lenses and "full lowering pending" not in lenses[0].command.title:
+        title = lenses[0].command.title if lenses else ""
+        if title and "full lowering pending" not in title and "compiling…" not in title:
             break
         await asyncio.sleep(0.1)
     assert [lens.command.command for lens in lenses] == [
@@ -141,7 +143,12 @@ async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) ->
         "tilelang.showIrAfterPass",
     ]
     title = lenses[0].command.title
-    assert title.startswith("cuda:sm_90 · ") and " passes · " in title and title.endswith("smem 48.0 KiB")
+    assert title.startswith("cuda:sm_90 · ") and " passes · " in title
+    # then nvcc's registers, spills and shared memory (tests/machine_code/test_code_lens.py checks
+    # them); for plain sm_90, TileLang 0.1.15's GEMM source needs sm_90a, and the lens says so
+    assert re.search(r" ms · (regs \d+ · spills \d+ · smem \d+\.\d KiB|smem 48.0 KiB · nvcc: .+)$", title), (
+        title
+    )
     assert lenses[0].range == types.Range(start=types.Position(8, 0), end=types.Position(8, 0))
     passes = await client.protocol.send_request_async(
         "tilelang/passes", {"textDocument": {"uri": uri}, "kernel": "matmul"}

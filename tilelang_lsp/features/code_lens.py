@@ -1,4 +1,5 @@
-"""``textDocument/codeLens``: per kernel, target, passes, lowering time and shared memory, with commands."""
+"""``textDocument/codeLens``: per kernel, target, passes, lowering time and shared memory, then (CUDA)
+registers, spills and shared memory from nvcc once the background lowering is compiled; with commands."""
 
 from __future__ import annotations
 
@@ -28,12 +29,18 @@ async def handle(server: TileLangLanguageServer, params: types.CodeLensParams) -
     summaries = {}
     if doc.summary is not None and doc.current(doc.summary_version):
         summaries = {k["name"]: k for k in doc.summary.get("kernels", [])}
+    machine = doc.machine if doc.current(doc.machine_version) else {}
     lenses = []
     for kernel in doc.analysis.get("kernels", []):
         line = max((kernel.get("line") or 1) - 1, 0)
         where = types.Range(start=types.Position(line, 0), end=types.Position(line, 0))
         arguments = [uri, kernel["name"], kernel["target"]]
-        title = lens_title(kernel, summaries.get(kernel["name"]))
+        title = lens_title(
+            kernel,
+            summaries.get(kernel["name"]),
+            machine.get(kernel["name"]),
+            compiling=server.options.machine_code,
+        )
         lenses += [
             types.CodeLens(
                 range=where, command=types.Command(title=title, command=KERNEL_SUMMARY, arguments=arguments)
