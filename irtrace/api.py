@@ -29,7 +29,7 @@ from irtrace.loader import (
 )
 from irtrace.recorder import RecordedLowering, record_failure, record_lowering
 from irtrace.specs import KernelSpec
-from irtrace.targets import TargetSpec, make_tvm_target, resolve_targets
+from irtrace.targets import TargetSpec, auto_target_fallback, first_target, make_tvm_target, resolve_targets
 from irtrace.trace import KernelRun, TraceWriter
 
 
@@ -103,7 +103,11 @@ def lowering_units(request: RecordRequest) -> Iterator[LoweringUnit]:
 
     A file that cannot be loaded raises (``KernelSourceError`` for a module that raises or exits).
     """
-    with running_kernel_code(request.spec.path, f"importing {request.spec.path}"):
+    # A file that compiles at import with target="auto" gets the request's first target.
+    with (
+        running_kernel_code(request.spec.path, f"importing {request.spec.path}"),
+        auto_target_fallback(first_target(request.targets)),
+    ):
         loaded = load_spec_module(request.spec.path, request.base_dir)
     kernels = select_kernels(loaded, request.spec)
     targets = resolve_targets(request.targets, loaded.dialect)

@@ -18,10 +18,12 @@ from typing import Any
 from irtrace import interrupts
 from irtrace.errors import InputError, UsageError
 from irtrace.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
-from irtrace.targets import TargetSpec
+from irtrace.targets import TargetSpec, auto_target_fallback, get_target
 from irtrace.trace import STATUS_FAILED, STATUS_OK, KernelRun, TraceWriter, text_sha256
 
 TOOL_NAME = "irtrace-capture"
+GPU_SCRIPT_TARGET = "cuda:sm_90a"
+"""What ``target="auto"`` means in a captured script on a machine without a GPU."""
 
 
 def short_target_name(target: Any) -> str:
@@ -44,6 +46,8 @@ class CapturedKernel:
     kernel: str
     module: Any = field(repr=False)
     pass_configs: dict[str, Any]
+    target: str = ""
+    """The short name of the target the script lowered it for."""
 
 
 class CaptureSession:
@@ -76,16 +80,17 @@ class CaptureRecorder(PassRecorder):
         self.kernel = names[0] if names else "kernel"
         self.configs = {str(k): v for k, v in dict(tvm.transform.PassContext.current().config).items()}
         target = Target.current(allow_none=True)
+        target_name = short_target_name(target)
         run = begin_run_record(
             self.writer,
-            short_target_name(target),
+            target_name,
             self.kernel,
             f"captured:{self.kernel}",
             None,
             str(target) if target is not None else "",
             self.configs,
         )
-        self.session.captured.append(CapturedKernel(self.kernel, mod, self.configs))
+        self.session.captured.append(CapturedKernel(self.kernel, mod, self.configs, target_name))
         return run.run_id
 
     def finish(self, error: BaseException | None) -> None:
@@ -135,8 +140,15 @@ def split_command(command: Sequence[str]) -> tuple[str, str, list[str]]:
     return "path", words[0], words[1:]
 
 
-def run_script(command: Sequence[str], writer: TraceWriter) -> ScriptOutcome:
-    """Run the script as ``__main__`` with every lowering captured into ``writer``."""
+def run_script(
+    command: Sequence[str], writer: TraceWriter, auto_target: TargetSpec | None = None
+) -> ScriptOutcome:
+    """Run the script as ``__main__`` with every lowering captured into ``writer``.
+
+    ``target="auto"`` in the script means ``auto_target`` when TileLang finds no GPU, so a script
+    written for a GPU machine lowers its kernels anywhere. The default is ``cuda:sm_90a``, what
+    TileLang detects on an H100 or H200 (its warp-specialized kernels need the ``a`` features).
+    """
     kind, target, args = split_command(command)
     os.environ["TILELANG_DISABLE_CACHE"] = "1"  # a cached kernel would lower nothing to capture
     from tilelang.instrumentation import (
@@ -148,25 +160,26 @@ def run_script(command: Sequence[str], writer: TraceWriter) -> ScriptOutcome:
     register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     error: BaseException | None = None
-    try:
-        if kind == "path":
-            sys.argv = [target, *args]
-            sys.path.insert(0, str(Path(target).resolve().parent))
-            runpy.run_path(target, run_name="__main__")
-        else:
-            sys.argv = [target, *args]
-            sys.path.insert(0, os.getcwd())
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-    except SystemExit as exit_:
-        if exit_.code not in (None, 0):  # sys.exit() and sys.exit(0) are success
-            error = exit_
-    except KeyboardInterrupt:
-        raise  # Ctrl-C stops irtrace run too: no re-lowering for other targets
-    except BaseException as raised:  # the script's own failure is reported after the traces
-        error = raised
-    finally:
-        unregister_pass_instrumentation_tool(TOOL_NAME)
-        sys.argv, sys.path[:] = saved_argv, saved_path
+    with auto_target_fallback(auto_target or get_target(GPU_SCRIPT_TARGET)):
+        try:
+            if kind == "path":
+                sys.argv = [target, *args]
+                sys.path.insert(0, str(Path(target).resolve().parent))
+                runpy.run_path(target, run_name="__main__")
+            else:
+                sys.argv = [target, *args]
+                sys.path.insert(0, os.getcwd())
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):  # sys.exit() and sys.exit(0) are success
+                error = exit_
+        except KeyboardInterrupt:
+            raise  # Ctrl-C stops irtrace run too: no re-lowering for other targets
+        except BaseException as raised:  # the script's own failure is reported after the traces
+            error = raised
+        finally:
+            unregister_pass_instrumentation_tool(TOOL_NAME)
+            sys.argv, sys.path[:] = saved_argv, saved_path
     # The script may have caught the bare RuntimeError that a Ctrl-C in a pass becomes.
     interrupts.raise_if_requested()
     return ScriptOutcome(session.runs, session.captured, error)
@@ -175,12 +188,15 @@ def run_script(command: Sequence[str], writer: TraceWriter) -> ScriptOutcome:
 def lower_for_targets(
     captured: Sequence[CapturedKernel], targets: Sequence[TargetSpec], writer: TraceWriter
 ) -> list[KernelRun]:
-    """Lower each captured kernel again for ``targets`` (the module as the script built it)."""
+    """Lower each captured kernel again for ``targets`` (the module as the script built it),
+    except for the target the script already lowered it for."""
     from irtrace.targets import make_tvm_target
 
     runs = []
     for kernel in captured:
         for target in targets:
+            if target.name == kernel.target:
+                continue
             result = record_lowering(
                 kernel.module,
                 target,

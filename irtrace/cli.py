@@ -441,7 +441,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
     try:
-        outcome = run_script(command, writer)
+        outcome = run_script(command, writer, auto_target=targets[0] if targets else None)
         runs = list(outcome.runs)
         if targets:
             runs += lower_for_targets(outcome.captured, targets, writer)

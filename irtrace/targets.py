@@ -5,7 +5,8 @@ This module does not import tilelang, so editors and trace readers can list targ
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,3 +192,35 @@ def resolve_targets(names: Iterable[str], dialect: str) -> list[TargetSpec]:
     for name in names:
         chosen.extend(spec for spec in expand_target(name, dialect) if spec not in chosen)
     return chosen or [default_target(dialect)]
+
+
+_AUTO_FALLBACKS: list[Any] = []
+"""TVM targets that TileLang's ``target="auto"`` falls back to, innermost last."""
+_AUTO_DETECTOR = "irtrace-fallback"
+
+
+@contextmanager
+def auto_target_fallback(target: TargetSpec) -> Iterator[None]:
+    """While active, TileLang's ``target="auto"`` means ``target`` when it finds no GPU.
+
+    Kernel files and scripts often compile with the default ``target="auto"`` (TileLang's
+    quickstart does so at import), which fails on a machine without a GPU. TileLang tries its
+    registered target detectors in order; this one is registered after the real ones, so on a
+    machine with a GPU the GPU still wins.
+    """
+    from tilelang.backend.target import list_target_detectors, register_target_detector
+
+    if _AUTO_DETECTOR not in list_target_detectors():
+        register_target_detector(_AUTO_DETECTOR, lambda: _AUTO_FALLBACKS[-1] if _AUTO_FALLBACKS else None)
+    _AUTO_FALLBACKS.append(make_tvm_target(target))
+    try:
+        yield
+    finally:
+        _AUTO_FALLBACKS.pop()
+
+
+def first_target(names: Iterable[str], dialect: str = PORTABLE) -> TargetSpec:
+    """The first target ``names`` stand for (the default target when there are none)."""
+    for name in names:
+        return expand_target(name, dialect)[0]
+    return default_target(dialect)
