@@ -14,6 +14,7 @@ CORE = [
     "irtrace.report",
     "irtrace.errors",
     "irtrace.cli_edge",
+    "irtrace.resources",
 ]
 LAZY = [
     "irtrace.loader",
@@ -22,6 +23,8 @@ LAZY = [
     "irtrace.manifest",
     "irtrace.capture",
     "irtrace.cli",
+    "irtrace.machine_code",
+    "irtrace.bench",
 ]
 
 
