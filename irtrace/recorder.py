@@ -216,10 +216,32 @@ class PassRecorder:
         )
         self.next_index += 1
         self.open.append(frame)
-        # Written before the pass runs: if the process dies in it, the trace names it.
-        run_id, index = self._run_id(), frame.index
-        self.printer.write(lambda: self.writer.start_pass(run_id, index, name))
         return frame
+
+    def _note_started(self, frame: _OpenPass) -> None:
+        """Queue the pass's ``start`` record: if the process dies in the pass, the trace names it
+        and holds the IR it received."""
+        run_id, start_s, before = self._run_id(), time.perf_counter() - self.t0, frame.ir_before
+
+        def build() -> PassRecord:
+            return PassRecord(
+                index=frame.index,
+                name=frame.name,
+                raw_name=frame.raw_name,
+                phase=frame.phase,
+                pipeline=frame.pipeline,
+                depth=frame.depth,
+                parent=frame.parent,
+                start_s=start_s,
+                wall_s=0.0,
+                self_s=0.0,
+                changed=False,
+                ir_before=before.sha,
+                ir_after=None,
+                scope=before.scope,
+            )
+
+        self.printer.write(lambda: self.writer.start_pass(run_id, build()))
 
     def pass_started(self, mod: Any, event: Any) -> _OpenPass:
         began = time.perf_counter()
@@ -227,6 +249,7 @@ class PassRecorder:
         raw_name = str(event.name)
         name = display_name(raw_name)
         frame = self._open(mod, name, raw_name, *self._phase(event.phase))
+        self._note_started(frame)
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead
@@ -289,6 +312,7 @@ class PassRecorder:
         began = time.perf_counter()
         self._current_run(event.mod)
         frame = self._open(event.mod, "codegen", str(event.name), PHASE_CODEGEN, None)
+        self._note_started(frame)
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead

@@ -56,6 +56,9 @@ PHASE_CODEGEN = "codegen"
 """Kernel source generation; its snapshot is the kernel source."""
 PHASE_MACHINE = "machine"
 """The kernel source compiled by nvcc (``irtrace record --machine-code``): stages ``ptx`` and ``sass``."""
+PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN, PHASE_MACHINE)
+SCOPES = ("module", "host", "device")
+"""A pass's ``scope``: the whole module until the host/device split, then one side of it."""
 
 
 def text_sha256(text: str) -> str:
@@ -497,9 +500,11 @@ class TraceWriter:
         self._write({"record": "run", **header})
         return run
 
-    def start_pass(self, run_id: int, index: int, name: str) -> None:
-        """Note that a pass began: if the process dies in it, the trace says which pass it was."""
-        self._write({"record": "start", "run": run_id, "index": index, "name": name})
+    def start_pass(self, run_id: int, record: PassRecord) -> None:
+        """Note that a pass began (``record`` as far as it is known then): if the process dies in
+        it, the trace says which pass it was and holds the IR it received."""
+        fields = asdict(record)
+        self._write({"record": "start", "run": run_id, **{key: fields[key] for key in _START_FIELDS}})
 
     def add_pass(self, run_id: int, record: PassRecord) -> None:
         run = self._runs[run_id]
@@ -642,9 +647,9 @@ class TraceWriter:
                     raise TraceFormatError(f"{where}:{number}: run {run.run_id} is out of order")
                 run_ids.append(self.begin_run(run).run_id)
             elif kind == "start":
-                run_id, index, name = fields.id("run"), fields.id("index"), fields.text("name")
-                self._adopted_starts.setdefault(run_id, {})[index] = name
-                self.start_pass(run_id, index, name)
+                run_id, started = fields.id("run"), _start_from(fields)
+                self._adopted_starts.setdefault(run_id, {})[started.index] = started.name
+                self.start_pass(run_id, started)
             elif kind == "pass":
                 self.add_pass(fields.id("run"), _pass_from(fields))
             elif kind == "end":
@@ -715,6 +720,22 @@ class TraceWriter:
         else:
             self.abandon(keep=True)
 
+
+_START_FIELDS = (
+    "index",
+    "name",
+    "raw_name",
+    "phase",
+    "pipeline",
+    "depth",
+    "parent",
+    "start_s",
+    "ir_before",
+    "scope",
+)
+"""What a ``start`` record holds of a pass: everything known before it runs."""
+UNFINISHED = "did not finish: the recording stopped while this pass was running"
+"""The error of a pass that started and has no record: it was running when the recording stopped."""
 
 _END_ONLY_RUN_FIELDS = ("passes", "running", "stopped_by", "resources", "bench")
 
@@ -989,7 +1010,7 @@ def _pass_from(fields: _Fields) -> PassRecord:
         index=index,
         name=fields.text("name"),
         raw_name=fields.text("raw_name"),
-        phase=fields.text("phase"),
+        phase=fields.choice("phase", PHASES),
         pipeline=fields.optional_text("pipeline"),
         depth=depth,
         parent=parent,
@@ -999,9 +1020,41 @@ def _pass_from(fields: _Fields) -> PassRecord:
         changed=fields.flag("changed"),
         ir_before=fields.optional_sha("ir_before"),
         ir_after=fields.optional_sha("ir_after"),
-        scope=fields.text("scope", default="module"),
+        scope=fields.choice("scope", SCOPES, default="module"),
         status=fields.choice("status", (STATUS_OK, STATUS_FAILED), default=STATUS_OK),
         error=fields.optional_text("error"),
+    )
+
+
+def _start_from(fields: _Fields) -> PassRecord:
+    """The pass as it started, failed with ``UNFINISHED`` until its own record says otherwise."""
+    name = fields.text("name")
+    depth = fields.id("depth", maximum=MAX_DEPTH, default=0)
+    parent = fields.optional_id("parent")
+    index = fields.id("index")
+    if (parent is None) != (depth == 0) or (parent is not None and parent >= index):
+        raise TraceFormatError(
+            f"{fields.where}:{fields.number}: start record {index}: "
+            f"parent {parent} and depth {depth} do not fit"
+        )
+    start_s = fields.optional_seconds("start_s")
+    return PassRecord(
+        index=index,
+        name=name,
+        raw_name=fields.text("raw_name", default=name),
+        phase=fields.choice("phase", PHASES, default=PHASE_LOWER),
+        pipeline=fields.optional_text("pipeline"),
+        depth=depth,
+        parent=parent,
+        start_s=start_s or 0.0,
+        wall_s=0.0,
+        self_s=0.0,
+        changed=False,
+        ir_before=fields.optional_sha("ir_before"),
+        ir_after=None,
+        scope=fields.choice("scope", SCOPES, default="module"),
+        status=STATUS_FAILED,
+        error=UNFINISHED,
     )
 
 
@@ -1120,7 +1173,7 @@ class _Parsed:
     raw_texts: dict[str, str] = field(default_factory=dict)
     runs: dict[int, KernelRun] = field(default_factory=dict)
     passes: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
-    starts: dict[int, dict[int, str]] = field(default_factory=dict)
+    starts: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
     ended: set[int] = field(default_factory=set)
     created: str = ""
     footer_expected: bool = False
@@ -1252,7 +1305,8 @@ def _read_record(kind: str, fields: _Fields, parsed: _Parsed) -> None:
     if run_id in parsed.ended:
         raise TraceFormatError(f"{where}:{number}: {kind} record of run {run_id} after its end")
     if kind == "start":
-        parsed.starts[run_id][fields.id("index")] = fields.text("name")
+        started = _start_from(fields)
+        parsed.starts[run_id][started.index] = started
     elif kind == "pass":
         record = _pass_from(fields)
         if record.index in parsed.passes[run_id]:
@@ -1269,29 +1323,47 @@ def _finish(parsed: _Parsed, where: str, truncated: bool) -> Trace:
         truncated = True  # cut between two records: after a run, or before the first
     for run_id, run in parsed.runs.items():
         passes = parsed.passes[run_id]
-        records = tuple(passes[index] for index in sorted(passes))
-        for record in records:
-            parent = passes.get(record.parent) if record.parent is not None else None
-            if parent is not None and record.depth != parent.depth + 1:
-                raise TraceFormatError(
-                    f"{where}: run {run_id}, pass {record.index}: depth {record.depth} under a parent "
-                    f"of depth {parent.depth}"
-                )
-            if parent is None and record.parent is not None and run_id in parsed.ended:
-                raise TraceFormatError(
-                    f"{where}: run {run_id}, pass {record.index}: "
-                    f"its parent {record.parent} is not in the run"
-                )
+        # Passes that started and never finished were running when the recording stopped: they
+        # are kept as failed records, so a reader sees where it stopped and the IR they received.
+        unfinished = {i: record for i, record in parsed.starts[run_id].items() if i not in passes}
+        passes = {**passes, **unfinished}
+        ended = run_id in parsed.ended
+        records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)
         for sha in _shas_of(replace(run, passes=records)):
             if sha not in parsed.raw_texts:
                 raise TraceFormatError(
                     f"{where}: run {run_id} refers to IR {sha[:12]} that the trace does not hold"
                 )
         running = run.running
+        if unfinished and running is None:
+            running = unfinished[max(unfinished)].name
         if run.status == STATUS_INCOMPLETE:
             truncated = True
-            unfinished = [index for index in parsed.starts[run_id] if index not in passes]
-            if unfinished and running is None:
-                running = parsed.starts[run_id][max(unfinished)]
         finished.append(replace(run, passes=records, running=running))
     return Trace(tuple(finished), LazyTexts(parsed.raw_texts, where), parsed.created, where, truncated)
+
+
+def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:
+    """The run's passes (in index order) with every parent among them and depths that agree.
+
+    In a run that was cut short, a nested pass can outlive the record of its parent (the parent
+    never finished and no ``start`` record names it): it becomes a top-level pass. In a run that
+    ended, a missing parent or a depth that does not follow its parent's is a format error.
+    """
+    depth_of: dict[int, int] = {}
+    out = []
+    for record in records:
+        parent = record.parent if record.parent in depth_of else None
+        depth = 0 if parent is None else depth_of[parent] + 1
+        if ended and (parent != record.parent or depth != record.depth):
+            raise TraceFormatError(
+                f"{where}: run {run_id}, pass {record.index}: parent {record.parent} and depth "
+                f"{record.depth} do not match the run's passes"
+            )
+        depth_of[record.index] = depth
+        out.append(
+            record
+            if (parent, depth) == (record.parent, record.depth)
+            else replace(record, parent=parent, depth=depth)
+        )
+    return tuple(out)

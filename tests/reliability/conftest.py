@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.trace import Trace
+from irtrace.trace import UNFINISHED, KernelRun, PassRecord, Trace
 from tests.conftest import DATA, ROOT, record_to_file
 
 MISBEHAVING = DATA / "misbehaving.py"
@@ -101,3 +101,11 @@ def copy_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
 
 def pass_names(trace: Trace) -> Sequence[str]:
     return [p.name for p in trace.runs[0].passes]
+
+
+def finished_and_running(run: KernelRun) -> tuple[list[PassRecord], PassRecord]:
+    """The passes that finished, and the one that was running when the recording stopped (kept as a
+    failed record with the IR it received); checks that exactly one was running."""
+    running = [p for p in run.passes if p.error == UNFINISHED]
+    assert len(running) == 1 and running[0].failed and running[0].name == run.running, run.passes[-3:]
+    return [p for p in run.passes if p.error != UNFINISHED], running[0]

@@ -413,3 +413,27 @@ def test_random_damage_never_gives_a_traceback_in_any_reader(
     assert grown_mib < 1024, f"peak memory grew by {grown_mib:.0f} MiB"
     # Both kinds of case occurred: damage that loads (and is shown) and damage refused with exit 6.
     assert outcomes.get(ExitCode.TRACE_FORMAT) and outcomes.get(ExitCode.OK), outcomes
+
+
+def test_a_trace_cut_inside_nested_passes_loads_as_a_forest_every_reader_can_draw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], two_target_trace: Trace
+) -> None:
+    """Cut after a nested pass finished but before its parent did. With the parent's `start`
+    record, the parent is kept as the unfinished (running) pass; without it (a trace from before
+    `start` records), the nested pass becomes a top-level one."""
+    lines = records(two_target_trace)
+    nested = next(
+        i for i, line in enumerate(lines) if line["record"] == "pass" and line["parent"] is not None
+    )
+    parent_index = lines[nested]["parent"]
+    cut = lines[: nested + 1]
+    with_starts = load_trace(write(tmp_path / "starts.jsonl", cut))
+    run = with_starts.runs[0]
+    parent = next(p for p in run.passes if p.index == parent_index)
+    assert run.running == parent.name and parent.failed and with_starts.ir_before(parent)
+    without = load_trace(write(tmp_path / "old.jsonl", [line for line in cut if line["record"] != "start"]))
+    orphan = next(p for p in without.runs[0].passes if p.index == lines[nested]["index"])
+    assert orphan.parent is None and orphan.depth == 0
+    for path in (tmp_path / "starts.jsonl", tmp_path / "old.jsonl"):
+        codes = check_every_reader(path, tmp_path, capsys)
+        assert codes["passviz html"] == codes["irtrace show"] == ExitCode.OK, codes

@@ -20,7 +20,16 @@ from irtrace.trace import (
 )
 from tests.conftest import DATA, SMALL_GEMM
 
-from .conftest import COPY, LOWER_TILE_OP_INDEX, holds, one_line, run_tool, start_tool, wait_for
+from .conftest import (
+    COPY,
+    LOWER_TILE_OP_INDEX,
+    finished_and_running,
+    holds,
+    one_line,
+    run_tool,
+    start_tool,
+    wait_for,
+)
 
 
 def test_lower_tile_op_index_matches_a_clean_lowering(copy_trace: Trace) -> None:
@@ -54,7 +63,9 @@ def test_ctrl_c_in_a_native_pass_stops_record_with_130_and_keeps_the_passes(tmp_
     trace = load_trace(partial)
     (run,) = trace.runs
     assert run.status == STATUS_INCOMPLETE and run.running == "tl.LowerTileOp"
-    assert len(run.passes) == LOWER_TILE_OP_INDEX and not any(p.failed for p in run.passes)
+    finished, running = finished_and_running(run)
+    assert len(finished) == LOWER_TILE_OP_INDEX and not any(p.failed for p in finished)
+    assert running.index == LOWER_TILE_OP_INDEX and trace.ir_before(running)
 
 
 def test_ctrl_c_stops_isolated_record_too(tmp_path: Path) -> None:
@@ -62,7 +73,7 @@ def test_ctrl_c_stops_isolated_record_too(tmp_path: Path) -> None:
     assert code == ExitCode.INTERRUPTED, log
     (run,) = load_trace(partial).runs
     assert run.status == STATUS_INCOMPLETE and run.running == "tl.LowerTileOp"
-    assert len(run.passes) == LOWER_TILE_OP_INDEX
+    assert len(finished_and_running(run)[0]) == LOWER_TILE_OP_INDEX
 
 
 def test_ctrl_c_stops_irtrace_run_without_relowering(tmp_path: Path) -> None:
@@ -99,8 +110,11 @@ def test_segfault_in_a_pass_keeps_every_finished_pass_and_names_the_running_one(
     trace = load_trace(written if written.exists() else output)
     (run,) = trace.runs
     clean = copy_trace.runs[0].passes[:LOWER_TILE_OP_INDEX]
-    assert [(p.index, p.name, p.changed) for p in run.passes] == [(p.index, p.name, p.changed) for p in clean]
-    assert [trace.ir_after(p) for p in run.passes] == [copy_trace.ir_after(p) for p in clean]
+    finished, running = finished_and_running(run)
+    assert [(p.index, p.name, p.changed) for p in finished] == [(p.index, p.name, p.changed) for p in clean]
+    assert [trace.ir_after(p) for p in finished] == [copy_trace.ir_after(p) for p in clean]
+    # the pass that crashed is there too, with the IR it received
+    assert trace.ir_before(running) == copy_trace.ir_before(copy_trace.runs[0].passes[LOWER_TILE_OP_INDEX])
     assert run.running == "tl.LowerTileOp"
     shown = run_tool("irtrace", "show", str(written))
     assert "copy on cuda:sm_90 stopped while pass tl.LowerTileOp was running" in shown.stderr
@@ -118,7 +132,7 @@ def test_isolated_segfault_fails_that_run_and_recording_goes_on(tmp_path: Path, 
     crashed, gemm = load_trace(output).runs
     assert crashed.status == STATUS_FAILED and crashed.stopped_by == STOPPED_BY_CRASH
     assert crashed.running == "tl.LowerTileOp" and "SIGSEGV" in (crashed.error or "")
-    assert [p.name for p in crashed.passes] == [
+    assert [p.name for p in finished_and_running(crashed)[0]] == [
         p.name for p in copy_trace.runs[0].passes[:LOWER_TILE_OP_INDEX]
     ]
     assert gemm.kernel == "matmul" and gemm.status == STATUS_OK and gemm.source_sha256

@@ -15,7 +15,16 @@ from irtrace.errors import ExitCode
 from irtrace.trace import STATUS_INCOMPLETE, STATUS_OK, Trace, TraceWriter, load_trace
 from passviz.cli import main as passviz_main
 
-from .conftest import COPY, LOWER_TILE_OP_INDEX, holds, one_line, run_tool, start_tool, wait_for
+from .conftest import (
+    COPY,
+    LOWER_TILE_OP_INDEX,
+    finished_and_running,
+    holds,
+    one_line,
+    run_tool,
+    start_tool,
+    wait_for,
+)
 
 
 def test_record_of_a_missing_kernel_file_leaves_the_existing_trace(
@@ -103,7 +112,7 @@ def test_second_writer_of_one_output_fails_and_the_first_is_not_garbled(tmp_path
     trace = load_trace(partial)
     (run,) = trace.runs
     assert run.status == STATUS_INCOMPLETE and run.running == "tl.LowerTileOp"
-    assert [p.index for p in run.passes] == list(range(LOWER_TILE_OP_INDEX))
+    assert [p.index for p in run.passes] == list(range(LOWER_TILE_OP_INDEX + 1))  # the last one unfinished
 
 
 def test_a_killed_recording_leaves_a_partial_file_and_says_so(tmp_path: Path) -> None:
@@ -139,8 +148,10 @@ def test_killed_gz_recording_loads_up_to_its_last_complete_line(tmp_path: Path, 
     (run,) = trace.runs
     assert trace.truncated and run.status == STATUS_INCOMPLETE
     clean = copy_trace.runs[0].passes
-    assert [p.name for p in run.passes] == [p.name for p in clean[:LOWER_TILE_OP_INDEX]]
-    assert trace.ir_after(run.passes[-1]) == copy_trace.ir_after(clean[LOWER_TILE_OP_INDEX - 1])
+    finished, running = finished_and_running(run)
+    assert [p.name for p in finished] == [p.name for p in clean[:LOWER_TILE_OP_INDEX]]
+    assert trace.ir_after(finished[-1]) == copy_trace.ir_after(clean[LOWER_TILE_OP_INDEX - 1])
+    assert running.name == "tl.LowerTileOp"
 
 
 def test_output_errors_are_one_line_and_come_before_lowering(tmp_path: Path, copy_trace: Trace) -> None:
