@@ -25,6 +25,12 @@ LAZY = [
     "irtrace.cli",
     "irtrace.machine_code",
     "irtrace.bench",
+    "irtrace.check",
+    "irtrace.check_report",
+    "irtrace.metrics",
+    "irtrace.policy",
+    "irtrace.parallel",
+    "irtrace.repro",
 ]
 
 
