@@ -65,6 +65,7 @@ bench: setup ## Run the benchmarks in bench/ (each ends with a RESULT line)
 	$(PY) bench/diff_speed.py
 	$(PY) bench/tui_open.py
 	$(PY) bench/lsp_latency.py
+	$(PY) bench/record_scale.py
 
 # Editors (docs/editors.md). The npm tools of the VS Code test are cached per machine in
 # EDITOR_TOOLS; tests/editors/setup.sh says what each step installs.
