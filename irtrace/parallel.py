@@ -303,10 +303,11 @@ class WorkerPool:
         if pid == 0:  # the worker: never returns
             os.close(command_write)
             os.close(reply_read)
-            for other in self._workers:
-                with contextlib.suppress(OSError):
-                    os.close(other.commands)
-                    os.close(other.replies)
+            for other in self._workers:  # their pipes: a worker must see EOF when the parent closes
+                for fd in (other.commands, other.replies):
+                    if fd >= 0:
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
             _worker_main(self.items, self._scratch_path, command_read, reply_write, self.repeat)
         os.close(command_read)
         os.close(reply_write)
@@ -382,8 +383,11 @@ class WorkerPool:
                 os.waitpid(worker.pid, 0)
             worker.pid = 0
         for fd in (worker.commands, worker.replies):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        # closed numbers are reused by the next pipes: a child must not close them again
+        worker.commands = worker.replies = -1
 
     def _stop_all(self) -> None:
         for worker in self._workers:
