@@ -6,6 +6,7 @@ so line numbers in a diff of normalized texts are line numbers in the raw IR.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, fields
 
@@ -86,7 +87,9 @@ def mask_targets(text: str) -> str:
         start = text.find(_TARGET_CALL, position)
         if start < 0:
             break
-        end = _closing_paren(text, start + len(_TARGET_CALL))
+        end = _json_argument_end(text, start + len(_TARGET_CALL))
+        if end < 0:
+            end = _closing_paren(text, start + len(_TARGET_CALL))
         if end < 0:  # unbalanced: leave the rest as it is
             break
         pieces.append(text[position:start])
@@ -94,6 +97,22 @@ def mask_targets(text: str) -> str:
         position = end + 1
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json_argument_end(text: str, position: int) -> int:
+    """Index of the ``)`` after a JSON object argument starting at ``position`` (the usual case,
+    parsed in C), or -1 to fall back to scanning."""
+    if text.startswith("{", position):
+        try:
+            _, end = _DECODER.raw_decode(text, position)
+        except ValueError:
+            return -1
+        if text.startswith(")", end):
+            return end
+    return -1
 
 
 def _closing_paren(text: str, position: int) -> int:

@@ -284,13 +284,66 @@ def _match_region(
     """
     if alo >= ahi or blo >= bhi:
         return
-    # Without autojunk, matching is quadratic on very repetitive text (unrolled IR of tens of
-    # thousands of lines); past this size difflib's own heuristic keeps it fast.
-    large = (ahi - alo) * (bhi - blo) > _EXACT_MATCH_LIMIT
-    matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=large)
+    region_a, region_b = a[alo:ahi], b[blo:bhi]
+    if (ahi - alo) * (bhi - blo) > _EXACT_MATCH_LIMIT:
+        # difflib's matching is quadratic on very repetitive text (unrolled IR of tens of
+        # thousands of lines, each line hundreds of times). Past this size the k-th copy of a line
+        # may only match the k-th copy in the other text: every element is then unique, and a
+        # longest common subsequence is a longest increasing one, found in n log n.
+        out.extend((alo + i, blo + j, size) for i, j, size in _unique_lcs_blocks(region_a, region_b))
+        return
+    matcher = difflib.SequenceMatcher(None, region_a, region_b, autojunk=False)
     for i, j, size in matcher.get_matching_blocks():
         if size:
             out.append((alo + i, blo + j, size))
+
+
+def _unique_lcs_blocks(a: list[int], b: list[int]) -> list[tuple[int, int, int]]:
+    """Matching blocks of a longest common subsequence where the k-th copy of a line in ``a`` can
+    only match the k-th copy in ``b``."""
+    import bisect
+
+    # Key of the k-th copy of a line: line id + k * stride (ints hash and compare fastest).
+    stride = max(max(a, default=0), max(b, default=0)) + 1
+    seen = [0] * stride
+    positions: dict[int, int] = {}
+    for j, line in enumerate(b):
+        positions[line + seen[line] * stride] = j
+        seen[line] += 1
+    seen = [0] * stride
+    pairs: list[tuple[int, int]] = []
+    get = positions.get
+    for i, line in enumerate(a):
+        found = get(line + seen[line] * stride)
+        seen[line] += 1
+        if found is not None:
+            pairs.append((i, found))
+    # Longest increasing subsequence of the b positions (patience sorting with back links).
+    tails: list[int] = []
+    tail_at: list[int] = []
+    back: list[int] = [-1] * len(pairs)
+    for n, (_, j) in enumerate(pairs):
+        slot = bisect.bisect_left(tails, j)
+        if slot == len(tails):
+            tails.append(j)
+            tail_at.append(n)
+        else:
+            tails[slot] = j
+            tail_at[slot] = n
+        back[n] = tail_at[slot - 1] if slot else -1
+    chain = []
+    n = tail_at[-1] if tail_at else -1
+    while n >= 0:
+        chain.append(pairs[n])
+        n = back[n]
+    chain.reverse()
+    blocks: list[tuple[int, int, int]] = []
+    for i, j in chain:
+        if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
+            blocks[-1] = (blocks[-1][0], blocks[-1][1], blocks[-1][2] + 1)
+        else:
+            blocks.append((i, j, 1))
+    return blocks
 
 
 def _opcodes_from_matches(matches: list[tuple[int, int, int]], n: int, m: int) -> list[Opcode]:
