@@ -2,7 +2,9 @@
 
 Only the selected pass's IR or diff is built, and the code pane renders only visible lines, so a
 trace with tens of thousands of IR lines per pass stays responsive. Line counts and diffs of very
-large IR are computed in worker threads.
+large IR are computed in worker threads. The selection lives in the pass table's cursor, which
+keys move at once, so keys pressed in quick succession each act on the pass the previous one
+chose; the panes catch up as messages arrive.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from passviz.widgets.help_screen import HelpScreen
 from passviz.widgets.messages import FiltersChanged, PassChosen, RunChosen
 from passviz.widgets.pass_header import PassHeader
 from passviz.widgets.pass_table import PassTable
+from passviz.widgets.run_info import RunInfo, run_notice
+from passviz.widgets.run_picker import RunPicker
 from passviz.widgets.run_tree import RunRef, RunTree
 
-VIEW_MODES = ("ir", "diff", "side")
+VIEW_MODES = ("ir", "diff", "side", "other", "run")
 LARGE_RUN_CHARS = 2_000_000
 """Above this much distinct IR in a run, +/- counts are computed in a worker."""
 LARGE_DIFF_CHARS = 400_000
@@ -45,18 +49,47 @@ LARGE_DIFF_CHARS = 400_000
 
 KEYS: tuple[tuple[str, str, str, str, bool], ...] = (
     # (key, action, footer label, help text, shown in the footer)
-    ("question_mark", "help", "help", "this key list", True),
+    ("question_mark", "help", "help", "this key list and the colours", True),
     ("n", "jump('changed', True)", "next changed", "next pass that changed the IR", True),
     ("N", "jump('changed', False)", "prev changed", "previous pass that changed the IR", False),
     ("e", "jump('failed', True)", "next failed", "next failed pass", True),
     ("E", "jump('failed', False)", "prev failed", "previous failed pass", False),
-    ("t", "target(1)", "next target", "same kernel on the next target, same pass", True),
-    ("T", "target(-1)", "prev target", "same kernel on the previous target, same pass", False),
-    ("o", "other_trace", "other trace", "same kernel, target and pass in the --compare trace", False),
+    ("t", "target(1)", "next target", "same kernel on the next target, same pipeline point", True),
+    ("T", "target(-1)", "prev target", "same kernel on the previous target, same pipeline point", False),
+    ("k", "pick_run", "kernel/target", "pick a kernel and target by typing part of its name", True),
+    (
+        "o",
+        "other_trace",
+        "other trace",
+        "same kernel, target and pipeline point in the --compare trace",
+        False,
+    ),
     ("i", "mode('ir')", "IR", "show the IR after the pass", True),
     ("d", "mode('diff')", "diff", "show the pass's diff, unified", True),
     ("s", "mode('side')", "side by side", "show the pass's diff side by side", True),
-    ("c", "toggle_changed", "changed only", "list only passes that changed the IR (failed ones stay)", True),
+    (
+        "x",
+        "mode('other')",
+        "vs other",
+        "diff this pass's output against the same pass in the --compare trace",
+        False,
+    ),
+    ("r", "mode('run')", "run", "the run: spec, arguments, pass configs, error, cut-short notice", True),
+    (
+        "m",
+        "toggle_source",
+        "source",
+        "the kernel's source beside the IR, IR lines mapped to source lines",
+        True,
+    ),
+    (
+        "f",
+        "toggle_full",
+        "full width",
+        "give the code pane the whole width (again to bring the lists back)",
+        True,
+    ),
+    ("c", "toggle_changed", "changed only", "list only passes that changed the IR (failed ones stay)", False),
     ("p", "cycle_phase", "phase", "cycle the phase filter: all, check, lower, finalize, codegen", False),
     ("slash", "search", "search", "search pass names (enter or escape returns to the list)", True),
     ("escape", "escape", "clear", "leave the search box; in the list, clear every filter", False),
@@ -70,7 +103,7 @@ KEY_NAMES = {"question_mark": "?", "slash": "/"}
 
 def key_help() -> list[tuple[str, str]]:
     """(key as typed, what it does) for the help screen and the docs."""
-    rows = [("↑ ↓ PgUp PgDn Home End", "move through the passes (or click one)")]
+    rows = [("↑ ↓ PgUp PgDn Home End", "move through the passes, Home/End to the first/last (or click one)")]
     rows += [(KEY_NAMES.get(key, key), text) for key, _, _, text, _ in KEYS]
     return rows
 
@@ -85,8 +118,13 @@ class PassvizApp(App[None]):
     ]
 
     view_mode: reactive[str] = reactive("ir")
-    """``ir``, ``diff`` (unified) or ``side`` (side by side)."""
+    """``ir``, ``diff`` (unified), ``side`` (side by side), ``other`` (against the --compare
+    trace) or ``run`` (the run's facts)."""
     pass_filter: reactive[PassFilter] = reactive(PassFilter, init=False)
+    show_source: reactive[bool] = reactive(False)
+    """The kernel's source is shown beside the IR."""
+    full_width: reactive[bool] = reactive(False)
+    """The lists are hidden and the code pane takes the whole width."""
 
     def __init__(self, traces: Sequence[Trace | str | Path], *, show_times: bool = True) -> None:
         super().__init__()
@@ -96,10 +134,12 @@ class PassvizApp(App[None]):
         self.show_times = show_times
         self.run_ref: RunRef | None = None
         self.entries: list[PassEntry] = []
-        self.selected: int | None = None
         self._counts: dict[RunRef, dict[int, tuple[int, int]]] = {}
-        self._diffs: dict[tuple[int, int, int], Any] = {}
+        self._diffs: dict[tuple[Any, ...], Any] = {}
         self._keep_scroll = False
+        self._shown: tuple[Any, ...] | None = None
+        self._source_cache: dict[RunRef, Any] = {}
+        self._count_caches: list[dict[tuple[str, str], tuple[int, int]]] = [{} for _ in self.traces]
         self.sub_title = "  vs  ".join(Path(t.path).name if t.path else "trace" for t in self.traces)
 
     # ------------------------------------------------------------------ layout
@@ -113,16 +153,25 @@ class PassvizApp(App[None]):
                 yield PassTable(show_times=self.show_times, id="passes")
             with Vertical(id="right"):
                 yield PassHeader(id="pass-header")
-                yield Tabs(
+                tabs = [
                     Tab("IR after", id="ir"),
                     Tab("Diff", id="diff"),
                     Tab("Side by side", id="side"),
-                    id="modes",
-                )
-                yield CodeView(id="code")
+                    Tab("vs other trace", id="other"),
+                    Tab("Run", id="run"),
+                ]
+                yield Tabs(*tabs, id="modes")
+                with Horizontal(id="panes"):
+                    yield CodeView(id="code")
+                    yield RunInfo(id="run-info")
+                    yield CodeView(id="source")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#run-info").display = False
+        self.query_one("#source").display = False
+        if len(self.traces) < 2:
+            self.query_one(Tabs).hide("other")
         runs = self.traces[0].runs if self.traces else ()
         if runs:
             self.open_run((0, runs[0].run_id))
@@ -143,8 +192,14 @@ class PassvizApp(App[None]):
         return self.run_for(self.run_ref) if self.run_ref else None
 
     @property
+    def selected(self) -> int | None:
+        """``PassRecord.index`` of the pass under the table's cursor (``None`` when none is listed)."""
+        return self.query_one(PassTable).selected_index
+
+    @property
     def selected_entry(self) -> PassEntry | None:
-        return next((e for e in self.entries if e.index == self.selected), None)
+        selected = self.selected
+        return next((e for e in self.entries if e.index == selected), None)
 
     @property
     def selected_record(self) -> PassRecord | None:
@@ -171,11 +226,13 @@ class PassvizApp(App[None]):
         counts = self._counts.get(ref)
         if counts is None:
             if run_text_size(self.trace, run) <= LARGE_RUN_CHARS:
-                counts = self._counts[ref] = line_counts(self.trace, run)
+                counts = self._counts[ref] = line_counts(self.trace, run, self._count_caches[ref[0]])
             else:
                 self._count_lines(ref, self.trace, run)
         self._fill_table(target.index if target else None, counts)
         self.query_one(RunTree).mark(ref)
+        if self.view_mode == "run" or not run.passes:
+            self._show_code()
 
     def _fill_table(self, wanted: int | None, counts: dict[int, tuple[int, int]] | None) -> None:
         visible = [e for e in self.entries if self.pass_filter.admits(e.record)]
@@ -189,12 +246,39 @@ class PassvizApp(App[None]):
         table = self.query_one(PassTable)
         table.show_entries(visible, counts, select)
         if not visible:
-            self.selected = None
             self._show_code()
 
     @work(thread=True, exclusive=True, group="counts")
     def _count_lines(self, ref: RunRef, trace: Trace, run: KernelRun) -> None:
-        counts = line_counts(trace, run)
+        """Counts of a large run. A diff of IR of tens of thousands of lines takes up to a second
+        of CPU, which in a thread would hold the interpreter lock against the screen; a second
+        process does the diffs, this thread only hands the texts over and waits."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from textual.worker import get_current_worker
+
+        import passdiff  # noqa: F401  - loaded before the fork, so the child imports nothing
+        from passviz.model import count_line_changes
+
+        worker = get_current_worker()
+        counts = {p.index: (0, 0) for p in run.passes}
+        todo = [p for p in run.passes if p.ir_after is not None and p.ir_before not in (None, p.ir_after)]
+        # fork: the child has passdiff loaded already (spawn cannot start under every terminal
+        # setup Textual makes); it only computes and returns two integers per pass.
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            futures = {
+                record.index: pool.submit(
+                    count_line_changes, trace.text(record.ir_before), trace.text(record.ir_after)
+                )
+                for record in todo
+            }
+            for index, future in futures.items():
+                if worker.is_cancelled:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    return
+                counts[index] = future.result()
         self.call_from_thread(self._counts_ready, ref, counts)
 
     def _counts_ready(self, ref: RunRef, counts: dict[int, tuple[int, int]]) -> None:
@@ -204,15 +288,17 @@ class PassvizApp(App[None]):
             self._show_header()
 
     def on_run_chosen(self, message: RunChosen) -> None:
-        ref = (message.trace_no, message.run_id)
+        self._switch_to((message.trace_no, message.run_id))
+
+    def _switch_to(self, ref: RunRef) -> None:
         if ref == self.run_ref:
             return
         keep = (self.current_run, self.selected_record) if self.current_run and self.selected_record else None
         self.open_run(ref, keep)  # type: ignore[arg-type]
-        self.query_one(PassTable).focus()
+        if not self.full_width:
+            self.query_one(PassTable).focus()
 
     def on_pass_chosen(self, message: PassChosen) -> None:
-        self.selected = message.index
         self._show_code()
 
     def on_filters_changed(self, message: FiltersChanged) -> None:
@@ -227,6 +313,18 @@ class PassvizApp(App[None]):
         self.query_one(Tabs).active = mode
         self._show_code()
 
+    def watch_show_source(self, shown: bool) -> None:
+        self.query_one("#source").display = shown and self.view_mode != "run"
+        self._shown = None
+        self._show_code()
+
+    def watch_full_width(self, full: bool) -> None:
+        self.query_one("#left").display = not full
+        if full:
+            self.query_one("#code", CodeView).focus()
+        else:
+            self.query_one(PassTable).focus()
+
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
         if event.tab is not None and event.tab.id in VIEW_MODES:
             self.view_mode = event.tab.id
@@ -237,57 +335,101 @@ class PassvizApp(App[None]):
         run = self.current_run
         if run is None:
             return
-        counts = self._counts.get(self.run_ref or (0, 0), {}).get(self.selected or -1)
+        counts = self._counts.get(self.run_ref or (0, 0), {}).get(
+            self.selected if self.selected is not None else -1
+        )
+        notice = run_notice(self.trace, run)
         self.query_one(PassHeader).show_pass(
-            run, self.selected_entry, counts, show_times=self.show_times, note=note
+            run, self.selected_entry, counts, show_times=self.show_times, note=note or notice or ""
         )
 
     def _show_code(self) -> None:
-        code = self.query_one(CodeView)
-        keep_scroll, self._keep_scroll = self._keep_scroll, False
+        code = self.query_one("#code", CodeView)
+        info = self.query_one(RunInfo)
+        run = self.current_run
         record = self.selected_record
+        running_info = self.view_mode == "run"
+        code.display = not running_info
+        info.display = running_info
+        self.query_one("#source").display = self.show_source and not running_info
+        shown = (self.run_ref, record.index if record else None, self.view_mode, self.show_source)
+        if shown == self._shown and not running_info:
+            return  # several messages for one move: the panes already show it
+        self._shown = shown
+        keep_scroll, self._keep_scroll = self._keep_scroll, False
         self._show_header()
+        if running_info:
+            if run is not None:
+                info.show_run(self.trace, run)
+            return
         if record is None:
-            code.show(NoteRows("no pass matches the filters"))
+            if run is not None and not run.passes:
+                code.show(NoteRows(*_no_pass_lines(run)))
+            else:
+                code.show(NoteRows("no pass matches the filters"))
+            self._update_source(None)
             return
         language = ir_language(record)
         if self.view_mode == "ir":
-            code.show(IrRows(self.trace.ir_after(record)), language, keep_scroll=keep_scroll)
+            text = self.trace.ir_after(record)
+            mapping = self._source_mapping(text) if self.show_source and language == "python" else None
+            code.show(IrRows(text, mapping), language, keep_scroll=keep_scroll)
+            self._update_source(code)
+            return
+        self._update_source(None)
+        if self.view_mode == "other":
+            self._show_other(record, language)
             return
         if record.failed:
-            code.show(NoteRows(f"{record.name} failed; it made no IR:", *(record.error or "").splitlines()))
+            code.show(
+                NoteRows(
+                    f"{record.name} failed; it made no IR. Its error:",
+                    *(record.error or "").splitlines(),
+                    "",
+                    "The IR it received is under IR after (i).",
+                )
+            )
             return
-        if not record.changed:
+        if record.ir_after is None or record.ir_after == record.ir_before:
             code.show(NoteRows(f"{record.name} changed nothing."))
             return
-        key = (self.run_ref[0] if self.run_ref else 0, self.run_ref[1] if self.run_ref else 0, record.index)
+        key = (self.trace.path, record.ir_before, record.ir_after)
+        self._diff_for(key, self.trace.ir_before(record), self.trace.ir_after(record), language)
+
+    def _diff_for(self, key: tuple[Any, ...], before: str, after: str, language: str, note: str = "") -> None:
         diff = self._diffs.get(key)
         if diff is not None:
-            self._show_diff(diff, language)
+            self._show_diff(diff, language, note)
             return
-        before, after = self.trace.ir_before(record), self.trace.ir_after(record)
         if len(before) + len(after) > LARGE_DIFF_CHARS:
-            code.show(NoteRows("computing the diff…"))
-            self._diff_in_worker(key, before, after, language)
+            self.query_one("#code", CodeView).show(NoteRows("computing the diff…"))
+            self._diff_in_worker(key, before, after, language, note, self._shown)
         else:
-            self._diff_ready(key, _diff(before, after), language)
+            self._diff_ready(key, _diff(before, after), language, note, self._shown)
 
     @work(thread=True, exclusive=True, group="diff")
-    def _diff_in_worker(self, key: tuple[int, int, int], before: str, after: str, language: str) -> None:
+    def _diff_in_worker(
+        self, key: tuple[Any, ...], before: str, after: str, language: str, note: str, shown: Any
+    ) -> None:
         diff = _diff(before, after)
-        self.call_from_thread(self._diff_ready, key, diff, language)
+        self.call_from_thread(self._diff_ready, key, diff, language, note, shown)
 
-    def _diff_ready(self, key: tuple[int, int, int], diff: Any, language: str) -> None:
+    def _diff_ready(self, key: tuple[Any, ...], diff: Any, language: str, note: str, shown: Any) -> None:
         if len(self._diffs) > 64:
             self._diffs.clear()
         self._diffs[key] = diff
-        if self.run_ref and key == (*self.run_ref, self.selected) and self.view_mode != "ir":
-            self._show_diff(diff, language)
+        if shown == self._shown:
+            self._show_diff(diff, language, note)
 
-    def _show_diff(self, diff: Any, language: str) -> None:
-        code = self.query_one(CodeView)
+    def _show_diff(self, diff: Any, language: str, note: str = "") -> None:
+        code = self.query_one("#code", CodeView)
+        notes = (note,) if note else ()
         if diff.is_empty:
-            code.show(NoteRows("the pass changed only what passdiff normalizes away (targets, addresses)."))
+            code.show(
+                NoteRows(
+                    *notes, "no difference once passdiff's normalization (targets, addresses) is applied."
+                )
+            )
             return
         if self.view_mode == "side":
             rows: Any = SideBySideRows(diff.side_by_side())
@@ -297,6 +439,105 @@ class PassvizApp(App[None]):
             first = next((i for i, line in enumerate(diff.lines) if line.kind != "equal"), 0)
         code.show(rows, language)
         code.scroll_to(y=max(0, first - 3), animate=False, immediate=True)
+        if note:
+            self._show_header(note)
+
+    # ------------------------------------------------------------------ against the --compare trace
+
+    def other_run(self) -> tuple[int, KernelRun] | None:
+        """The same kernel (same target if there) in the other trace."""
+        run = self.current_run
+        if run is None or self.run_ref is None or len(self.traces) < 2:
+            return None
+        trace_no = (self.run_ref[0] + 1) % len(self.traces)
+        candidates = [r for r in self.traces[trace_no].runs if r.kernel == run.kernel]
+        match = next((r for r in candidates if r.target == run.target), None) or next(iter(candidates), None)
+        return (trace_no, match) if match is not None else None
+
+    def _show_other(self, record: PassRecord, language: str) -> None:
+        code = self.query_one("#code", CodeView)
+        run = self.current_run
+        found = self.other_run()
+        if run is None or found is None:
+            why = (
+                "open a second trace with --compare to diff a pass against it"
+                if len(self.traces) < 2
+                else f"{run.kernel if run else 'this kernel'} is not in the other trace"
+            )
+            code.show(NoteRows(why))
+            return
+        trace_no, other = found
+        from passdiff import align_passes
+
+        row = next(
+            (r for r in align_passes(run, other) if r.a is not None and r.a.index == record.index), None
+        )
+        counterpart = aligned_pass(run, record, other)
+        if counterpart is None:
+            code.show(NoteRows(f"{other.kernel} on {other.target} in the other trace ran no pass."))
+            return
+        other_trace = self.traces[trace_no]
+        this_name = Path(self.trace.path).name if self.trace.path else "this trace"
+        other_name = Path(other_trace.path).name if other_trace.path else "the other trace"
+        label_b = row.label_b if row is not None and row.b is not None else None
+        if label_b is None:
+            note = f"only this run ran it; vs {other_name} after its nearest earlier pass {counterpart.name}"
+        else:
+            note = f"vs {other_name} ({other.target}): after {label_b}"
+        key = ("other", self.trace.path, record.ir_after, other_trace.path, counterpart.ir_after)
+        self._diff_for(
+            key,
+            self.trace.ir_after(record),
+            other_trace.ir_after(counterpart),
+            language,
+            f"{this_name} {note}",
+        )
+
+    # ------------------------------------------------------------------ the kernel's source
+
+    def _source(self) -> Any:
+        if self.run_ref is None or self.current_run is None:
+            return None
+        if self.run_ref not in self._source_cache:
+            from passviz.source_map import kernel_source
+
+            self._source_cache[self.run_ref] = kernel_source(self.trace, self.current_run)
+        return self._source_cache[self.run_ref]
+
+    def _source_mapping(self, text: str) -> list[int | None] | None:
+        source = self._source()
+        if source is None:
+            return None
+        from passviz.source_map import map_lines
+
+        return [None if n is None else n + 1 for n in map_lines(text.splitlines(), source)]
+
+    def _update_source(self, code: CodeView | None) -> None:
+        """Show the kernel's source, marking the lines the IR lines on screen came from."""
+        if not self.show_source:
+            return
+        pane = self.query_one("#source", CodeView)
+        source = self._source()
+        if source is None:
+            run = self.current_run
+            pane.show(
+                NoteRows("the kernel's source file is not found", f"(spec: {run.spec if run else '?'})")
+            )
+            return
+        if getattr(pane, "shown_source", None) is not source:
+            pane.show(IrRows("\n".join(source.lines)), "python")
+            pane.shown_source = source  # type: ignore[attr-defined]
+        rows = code.rows if code is not None else None
+        if not isinstance(rows, IrRows) or rows.source_lines is None or code is None:
+            pane.mark(frozenset())
+            return
+        on_screen = [rows.source_lines[i] for i in code.visible_rows if rows.source_lines[i] is not None]
+        marked = frozenset(n - 1 for n in on_screen if n is not None)
+        pane.mark(marked, min(marked) if marked else None)
+
+    def on_code_view_scrolled(self, message: CodeView.Scrolled) -> None:
+        if message.view.id == "code" and self.show_source:
+            self._update_source(message.view)
 
     # ------------------------------------------------------------------ actions
 
@@ -325,13 +566,18 @@ class PassvizApp(App[None]):
         if run is None or self.run_ref is None or len(self.traces) < 2:
             self.notify("open a second trace with --compare to switch traces", timeout=2)
             return
-        trace_no = (self.run_ref[0] + 1) % len(self.traces)
-        candidates = [r for r in self.traces[trace_no].runs if r.kernel == run.kernel]
-        match = next((r for r in candidates if r.target == run.target), None) or next(iter(candidates), None)
-        if match is None:
+        found = self.other_run()
+        if found is None:
             self.notify(f"{run.kernel} is not in the other trace", severity="warning", timeout=2)
             return
-        self.open_run((trace_no, match.run_id), self._keep())
+        self.open_run((found[0], found[1].run_id), self._keep())
+
+    def action_pick_run(self) -> None:
+        def chosen(ref: RunRef | None) -> None:
+            if ref is not None:
+                self._switch_to(ref)
+
+        self.push_screen(RunPicker(self.traces, self.run_ref), chosen)
 
     def _keep(self) -> tuple[KernelRun, PassRecord] | None:
         run, record = self.current_run, self.selected_record
@@ -340,6 +586,14 @@ class PassvizApp(App[None]):
     def action_mode(self, mode: str) -> None:
         self.view_mode = mode
 
+    def action_toggle_source(self) -> None:
+        if self.view_mode not in ("ir", "run"):
+            self.view_mode = "ir"
+        self.show_source = not self.show_source
+
+    def action_toggle_full(self) -> None:
+        self.full_width = not self.full_width
+
     def action_toggle_changed(self) -> None:
         self.query_one(FilterBar).toggle_changed()
 
@@ -347,6 +601,8 @@ class PassvizApp(App[None]):
         self.query_one(FilterBar).cycle_phase()
 
     def action_search(self) -> None:
+        if self.full_width:
+            self.full_width = False
         self.query_one(FilterBar).name_input.focus()
 
     def action_escape(self) -> None:
@@ -357,6 +613,21 @@ class PassvizApp(App[None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.query_one(PassTable).focus()
+
+
+def _no_pass_lines(run: KernelRun) -> list[str]:
+    """What the code pane says for a run without passes: it failed before its pipeline."""
+    if run.status == "ok":
+        return [f"{run.kernel} on {run.target} recorded no pass."]
+    lines = [
+        f"{run.kernel} on {run.target} {run.status} before its first pass (building the kernel):",
+        "",
+        *(run.error or "(no error recorded)").splitlines(),
+        "",
+        f"spec: {run.spec}",
+        "r shows the run's arguments and pass configs.",
+    ]
+    return lines
 
 
 def _diff(before: str, after: str) -> Any:

@@ -19,9 +19,13 @@ from irtrace.trace import KernelRun, Trace
 USAGE = """\
   passviz TRACE [--compare OTHER]                  browse the passes (press ? for the keys)
   passviz dot TRACE -o FILE.svg|png|dot [--fold] [--kernel K] [--target T ...]
+                                                   (several kernels: FILE.KERNEL.svg each)
   passviz html TRACE [-o report.html] [--kernel K] [--target T ...]"""
 
-EXIT_NOTE = "  (3 is also returned when Graphviz's `dot` program is missing: install Graphviz)"
+EXIT_NOTE = (
+    "  (3 is also returned when Graphviz's `dot` program is missing: install Graphviz;\n"
+    "   5 when every run drawn failed before its first pass: the drawing shows the failure)"
+)
 
 
 def _epilog() -> str:
@@ -106,16 +110,51 @@ def _run(command: str, args: argparse.Namespace) -> int:
         return int(ExitCode.OK)
     runs = select_runs(trace, args.kernel, args.target)
     if command == "dot":
-        from passviz.drawing import pipeline_graph, render
-
-        path = render(pipeline_graph(trace, runs, fold=args.fold), args.output)
-        print(f"drawing of {len(runs)} run(s) written to {path}")
-        return int(ExitCode.OK)
+        return _draw(trace, runs, args.output, fold=args.fold)
     from passviz.report import write_report
 
     path = write_report(trace, args.output, runs)
     print(f"report of {len(runs)} run(s) written to {path}")
     return int(ExitCode.OK)
+
+
+def _draw(trace: Trace, runs: Sequence[KernelRun], output: str, *, fold: bool) -> int:
+    """One drawing per kernel (``FILE.KERNEL.svg`` when there are several), so a trace of many
+    kernels makes readable drawings rather than one image tens of thousands of pixels wide."""
+    from pathlib import Path
+
+    from passviz.drawing import drawable, pipeline_graph, render
+    from passviz.errors import NothingToDrawError
+
+    kernels = list(dict.fromkeys(run.kernel for run in runs))
+    target = Path(output)
+    empty = []
+    for kernel in kernels:
+        lanes = [run for run in runs if run.kernel == kernel]
+        path = target
+        if len(kernels) > 1:
+            path = target.with_name(f"{target.stem}.{_file_part(kernel)}{target.suffix}")
+        written = render(pipeline_graph(trace, lanes, fold=fold), path)
+        print(f"drawing of {kernel} ({len(lanes)} run(s)) written to {written}")
+        if not drawable(lanes):
+            empty.append(lanes[0])
+    if empty:
+        failures = "; ".join(
+            f"{run.kernel} on {run.target} {run.status}: {next(iter((run.error or '').splitlines()), '')}"
+            for run in empty
+        )
+        raise NothingToDrawError(
+            f"no pass to draw: the run(s) failed before their first pass ({failures}); "
+            "the drawing shows only the failure"
+        )
+    return int(ExitCode.OK)
+
+
+def _file_part(kernel: str) -> str:
+    """A kernel name made safe for a file name (``gemm.py::matmul`` -> ``gemm.py-matmul``)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", kernel).strip("-") or "kernel"
 
 
 if __name__ == "__main__":

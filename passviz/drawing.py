@@ -10,7 +10,8 @@ place where two backends part ways shows as passes that only one lane has.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,10 @@ import graphviz
 
 from irtrace.trace import KernelRun, PassRecord, Trace
 from passviz.errors import GraphvizMissingError, RenderError
-from passviz.model import PassEntry, format_ms, pass_entries
+from passviz.model import LineCounts, PassEntry, format_ms, line_counts, pass_entries
+
+PassLink = Callable[[KernelRun, PassRecord], str | None]
+"""The URL a pass's node links to (the report: its diff), or ``None`` for no link."""
 
 FORMATS = ("svg", "png", "dot")
 SCOPE_LABELS = {"host": "host code", "device": "device code"}
@@ -26,7 +30,9 @@ SCOPE_COLORS = {"host": "#7f7f7f", "device": "#1f77b4"}
 ONLY_HERE_COLOR = "#9467bd"
 """Border of passes that the first lane does not have (or that only the first lane has)."""
 FAILED_COLOR = "#d62728"
+FAILED_FILL = "#f9d6d6"
 HOT_COLOR = (0xF2, 0x8E, 0x2B)
+LEGEND_ID = "cluster_legend"
 
 
 @dataclass(frozen=True)
@@ -43,13 +49,29 @@ def node_id(lane: int, index: int) -> str:
     return f"l{lane}_p{index}"
 
 
+def failed_id(lane: int) -> str:
+    """The one node of a lane whose run failed before its first pass."""
+    return f"l{lane}_failed"
+
+
 def fold_id(lane: int, index: int) -> str:
     """The node standing for folded unchanged passes starting at ``index``."""
     return f"l{lane}_f{index}"
 
 
-def pipeline_graph(trace: Trace, runs: Sequence[KernelRun], *, fold: bool = False) -> graphviz.Digraph:
-    """One lane per run; with ``fold``, runs of two or more unchanged passes become one node."""
+def pipeline_graph(
+    trace: Trace,
+    runs: Sequence[KernelRun],
+    *,
+    fold: bool = False,
+    links: PassLink | None = None,
+    legend: bool = True,
+) -> graphviz.Digraph:
+    """One lane per run; with ``fold``, runs of two or more unchanged passes become one node.
+
+    ``links`` gives each pass node a link (the report links them to the pass's diff); ``legend``
+    adds a cluster explaining the colours.
+    """
     graph = graphviz.Digraph("pipeline")
     graph.attr(rankdir="TB", newrank="true", nodesep="0.25", ranksep="0.18", fontname="Helvetica")
     graph.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10", height="0.3")
@@ -62,9 +84,81 @@ def pipeline_graph(trace: Trace, runs: Sequence[KernelRun], *, fold: bool = Fals
     only_here = _lane_specific(lanes)
     shown: dict[tuple[int, int], str] = {}
     for lane in lanes:
-        shown.update(_draw_lane(graph, trace, lane, fold, only_here))
+        if lane.run.passes:
+            shown.update(_draw_lane(graph, trace, lane, fold, only_here, links))
+        else:
+            _draw_failed_lane(graph, lane)
     _align(graph, lanes, shown)
+    if legend:
+        _legend(graph, fold)
     return graph
+
+
+def drawable(runs: Sequence[KernelRun]) -> bool:
+    """Whether any of ``runs`` has a pass to draw (a run that failed building its kernel has none)."""
+    return any(run.passes for run in runs)
+
+
+def _draw_failed_lane(graph: graphviz.Digraph, lane: Lane) -> None:
+    """A run without passes: one red node saying why."""
+    error = (lane.run.error or "no error recorded").strip().splitlines()
+    first = error[0] if error else ""
+    wrapped = "\n".join(textwrap.wrap(first, 60, max_lines=4, placeholder=" …"))
+    with graph.subgraph(name=f"cluster_lane{lane.number}") as lane_graph:
+        lane_graph.attr(
+            label=f"{lane.label} ({lane.run.status})", style="rounded", color="#444444", fontsize="12"
+        )
+        lane_graph.node(
+            failed_id(lane.number),
+            f"{lane.run.status.upper()} before its first pass\n{wrapped}",
+            color=FAILED_COLOR,
+            fillcolor=FAILED_FILL,
+            fontcolor=FAILED_COLOR,
+            penwidth="2.5",
+            tooltip=lane.run.error or "",
+        )
+
+
+def _legend(graph: graphviz.Digraph, fold: bool) -> None:
+    """A cluster of sample nodes, one per colour the drawing uses."""
+    samples = [
+        ("changed", "changed the IR\n+added -removed · self time", {"fillcolor": "#f9c99b"}),
+        ("hot", "more of the run's time:\ndeeper orange", {"fillcolor": "#f28e2b"}),
+        ("unchanged", "changed nothing", {"fillcolor": "#ffffff", "fontcolor": "#777777"}),
+        (
+            "failed",
+            "FAILED",
+            {"color": FAILED_COLOR, "fillcolor": FAILED_FILL, "fontcolor": FAILED_COLOR, "penwidth": "2.5"},
+        ),
+        (
+            "only",
+            "only this lane runs it",
+            {"fillcolor": "#ffffff", "color": ONLY_HERE_COLOR, "penwidth": "2.5"},
+        ),
+        (
+            "device",
+            "device code (after the split)",
+            {"fillcolor": "#ffffff", "color": SCOPE_COLORS["device"]},
+        ),
+        ("host", "host code", {"fillcolor": "#ffffff", "color": SCOPE_COLORS["host"]}),
+    ]
+    if fold:
+        samples.append(
+            (
+                "fold",
+                "N unchanged passes, folded",
+                {"shape": "note", "style": "filled", "fillcolor": "#f4f4f4", "fontcolor": "#777777"},
+            )
+        )
+    with graph.subgraph(name=LEGEND_ID) as legend:
+        legend.attr(label="legend", style="rounded,dashed", color="#999999", fontsize="10")
+        previous = None
+        for key, label, attrs in samples:
+            name = f"legend_{key}"
+            legend.node(name, label, fontsize="9", **attrs)
+            if previous is not None:
+                legend.edge(previous, name, style="invis")
+            previous = name
 
 
 def _lane_specific(lanes: Sequence[Lane]) -> set[tuple[int, int]]:
@@ -78,8 +172,11 @@ def _lane_specific(lanes: Sequence[Lane]) -> set[tuple[int, int]]:
     for lane in lanes[1:]:
         shared_here = set()
         for alignment in align_passes(lanes[0].run, lane.run):
-            if alignment.status == "shared" and alignment.a is not None:
+            if alignment.status in ("shared", "not_reached") and alignment.a is not None:
+                # A pass the other lane never reached (it failed before) is not specific to this one.
                 shared_here.add(alignment.a.index)
+            elif alignment.status == "not_reached":
+                continue
             elif alignment.b is not None and (alignment.a is None or alignment.status == "moved"):
                 specific.add((lane.number, alignment.b.index))
         shared_with_any |= shared_here
@@ -114,10 +211,16 @@ def _foldable(record: PassRecord) -> bool:
 
 
 def _draw_lane(
-    graph: graphviz.Digraph, trace: Trace, lane: Lane, fold: bool, only_here: set[tuple[int, int]]
+    graph: graphviz.Digraph,
+    trace: Trace,
+    lane: Lane,
+    fold: bool,
+    only_here: set[tuple[int, int]],
+    links: PassLink | None,
 ) -> dict[tuple[int, int], str]:
     """Draws a lane; returns (lane, pass index) -> node id for passes drawn as their own node."""
     entries = pass_entries(lane.run)
+    counts = line_counts(trace, lane.run)
     groups = _fold_groups(entries) if fold else [[e] for e in entries]
     hottest = max((e.share for e in entries), default=0.0) or 1.0
     children: dict[int | None, list[list[PassEntry]]] = {}
@@ -143,9 +246,11 @@ def _draw_lane(
             )
         else:
             name = node_id(lane.number, first.index)
-            container.node(
-                name, **_node_attrs(trace, first, hottest, (lane.number, first.index) in only_here)
-            )
+            attrs = _node_attrs(first, counts, hottest, (lane.number, first.index) in only_here)
+            link = links(lane.run, first.record) if links is not None else None
+            if link:
+                attrs.update(href=link, target="_top")
+            container.node(name, **attrs)
             nodes[(lane.number, first.index)] = name
         for entry in group:
             group_node[entry.index] = name
@@ -199,9 +304,9 @@ def _chain(graph: graphviz.Digraph, lane: Lane, group_node: dict[int, str]) -> N
         last[record.scope] = name
 
 
-def _node_attrs(trace: Trace, entry: PassEntry, hottest: float, lane_specific: bool) -> dict[str, str]:
+def _node_attrs(entry: PassEntry, counts: LineCounts, hottest: float, lane_specific: bool) -> dict[str, str]:
     record = entry.record
-    added, removed = trace.line_changes(record)
+    added, removed = counts.get(record.index, (0, 0))
     if record.failed:
         detail = "FAILED"
     elif record.changed:
@@ -225,7 +330,7 @@ def _node_attrs(trace: Trace, entry: PassEntry, hottest: float, lane_specific: b
     if lane_specific:
         attrs.update(color=ONLY_HERE_COLOR, penwidth="2.5")
     if record.failed:
-        attrs.update(color=FAILED_COLOR, fillcolor="#f9d6d6", penwidth="2.5", fontcolor=FAILED_COLOR)
+        attrs.update(color=FAILED_COLOR, fillcolor=FAILED_FILL, penwidth="2.5", fontcolor=FAILED_COLOR)
     return attrs
 
 

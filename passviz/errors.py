@@ -16,3 +16,9 @@ class RenderError(IrtraceError):
     """Graphviz ran but failed to render the drawing."""
 
     exit_code = ExitCode.INPUT
+
+
+class NothingToDrawError(IrtraceError):
+    """The runs to draw failed before their first pass: the drawing holds only the failure."""
+
+    exit_code = ExitCode.LOWERING

@@ -1,4 +1,8 @@
-"""Syntax highlighting one line at a time, so a view pays only for the lines on screen."""
+"""Syntax highlighting one line at a time, so a view pays only for the lines on screen.
+
+On top of Pygments' colours, tile operators, synchronization and lowered hardware intrinsics get
+their own (``passviz.semantics``), as in TileLang's Pass Visualizer.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,10 @@ from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
 
+from passviz.semantics import CATEGORIES, semantic_spans
+
 THEME = "monokai"
+SEMANTIC_STYLES = {category.name: Style(color=category.colour, bold=True) for category in CATEGORIES}
 
 
 class LineHighlighter:
@@ -43,6 +50,8 @@ class LineHighlighter:
         text = Text(no_wrap=True, end="")
         for token, value in self._lexer.get_tokens(line):
             text.append(value.replace("\n", ""), self._style(token))
+        for start, end, category in semantic_spans(line):
+            text.stylize(SEMANTIC_STYLES[category], start, end)
         if len(self._cache) > 20_000:
             self._cache.clear()
         self._cache[line] = text

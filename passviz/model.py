@@ -54,9 +54,39 @@ def pass_entries(run: KernelRun) -> list[PassEntry]:
     ]
 
 
-def line_counts(trace: Trace, run: KernelRun) -> dict[int, tuple[int, int]]:
-    """Lines added and removed per pass index (the cheap multiset count irtrace uses)."""
-    return {record.index: trace.line_changes(record) for record in run.passes}
+LineCounts = dict[int, tuple[int, int]]
+"""Lines added and removed, per pass index."""
+
+
+def line_counts(
+    trace: Trace, run: KernelRun, cache: dict[tuple[str, str], tuple[int, int]] | None = None
+) -> LineCounts:
+    """Lines added and removed per pass index: the counts of the diff the browser shows.
+
+    passdiff's real line diff (with its default normalization), so a line that moved counts as
+    one added and one removed, as in ``passdiff pass``. ``cache`` (one per trace) keeps counts
+    by the pair of texts, which repeat across the runs of one kernel.
+    """
+    cache = {} if cache is None else cache
+    counts: LineCounts = {}
+    for record in run.passes:
+        if record.ir_after is None or record.ir_before is None or record.ir_after == record.ir_before:
+            counts[record.index] = (0, 0)
+            continue
+        key = (record.ir_before, record.ir_after)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = count_line_changes(trace.text(record.ir_before), trace.text(record.ir_after))
+        counts[record.index] = found
+    return counts
+
+
+def count_line_changes(before: str, after: str) -> tuple[int, int]:
+    """Lines added and removed by passdiff's diff (default normalization) of two texts."""
+    from passdiff import NormalizeRules, diff_texts
+
+    diff = diff_texts(before, after, NormalizeRules())
+    return (diff.added, diff.removed)
 
 
 def run_text_size(trace: Trace, run: KernelRun) -> int:
@@ -88,10 +118,12 @@ class PassFilter:
 
 
 def aligned_pass(run_from: KernelRun, record: PassRecord, run_to: KernelRun) -> PassRecord | None:
-    """The pass of ``run_to`` matching ``record`` by (name, occurrence), through passdiff's alignment.
+    """The pass of ``run_to`` at the pipeline point of ``record``, through passdiff's alignment
+    (structural: a top-level ``tl.Simplify`` faces the top-level one, whatever its ``#N``).
 
-    When ``run_to`` has no such pass (the backends part ways there), the nearest shared pass
-    before it is taken, so switching targets never jumps back to the start.
+    When ``run_to`` has no such pass (the backends part ways there, or it stopped before), the
+    nearest pass of ``run_to`` before that point is taken, so switching never jumps back to the
+    start.
     """
     from passdiff import align_passes
 
@@ -99,12 +131,10 @@ def aligned_pass(run_from: KernelRun, record: PassRecord, run_to: KernelRun) -> 
         return None
     previous: PassRecord | None = None
     for alignment in align_passes(run_from, run_to):
-        if alignment.b is not None and alignment.a is not None:
-            previous = alignment.b
         if alignment.a is not None and alignment.a.index == record.index:
-            if alignment.b is not None:
-                return alignment.b
-            return previous or run_to.passes[0]
+            return alignment.b or previous or run_to.passes[0]
+        if alignment.b is not None:
+            previous = alignment.b
     return previous or run_to.passes[0]
 
 

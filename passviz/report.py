@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from irtrace.report import totals_by_pass
-from irtrace.trace import PHASE_MACHINE, KernelRun, Trace
+from irtrace.trace import PHASE_MACHINE, KernelRun, PassRecord, Trace
 from passviz.drawing import pipe, pipeline_graph
 from passviz.errors import GraphvizMissingError
-from passviz.model import format_ms, pass_entries
+from passviz.model import format_ms, line_counts, pass_entries
+from passviz.semantics import CATEGORIES, semantic_css, semantic_html
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -34,8 +35,17 @@ th { border-bottom: 1px solid #ccc; } tr:hover td { background: #f6f6f6; }
 pre.diff { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto; font-size: 12px; }
 pre.diff .i { background: #e6ffed; display: block; } pre.diff .d { background: #ffeef0; display: block; }
 pre.diff .h { color: #6f42c1; display: block; }
-details > summary { cursor: pointer; } .drawing svg { max-width: 100%; height: auto; }
+details > summary { cursor: pointer; }
+.drawing { overflow: auto; max-height: 90vh; border: 1px solid #eee; }
+.drawing svg { max-width: none; height: auto; } .drawing a:hover text { text-decoration: underline; }
 code { font-size: 12px; }
+pre.ir { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto; font-size: 12px; }
+.legend span { margin-right: 1.5em; }
+.sourcemap { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
+.sourcemap pre { margin: 0; background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto;
+  font-size: 12px; }
+.sourcemap .src { color: #5f87af; } .sourcemap a { color: #5f87af; text-decoration: none; }
+.sourcemap .mapped { background: #e8f0fb; display: inline-block; width: 100%; }
 """
 
 
@@ -47,11 +57,12 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title or f'passviz report: {name}')}</title>",
-        f"<style>{STYLE}</style></head><body>",
+        f"<style>{STYLE}{semantic_css()}</style></head><body>",
         f"<h1>{_e(title or f'passviz report: {name}')}</h1>",
         f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {len({r.kernel for r in runs})} kernel(s).",
         " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>drawings</a>"
         " · <a href='#passes'>passes and diffs</a>.</p>",
+        _legend(),
         _runs_table(runs),
         _time_chart(runs),
         _drawings(trace, runs),
@@ -71,6 +82,17 @@ def write_report(
     from irtrace.output import write_atomically
 
     return write_atomically(output, report_html(trace, runs))
+
+
+def _legend() -> str:
+    """What the colours in the diffs and IR listings mean."""
+    items = "".join(f"<span class='op-{c.name}'>{_e(c.title)}</span>" for c in CATEGORIES)
+    return f"<p class='legend'>Colours in IR and diffs: {items}</p>"
+
+
+def pass_anchor(run: KernelRun, record: PassRecord) -> str:
+    """The id of a pass's diff (or error) in the report."""
+    return f"{_run_anchor(run)}-p{record.index}"
 
 
 def _e(text: object) -> str:
@@ -176,12 +198,17 @@ def _time_chart(runs: Sequence[KernelRun]) -> str:
 def _drawings(trace: Trace, runs: Sequence[KernelRun]) -> str:
     parts = [
         '<h2 id="drawings">Drawings</h2>',
-        "<p>Unchanged passes are folded; aligned passes share a row.</p>",
+        "<p>Unchanged passes are folded; aligned passes share a row; click a pass that changed the IR "
+        "(or failed) to go to its diff (or error). Each drawing keeps its natural size and scrolls.</p>",
     ]
+
+    def link(run: KernelRun, record: PassRecord) -> str | None:
+        return f"#{pass_anchor(run, record)}" if record.changed or record.failed else None
+
     for kernel in dict.fromkeys(run.kernel for run in runs):
         lanes = [run for run in runs if run.kernel == kernel]
         try:
-            svg = pipe(pipeline_graph(trace, lanes, fold=True), "svg").decode("utf-8")
+            svg = pipe(pipeline_graph(trace, lanes, fold=True, links=link), "svg").decode("utf-8")
         except GraphvizMissingError as error:
             print(f"passviz: warning: {error.message}; the report has no drawings", file=sys.stderr)
             parts.append(f"<p class='failed'>No drawing: {_e(error.message)}</p>")
@@ -201,12 +228,13 @@ def _inline_svg(svg: str) -> str:
 def _run_section(trace: Trace, run: KernelRun) -> str:
     from passdiff import NormalizeRules, diff_texts
 
+    counts = line_counts(trace, run)
     rows = []
     diffs = []
     for entry in pass_entries(run):
         record = entry.record
-        added, removed = trace.line_changes(record)
-        anchor = _e(f"{_run_anchor(run)}-p{record.index}")
+        added, removed = counts.get(record.index, (0, 0))
+        anchor = _e(pass_anchor(run, record))
         name = _e(entry.label)
         if record.changed or record.failed:
             name = f"<a href='#{anchor}'>{name}</a>"
@@ -228,9 +256,12 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
                 f"-k {_e(run.kernel)} -t {_e(run.target)} -p {_e(record.name)}</code>)</p>"
             )
         elif record.failed:
+            received = trace.ir_before(record)
             diffs.append(
                 f"<details open id='{anchor}'><summary class='failed'>{_e(entry.label)}: failed</summary>"
-                f"<div class='error'>{_e(record.error or '')}</div></details>"
+                f"<div class='error'>{_e(record.error or '')}</div>"
+                f"<details><summary>the IR it received ({len(received.splitlines())} lines)</summary>"
+                f"<pre class='ir'>{_ir_html(received)}</pre></details></details>"
             )
         elif record.changed:
             diff = diff_texts(trace.ir_before(record), trace.ir_after(record), NormalizeRules())
@@ -241,6 +272,8 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
                 f"<pre class='diff'>{body or '(only normalized-away changes)'}</pre></details>"
             )
     status = f" <span class='failed'>failed: {_e(run.error or '')}</span>" if run.status == "failed" else ""
+    if not run.passes and run.status != "ok":
+        status += " <span class='failed'>(before its first pass: no pass ran)</span>"
     return (
         f"<h3 id='{_run_anchor(run)}'>{_e(run.kernel)} @ {_e(run.target)}</h3>"
         f"<p><code>{_e(run.spec)}</code>{status}</p>"
@@ -249,7 +282,47 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
         "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
         + "".join(rows)
         + "</table></details>"
-        "<p>Diffs of the passes that changed the IR:</p>" + "".join(diffs)
+        + _source_map(trace, run)
+        + "<p>Diffs of the passes that changed the IR:</p>"
+        + "".join(diffs)
+    )
+
+
+def _ir_html(text: str) -> str:
+    return "\n".join(semantic_html(line) for line in text.splitlines())
+
+
+def _source_map(trace: Trace, run: KernelRun) -> str:
+    """The module handed to the pipeline beside the kernel's source, each IR line naming (and
+    linking to) the source line it came from."""
+    from passviz.source_map import kernel_source, map_lines
+
+    source = kernel_source(trace, run)
+    if source is None or not run.input_ir:
+        return ""
+    ir_lines = trace.text(run.input_ir).splitlines()
+    mapped = map_lines(ir_lines, source)
+    base = f"{_run_anchor(run)}-src"
+    targets = {n for n in mapped if n is not None}
+    ir_rows = []
+    for line, number in zip(ir_lines, mapped, strict=True):
+        mark = f"<a href='#{base}{number + 1}'>L{number + 1}</a>" if number is not None else ""
+        ir_rows.append(f"<span class='src'>{mark:>4}</span> {semantic_html(line)}")
+    source_rows = []
+    for number in range(source.first, source.last + 1):
+        text = f"<span class='src'>{number + 1:>4}</span> {semantic_html(source.lines[number])}"
+        css = " class='mapped'" if number in targets else ""
+        source_rows.append(f"<span id='{base}{number + 1}'{css}>{text}</span>")
+    stale = " (the file changed after the trace was recorded: lines may have moved)" if source.stale else ""
+    newline = "\n"
+    return (
+        f"<details><summary>source map: the module handed to the pipeline beside "
+        f"<code>{_e(source.path.name)}</code>{_e(stale)}</summary>"
+        "<p>Each IR line names the source line it most likely came from (read from the operators and "
+        "names it shares with it; traces hold no source spans).</p>"
+        f"<div class='sourcemap'><pre>{newline.join(ir_rows)}</pre>"
+        f"<pre>{newline.join(source_rows)}</pre></div>"
+        "</details>"
     )
 
 
@@ -265,5 +338,6 @@ def _diff_html(unified: str) -> str:
             if line[:1] == "-"
             else ""
         )
-        out.append(f"<span class='{css}'>{_e(line)}</span>" if css else _e(line) + "\n")
+        body = _e(line) if css == "h" else _e(line[:1]) + semantic_html(line[1:])
+        out.append(f"<span class='{css}'>{body}</span>" if css else body + "\n")
     return "".join(out)

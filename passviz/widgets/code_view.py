@@ -15,6 +15,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -23,13 +24,17 @@ from passviz.highlight import highlighter
 
 INSERT_BG = Style(bgcolor="#15391f")
 DELETE_BG = Style(bgcolor="#45181d")
+REINDENT_BG = Style(bgcolor="#3a3413")
+MARK_BG = Style(bgcolor="#26364f")
+"""Source lines that the IR lines on screen came from."""
 INSERT_WORD_BG = Style(bgcolor="#2b7a3e")
 DELETE_WORD_BG = Style(bgcolor="#8c2c36")
 NOTE_STYLE = Style(color="#9a9a9a", italic=True)
 GUTTER_STYLE = Style(color="#6c6c6c")
 SEPARATOR_STYLE = Style(color="#4a4a4a")
-MARKERS = {"insert": "+", "delete": "-"}
-BACKGROUNDS = {"insert": INSERT_BG, "delete": DELETE_BG}
+SOURCE_STYLE = Style(color="#5f87af")
+MARKERS = {"insert": "+", "delete": "-", "reindent": "~"}
+BACKGROUNDS = {"insert": INSERT_BG, "delete": DELETE_BG, "reindent": REINDENT_BG}
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,13 @@ class Cell:
     """One column of one row: line numbers, text and how it differs."""
 
     kind: str
-    """``text`` (plain IR), ``equal``, ``insert``, ``delete``, ``blank`` or ``note``."""
+    """``text`` (plain IR), ``equal``, ``insert``, ``delete``, ``reindent``, ``blank`` or ``note``."""
     numbers: tuple[int | None, ...]
     text: str
     changed_spans: tuple[tuple[int, int], ...] = ()
     """Character ranges a word diff marks as changed within the line."""
+    source_no: int | None = None
+    """1-based line of the kernel source this IR line came from (when the source is shown)."""
 
 
 Row = tuple[Cell, ...]
@@ -75,17 +82,23 @@ class RowSource(Sequence[Row]):
 
 
 class IrRows(RowSource):
-    """An IR text as numbered rows."""
+    """An IR text as numbered rows; with ``source_lines``, each row names the source line it came from."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, source_lines: Sequence[int | None] | None = None) -> None:
         super().__init__(text.splitlines())
+        self.source_lines = source_lines
+
+    @property
+    def mapped(self) -> bool:
+        return self.source_lines is not None
 
     def row(self, index: int) -> Row:
-        return (Cell("text", (index + 1,), self.items[index]),)
+        source = self.source_lines[index] if self.source_lines is not None else None
+        return (Cell("text", (index + 1,), self.items[index], source_no=source),)
 
 
 class UnifiedRows(RowSource):
-    """passdiff's diff lines, with old and new line numbers."""
+    """passdiff's diff lines, with old and new line numbers (a re-indented line shows both)."""
 
     numbered = 2
 
@@ -116,6 +129,7 @@ class SideBySideRows(RowSource):
             "replace": ("delete", "insert"),
             "delete": ("delete", "blank"),
             "insert": ("blank", "insert"),
+            "reindent": ("reindent", "reindent"),
         }[row.kind]
         if row.old_text is None:
             old_kind = "blank"
@@ -165,17 +179,26 @@ class CodeView(ScrollView, can_focus=True):
     language: reactive[str] = reactive("python")
     """Pygments lexer name for the text."""
 
+    @dataclass
+    class Scrolled(Message):
+        """The view scrolled vertically (the source pane follows)."""
+
+        view: CodeView
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._rows: Sequence[Row] = NoteRows()
         self._max_text = 0
         self._digits = 1
+        self.marked: frozenset[int] = frozenset()
+        """0-based rows drawn with a highlighted background."""
 
     # ------------------------------------------------------------------ content
 
     def show(self, rows: Sequence[Row], language: str = "python", *, keep_scroll: bool = False) -> None:
         """Replace the content; ``keep_scroll`` keeps the position (same pass on another target)."""
         self._rows = rows
+        self.marked = frozenset()
         self.language = language
         texts = _row_texts(rows)
         self._max_text = max((len(t) for t in texts), default=0)
@@ -185,6 +208,24 @@ class CodeView(ScrollView, can_focus=True):
         if not keep_scroll:
             self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
+
+    def mark(self, rows: frozenset[int], scroll_to: int | None = None) -> None:
+        """Highlight ``rows`` and bring ``scroll_to`` near the top."""
+        self.marked = rows
+        if scroll_to is not None:
+            self.scroll_to(y=max(0, scroll_to - 2), animate=False, immediate=True)
+        self.refresh()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.Scrolled(self))
+
+    @property
+    def visible_rows(self) -> range:
+        """Indexes of the rows on screen."""
+        top = round(self.scroll_offset.y)
+        return range(top, min(len(self._rows), top + max(1, self.scrollable_content_region.height)))
 
     @property
     def rows(self) -> Sequence[Row]:
@@ -213,7 +254,8 @@ class CodeView(ScrollView, can_focus=True):
 
     def _gutter_width(self) -> int:
         numbered = getattr(self._rows, "numbered", 1)
-        return numbered * (self._digits + 1) + 2 if numbered else 1
+        mapped = SOURCE_GUTTER if getattr(self._rows, "mapped", False) else 0
+        return numbered * (self._digits + 1) + 2 + mapped if numbered else 1
 
     def _update_virtual_size(self) -> None:
         columns = getattr(self._rows, "columns", 1)
@@ -238,6 +280,8 @@ class CodeView(ScrollView, can_focus=True):
         row = self._rows[index]
         if len(row) == 1:
             segments = self._render_cell(row[0], width, scroll_x)
+            if index in self.marked:
+                segments = list(Segment.apply_style(segments, MARK_BG))
         else:
             half = (width - 1) // 2
             segments = [
@@ -257,8 +301,11 @@ class CodeView(ScrollView, can_focus=True):
         gutter = " ".join(f"{'' if n is None else n:>{digits}}" for n in cell.numbers)
         marker = MARKERS.get(cell.kind, " ")
         gutter = f"{gutter} {marker} " if cell.numbers else f"{marker}"
+        source = ""
+        if getattr(self._rows, "mapped", False):
+            source = f"{'' if cell.source_no is None else f'L{cell.source_no}':>{SOURCE_GUTTER - 1}} "
         background = BACKGROUNDS.get(cell.kind)
-        content_width = max(0, width - len(gutter))
+        content_width = max(0, width - len(gutter) - len(source))
         if cell.kind == "blank":
             content = Text("", end="")
         else:
@@ -273,11 +320,19 @@ class CodeView(ScrollView, can_focus=True):
             if scroll_x or len(content) > content_width
             else content
         )
-        segments = [Segment(gutter[:width], GUTTER_STYLE), *visible.render(self.app.console)]
+        segments = [
+            Segment(gutter[:width], GUTTER_STYLE),
+            *([Segment(source, SOURCE_STYLE)] if source else []),
+            *visible.render(self.app.console),
+        ]
         segments = Segment.adjust_line_length(segments, width)
         if background is not None:
             segments = list(Segment.apply_style(segments, background))
         return segments
+
+
+SOURCE_GUTTER = 6
+"""Width of the ``L31`` column that names an IR line's source line."""
 
 
 def _row_texts(rows: Sequence[Row]) -> list[str]:

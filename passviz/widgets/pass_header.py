@@ -28,7 +28,15 @@ class PassHeader(Static):
         text = Text()
         text.append(f"{run.kernel} @ {run.target}", style="bold")
         if entry is None:
-            text.append("  no pass selected", style="dim")
+            if not run.passes and run.status != "ok":
+                text.append(f"  {run.status.upper()} before its first pass", style="bold white on red")
+                if run.error:
+                    text.append("\n")
+                    text.append(run.error, style="red")
+            else:
+                text.append("  no pass selected", style="dim")
+            if note:
+                text.append(f"\n{note}", style="yellow")
             self.update(text)
             return
         record = entry.record
@@ -40,11 +48,13 @@ class PassHeader(Static):
             text.append(f"  {format_ms(record.wall_s)} ({entry.share:.0%})")
         if record.failed:
             text.append("  FAILED", style="bold white on red")
-        elif record.changed:
-            added, removed = counts if counts else (0, 0)
+        elif record.changed or (counts is not None and counts != (0, 0)):
             text.append("  changed ", style="green")
-            text.append(f"+{added}", style="green")
-            text.append(f" -{removed}", style="red")
+            if counts is None:
+                text.append("…", style="dim")
+            else:
+                text.append(f"+{counts[0]}", style="green")
+                text.append(f" -{counts[1]}", style="red")
         else:
             text.append("  unchanged", style="dim")
         if note:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 from passviz.model import PassEntry, format_ms, time_bar
@@ -21,6 +23,11 @@ class PassTable(DataTable[Text | str]):
     DEFAULT_CSS = """
     PassTable { height: 1fr; }
     """
+    # DataTable's Home/End scroll sideways; in a list of passes they go to the first and last pass.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("home", "first_pass", "first pass", show=False),
+        Binding("end", "last_pass", "last pass", show=False),
+    ]
 
     def __init__(self, *, show_times: bool = True, id: str | None = None) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, id=id)
@@ -29,13 +36,14 @@ class PassTable(DataTable[Text | str]):
         self._quiet = False
 
     def on_mount(self) -> None:
+        # Most telling first: a narrow list still shows the pass, what it changed and its time.
         self.add_column(" ", key="mark", width=1)
         self.add_column("pass", key="pass")
-        self.add_column("phase", key="phase")
-        self.add_column("scope", key="scope")
+        self.add_column("+/-", key="lines")
         if self.show_times:
             self.add_column("time", key="time")
-        self.add_column("+/-", key="lines")
+        self.add_column("scope", key="scope")
+        self.add_column("phase", key="phase")
 
     @property
     def entries(self) -> list[PassEntry]:
@@ -64,23 +72,34 @@ class PassTable(DataTable[Text | str]):
                 cells: list[Text | str] = [
                     _mark(entry),
                     Text("  " * record.depth + entry.label, style="bold red" if record.failed else ""),
-                    record.phase,
-                    SCOPES.get(record.scope, record.scope),
+                    _lines_cell(record.changed, counts.get(record.index) if counts else None),
                 ]
                 if self.show_times:
                     cells.append(Text(f"{time_bar(entry.share, BAR_WIDTH)} {format_ms(record.self_s):>7}"))
-                cells.append(_lines_cell(record.changed, counts.get(record.index) if counts else None))
+                cells += [SCOPES.get(record.scope, record.scope), record.phase]
                 self.add_row(*cells, key=str(record.index))
         finally:
             self._quiet = False
         self.move_to(select)
 
     def move_to(self, index: int | None) -> None:
-        """Put the cursor on the pass with this index (the first row if it is not listed)."""
+        """Put the cursor on the pass with this index (the first row if it is not listed).
+
+        The cursor moves at once, so a key pressed right after sees the new pass; the panes
+        follow when ``PassChosen`` is handled.
+        """
         row = next((i for i, e in enumerate(self._entries) if e.index == index), 0)
         if self._entries:
             self.move_cursor(row=row, animate=False, scroll=True)
             self.post_message(PassChosen(self._entries[row].index))
+
+    def action_first_pass(self) -> None:
+        if self._entries:
+            self.move_to(self._entries[0].index)
+
+    def action_last_pass(self) -> None:
+        if self._entries:
+            self.move_to(self._entries[-1].index)
 
     def update_counts(self, counts: Mapping[int, tuple[int, int]]) -> None:
         for entry in self._entries:

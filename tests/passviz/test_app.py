@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
-from irtrace.trace import Trace, TraceWriter, load_trace
+from irtrace.trace import Trace, TraceWriter, load_trace, text_sha256
 from passdiff import diff_texts
 from passviz.app import KEYS, PassvizApp, key_help
 from passviz.widgets.code_view import CodeView
@@ -28,7 +29,7 @@ async def test_opens_on_the_first_run_and_shows_its_first_pass(three_target_trac
         assert app.current_run == first
         assert app.selected_record == first.passes[0]
         assert app.query_one(PassTable).row_count == len(first.passes)
-        assert app.query_one(CodeView).document_text == three_target_trace.ir_after(first.passes[0])
+        assert app.query_one("#code", CodeView).document_text == three_target_trace.ir_after(first.passes[0])
 
 
 async def test_next_changed_key_selects_the_next_changed_pass_and_shows_its_ir(
@@ -45,7 +46,7 @@ async def test_next_changed_key_selects_the_next_changed_pass_and_shows_its_ir(
         await pilot.press("n")
         await pilot.pause()
         assert app.selected_record == changed[1]
-        assert app.query_one(CodeView).document_text == three_target_trace.ir_after(changed[1])
+        assert app.query_one("#code", CodeView).document_text == three_target_trace.ir_after(changed[1])
         await pilot.press("N")
         await pilot.pause()
         assert app.selected_record == changed[0]
@@ -59,7 +60,7 @@ async def test_arrow_keys_move_through_passes(three_target_trace: Trace) -> None
         await pilot.press("down", "down", "down")
         await pilot.pause()
         assert app.selected_record == run.passes[3]
-        assert app.query_one(CodeView).document_text == three_target_trace.ir_after(run.passes[3])
+        assert app.query_one("#code", CodeView).document_text == three_target_trace.ir_after(run.passes[3])
 
 
 async def test_diff_keys_show_the_pass_diff_unified_and_side_by_side(three_target_trace: Trace) -> None:
@@ -73,11 +74,13 @@ async def test_diff_keys_show_the_pass_diff_unified_and_side_by_side(three_targe
         app.query_one(PassTable).move_to(layout.index)
         await pilot.press("d")
         await pilot.pause()
-        code = app.query_one(CodeView)
+        code = app.query_one("#code", CodeView)
         assert code.kind == "UnifiedRows"
         shown = code.document_text.splitlines()
-        assert sum(line.startswith("+") for line in shown) == expected.added > 0
-        assert sum(line.startswith("-") for line in shown) == expected.removed
+        reindented = sum(line.startswith("~") for line in shown)
+        assert reindented == expected.reindented > 0
+        assert sum(line.startswith("+") for line in shown) + reindented == expected.added > 0
+        assert sum(line.startswith("-") for line in shown) + reindented == expected.removed
         await pilot.press("s")
         await pilot.pause()
         assert code.kind == "SideBySideRows"
@@ -100,7 +103,9 @@ async def test_switching_target_keeps_the_aligned_pass(three_target_trace: Trace
         await pilot.pause()
         assert app.current_run == hip
         assert app.selected_record == hip.find_pass("tl.LowerTileOp")
-        assert app.query_one(CodeView).document_text == trace.ir_after(hip.find_pass("tl.LowerTileOp"))
+        assert app.query_one("#code", CodeView).document_text == trace.ir_after(
+            hip.find_pass("tl.LowerTileOp")
+        )
         await pilot.press("T")
         await pilot.pause()
         assert app.current_run == cuda
@@ -177,7 +182,7 @@ async def test_failed_pass_is_marked_and_shows_its_error(three_target_trace: Tra
         assert "FAILED" in header and failed.error and failed.error.splitlines()[0] in header
         await pilot.press("d")
         await pilot.pause()
-        assert failed.error.splitlines()[0] in app.query_one(CodeView).document_text
+        assert failed.error.splitlines()[0] in app.query_one("#code", CodeView).document_text
 
 
 async def test_help_screen_lists_every_key(three_target_trace: Trace) -> None:
@@ -223,15 +228,24 @@ async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(
 
     source = three_target_trace
     run = source.runs[0]
+    big = {sha: "\n".join([text] * 400) for sha, text in source.texts.items()}
+    renamed = {sha: text_sha256(text) for sha, text in big.items()}
+
+    def bigger(sha: str | None) -> str | None:
+        return renamed[sha] if sha is not None else None
+
+    passes = tuple(replace(p, ir_before=bigger(p.ir_before), ir_after=bigger(p.ir_after)) for p in run.passes)
+    large_run = replace(
+        run, passes=passes, input_ir=bigger(run.input_ir), source_sha256=bigger(run.source_sha256)
+    )
     with TraceWriter(tmp_path / "large.jsonl") as writer:
-        big = {sha: "\n".join([text] * 400) for sha, text in source.texts.items()}
-        writer.add_run(run, big)
+        writer.add_run(large_run, {renamed[sha]: text for sha, text in big.items()})
     trace = load_trace(tmp_path / "large.jsonl")
-    lower = run.find_pass("tl.LowerTileOp")
+    lower = trace.runs[0].find_pass("tl.LowerTileOp")
     app = PassvizApp([trace])
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        code = app.query_one(CodeView)
+        code = app.query_one("#code", CodeView)
         app.query_one(PassTable).move_to(lower.index)
         await pilot.pause()
         assert code.row_count == len(trace.ir_after(lower).splitlines()) > 20_000
@@ -245,4 +259,5 @@ async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(
         assert time.perf_counter() - started < 5.0
         await app.workers.wait_for_complete()
         counts = app._counts[app.run_ref]
-        assert counts[lower.index] == trace.line_changes(lower)
+        expected = diff_texts(trace.ir_before(lower), trace.ir_after(lower))
+        assert counts[lower.index] == (expected.added, expected.removed)
