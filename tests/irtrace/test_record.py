@@ -19,6 +19,7 @@ from irtrace.trace import (
     STATUS_FAILED,
     STATUS_INCOMPLETE,
     STATUS_OK,
+    UNFINISHED,
     Trace,
     TraceWriter,
     load_trace,
@@ -193,8 +194,12 @@ def test_cut_short_trace_loads_up_to_last_complete_pass(tmp_path: Path) -> None:
     assert trace.truncated
     (run,) = trace.runs
     assert run.status == STATUS_INCOMPLETE
-    assert len(run.passes) == sum(1 for i in pass_lines if i < cut)
-    assert trace.ir_after(run.passes[-1])
+    finished = [p for p in run.passes if p.error != UNFINISHED]
+    assert len(finished) == sum(1 for i in pass_lines if i < cut)
+    assert trace.ir_after(finished[-1])
+    # The pass whose record was cut was running: it is kept, failed, with the IR it received.
+    running = [p for p in run.passes if p.error == UNFINISHED]
+    assert [p.name for p in running] == [run.running] and trace.ir_before(running[0])
 
 
 def test_merge_joins_runs_and_stores_texts_once(tmp_path: Path, gemm_trace: Trace) -> None:
