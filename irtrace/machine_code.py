@@ -532,8 +532,9 @@ class MachineCodeCompiler:
 
     writer: TraceWriter
     tools: CudaTools = field(default_factory=find_cuda_tools)
-    workers: int = 1
-    """Compiles at once; one leaves the other core to the lowering."""
+    workers: int = field(default_factory=lambda: os.cpu_count() or 2)
+    """Compiles at once: one per core. nvcc takes longer than most lowerings, so a queue of
+    compiles builds up; sharing the cores with the lowering finishes sooner than one at a time."""
     waited_s: float = 0.0
     """Seconds the recording waited for compiles in ``finish``: what machine code added to it."""
     compile_s: float = 0.0
