@@ -4,6 +4,7 @@ the trace was cut short; with the legend of the code pane's colours."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -59,7 +60,8 @@ def run_facts(trace: Trace, run: KernelRun) -> Table:
     host = run.host or {}
     if host:
         table.add_row("recorded on", ", ".join(f"{k} {v}" for k, v in host.items()))
-    table.add_row("trace", f"{trace.path or '(in memory)'}, created {trace.created}")
+    name = Path(trace.path).name if trace.path else "(in memory)"
+    table.add_row("trace", f"{name}, created {trace.created}")
     return table
 
 

@@ -8,7 +8,7 @@ from textual.widgets import Input
 
 from irtrace.trace import Trace
 from passviz.model import with_fixed_times
-from tests.conftest import SMALL_GEMM, record_to_file
+from tests.conftest import EXAMPLES, SMALL_GEMM, record_to_file
 
 TARGETS = ["cuda:sm_90", "hip:gfx942", "ascend"]
 """Two backends that lower the GEMM and one (Ascend) whose semantic check rejects it."""
@@ -37,3 +37,20 @@ def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
     steady: reactive[bool] = reactive(False, init=False)
     steady.__set_name__(Input, "cursor_blink")
     monkeypatch.setattr(Input, "cursor_blink", steady)
+
+
+@pytest.fixture(scope="session")
+def no_ws_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    """The example GEMM on cuda:sm_90 with ``tl.disable_warp_specialized``: the same kernel with
+    one pass config changed, for --compare."""
+    path = tmp_path_factory.mktemp("passviz") / "gemm_no_ws.jsonl"
+    return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90"], **{"tl.disable_warp_specialized": True})
+
+
+@pytest.fixture(scope="session")
+def factory_failure_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    """RMSNorm whose factory raises (threads must be a power of two), then the GEMM that lowers."""
+    path = tmp_path_factory.mktemp("passviz") / "factory_failure.jsonl"
+    return record_to_file(
+        path, [f"{EXAMPLES / 'rmsnorm.py'}::rms_norm(threads=100)", SMALL_GEMM], ["cuda:sm_90"]
+    )
