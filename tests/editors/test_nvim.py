@@ -106,6 +106,11 @@ def test_neovim_draws_hints_shows_diagnostics_lenses_and_ir(
     assert "@T.prim_func" in first["text"] and "def gemm(" in first["text"]
     assert first["text"] == second["text"]
 
+    (trace,) = report["trace"]["files"]
+    assert Path(trace).name.startswith("gemm-matmul-cuda_sm_90-") and Path(trace).stat().st_size > 0
+    screen = "\n".join(report["trace"]["screen"])
+    assert "tl.LayoutInference" in screen and "matmul" in screen, screen  # passviz's pass table
+
     (diagnostic,) = report["diagnostics"]
     assert diagnostic["code"] == "buffer-init" and "C_local" in diagnostic["message"]
     assert diagnostic["line"] == line_of(broken, "T.gemm(A_shared, B_shared, C_local)")

@@ -26,7 +26,7 @@ from tests.editors.conftest import HINT_LINES, ROOT, isolated_env, line_of
 
 SETUP_REPORT = ROOT / "out" / "editors" / "vscode-setup.json"
 DRIVER = Path(__file__).parent / "vscode" / "drive.cjs"
-SHOTS = ("untrusted", "hints", "hover", "ir", "diagnostics")
+SHOTS = ("untrusted", "hints", "hover", "ir", "trace", "diagnostics")
 SETTINGS = {
     "telemetry.telemetryLevel": "off",
     "update.mode": "none",
@@ -46,6 +46,7 @@ SETTINGS = {
     "security.workspace.trust.banner": "never",
     "window.commandCenter": False,
     "git.enabled": False,
+    "terminal.integrated.gpuAcceleration": "off",  # text in the DOM, where the test reads it
 }
 MACHINE_SETTINGS = {"tilelang.python": sys.executable}
 """``tilelang.python`` is machine-scoped: code-server (a remote window) reads it from the machine's
@@ -158,6 +159,7 @@ def test_vscode_extension_draws_hints_hover_diagnostics_and_ir(
         "pass": "tl.LayoutInference",
         "problem_marker": "C_local",
         "settle_ms": 8000,
+        "trace_marker": "matmul @ cuda:sm_90",  # passviz's header for the selected run
         "screenshots": shots,
         "output": str(tmp_path / "report.json"),
     }
@@ -197,6 +199,12 @@ def test_vscode_extension_draws_hints_hover_diagnostics_and_ir(
 
     assert "tl.LayoutInference" in report["ir_tab"]
     assert any("@T.prim_func" in line for line in report["ir_lines"])
+
+    (trace,) = (workspace / ".tilelang-lsp").glob("gemm-matmul-cuda_sm_90-*.trace.jsonl")
+    assert trace.stat().st_size > 0
+    assert trace.name in report["terminal"] and "matmul @ cuda:sm_90" in report["terminal"], report[
+        "terminal"
+    ]
 
     assert any("squiggly-warning" in name for name in report["squiggles"]), report["squiggles"]
     assert "C_local" in report["problems"] and "T.clear" in report["problems"]

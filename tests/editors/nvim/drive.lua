@@ -197,6 +197,34 @@ local function trusted_scenario()
     vim.cmd('only')
   end
 
+  -- Trace: the server writes the trace, passviz shows it in a terminal buffer.
+  vim.api.nvim_set_current_buf(gemm)
+  require('tilelang').trace_kernel()
+  local terminal
+  local traced = vim.wait(120000, function()
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.bo[buf].buftype == 'terminal' then
+        terminal = buf
+        local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+        if text:find(spec.pass, 1, true) then
+          return true
+        end
+      end
+    end
+    return false
+  end, 200)
+  step('trace opened in passviz', traced)
+  report.trace = {
+    terminal = terminal and vim.api.nvim_buf_get_name(terminal),
+    screen = terminal and vim.api.nvim_buf_get_lines(terminal, 0, -1, false),
+    files = vim.fn.glob(spec.root .. '/.tilelang-lsp/*.trace.jsonl', false, true),
+  }
+  if terminal then
+    vim.fn.jobstop(vim.bo[terminal].channel)
+  end
+  vim.cmd('stopinsert')
+  vim.cmd('only')
+
   local broken = open(spec.broken)
   local got = vim.wait(120000, function()
     return #vim.diagnostic.get(broken) > 0

@@ -43,15 +43,27 @@ async function waitForLine(page, needle, timeout) {
   throw new Error(`no editor line contains ${JSON.stringify(needle)}; lines:\n${lines.join("\n")}`);
 }
 
+// Open a workspace file through Quick Open (Ctrl+P), clicking its own row: the list fills in
+// asynchronously, so Enter could pick a stale first row.
 async function quickOpen(page, name) {
-  await page.keyboard.press("Control+P");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible" });
-  await input.fill(name);
-  await page.locator(".quick-input-list .monaco-list-row").first().waitFor();
-  await page.waitForTimeout(300);
-  await page.keyboard.press("Enter");
-  await page.locator(`.tab.active[aria-label*="${name}"]`).first().waitFor({ timeout: 30000 });
+  const tab = page.locator(`.tab.active[aria-label*="${name}"]`).first();
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("Control+P");
+    const input = page.locator(".quick-input-widget input");
+    await input.waitFor({ state: "visible" });
+    await input.fill(name);
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first();
+    await row.waitFor();
+    await page.waitForTimeout(300);
+    await row.click();
+    try {
+      await tab.waitFor({ timeout: 20000 });
+      return;
+    } catch (error) {
+      if (attempt === 3) throw error;
+      await page.keyboard.press("Escape");
+    }
+  }
 }
 
 async function runCommand(page, title) {
@@ -166,6 +178,24 @@ async function main() {
     await problems.waitFor({ timeout: 30000 });
     step("problems", (await page.locator(".markers-panel").first().textContent()).replace(nbsp, " "));
     await page.screenshot({ path: spec.screenshots.diagnostics });
+
+    // Trace the kernel at the cursor: the trace opens in passviz in a terminal.
+    await quickOpen(page, spec.files.kernel);
+    await runCommand(page, "TileLang: Trace the kernel at the cursor");
+    let terminal = "";
+    const deadline = Date.now() + 180000;
+    while (!terminal.includes(spec.trace_marker) && Date.now() < deadline) {
+      await page.waitForTimeout(500);
+      terminal = await page.evaluate(() =>
+        [...document.querySelectorAll(".terminal-wrapper.active .xterm-rows > div")]
+          .map((row) => row.textContent)
+          .join("\n")
+      );
+    }
+    step("terminal", terminal.replace(nbsp, " "));
+    step("terminal_tabs", await page.locator(".terminal-tabs-entry, .single-terminal-tab").allTextContents());
+    await page.screenshot({ path: spec.screenshots.trace });
+
     report.ok = true;
   } catch (error) {
     report.ok = false;
