@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 
 import pytest
 
 from irtrace.trace import Trace
-from passviz.drawing import fold_id, node_id, pipe, pipeline_graph, render
+from passviz.drawing import drawable, failed_id, fold_id, node_id, pipe, pipeline_graph, render
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 
@@ -105,3 +106,78 @@ def test_render_svg_png_and_dot(three_target_trace: Trace, tmp_path) -> None:
     assert render(graph, tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     source = render(graph, tmp_path / "p.dot").read_text()
     assert source.startswith("digraph pipeline") and "cluster_lane2" in source
+
+
+def test_a_run_whose_factory_raised_is_a_failed_lane(factory_failure_trace: Trace) -> None:
+    failed, ok = factory_failure_trace.runs
+    assert not failed.passes and failed.error
+    layout = laid_out(pipeline_graph(factory_failure_trace, [failed]))
+    node = nodes(layout)[failed_id(0)]
+    assert node["color"] == "#d62728" and "before its first pass" in node["label"]
+    assert "threads must be a power of two" in node["label"].replace("\n", " ")
+    assert clusters(layout)["cluster_lane0"]["label"] == "cuda:sm_90 (failed)"
+    assert not drawable([failed]) and drawable([failed, ok])
+
+
+def test_the_legend_names_every_colour(three_target_trace: Trace) -> None:
+    layout = laid_out(pipeline_graph(three_target_trace, three_target_trace.runs, fold=True))
+    legend = clusters(layout)["cluster_legend"]
+    names = {layout["objects"][n]["name"] for n in legend["nodes"]}
+    assert {"legend_changed", "legend_unchanged", "legend_failed", "legend_only", "legend_device"} <= names
+    drawn = nodes(layout)
+    assert drawn["legend_failed"]["color"] == "#d62728" and drawn["legend_only"]["color"] == "#9467bd"
+    assert "cluster_legend" not in clusters(
+        laid_out(pipeline_graph(three_target_trace, three_target_trace.runs, legend=False))
+    )
+
+
+def test_node_counts_are_the_diff_s_counts(three_target_trace: Trace) -> None:
+    from passdiff import diff_texts
+
+    run = three_target_trace.runs[0]
+    drawn = nodes(laid_out(pipeline_graph(three_target_trace, [run])))
+    for name in ("tl.PlanAndUpdateBufferAllocationLocation", "tl.LayoutInference"):
+        record = run.find_pass(name)
+        diff = diff_texts(three_target_trace.ir_before(record), three_target_trace.ir_after(record))
+        assert f"+{diff.added} -{diff.removed}" in drawn[node_id(0, record.index)]["label"], name
+
+
+def test_lanes_of_two_configs_line_up_at_the_same_pipeline_point(
+    three_target_trace: Trace, no_ws_trace: Trace, tmp_path
+) -> None:
+    from irtrace.trace import merge_traces
+
+    assert three_target_trace.path and no_ws_trace.path
+    merged = merge_traces([three_target_trace.path, no_ws_trace.path], tmp_path / "both.jsonl")
+    ws = next(r for r in merged.runs if r.target == "cuda:sm_90" and not r.pass_configs)
+    no_ws = next(r for r in merged.runs if r.pass_configs.get("tl.disable_warp_specialized"))
+    drawn = nodes(laid_out(pipeline_graph(merged, [ws, no_ws])))
+
+    def top_level_after(run, previous):  # type: ignore[no-untyped-def]
+        top = [p for p in run.passes if p.parent is None]
+        return next(p for a, p in itertools.pairwise(top) if p.name == "tl.Simplify" and a.name == previous)
+
+    here, there = top_level_after(ws, "tl.LowerAccessPtr"), top_level_after(no_ws, "tl.LowerAccessPtr")
+    y_here = drawn[node_id(0, here.index)]["pos"].split(",")[1]
+    y_there = drawn[node_id(1, there.index)]["pos"].split(",")[1]
+    assert y_here == y_there
+
+
+def test_dot_draws_one_file_per_kernel_and_exits_5_when_nothing_can_be_drawn(
+    factory_failure_trace: Trace, tmp_path, capsys
+) -> None:
+    from irtrace.errors import ExitCode
+    from passviz.cli import main
+
+    assert factory_failure_trace.path
+    out = tmp_path / "all.svg"
+    assert main(["dot", factory_failure_trace.path, "-o", str(out)]) == ExitCode.LOWERING
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["all.matmul.svg", "all.rms_norm.svg"]
+    assert "threads must be a power of two" in (tmp_path / "all.rms_norm.svg").read_text()
+    capsys.readouterr()
+    only = tmp_path / "rms.png"
+    assert main(["dot", factory_failure_trace.path, "-k", "rms_norm", "-o", str(only)]) == 5
+    assert only.stat().st_size > 2000  # a lane with the failure, not a blank image
+    err = capsys.readouterr().err
+    assert err.startswith("passviz: error: no pass to draw") and "threads must be a power of two" in err
+    assert main(["dot", factory_failure_trace.path, "-k", "matmul", "-o", str(tmp_path / "m.svg")]) == 0

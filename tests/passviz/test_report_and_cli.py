@@ -90,3 +90,27 @@ def test_errors_are_one_line_with_documented_exit_codes(
     assert main(["--help"]) == 0
     help_text = capsys.readouterr().out
     assert "exit codes:" in help_text and "passviz dot TRACE" in help_text and "Graphviz" in help_text
+
+
+@needs_dot
+def test_report_shows_a_failed_pass_s_input_and_links_drawings_to_diffs(
+    three_target_trace: Trace, tmp_path: Path
+) -> None:
+    import html
+
+    from passviz.report import report_html
+
+    page = report_html(three_target_trace)
+    ascend = next(r for r in three_target_trace.runs if r.status == "failed")
+    failed = next(p for p in ascend.passes if p.failed)
+    received = three_target_trace.ir_before(failed)
+    start = page.index(f"id='run{ascend.run_id}-p{failed.index}'")
+    section = page[start : page.index("</details></details>", start)]
+    assert "the IR it received" in section
+    text = html.unescape(re.sub(r"<[^>]+>", "", section))
+    assert all(line in text for line in received.splitlines()[:20] if line.strip())
+    # Drawings keep their size (they scroll) and their pass nodes link to the diffs.
+    assert ".drawing svg { max-width: none" in page and "max-width: 100%" not in page
+    links = re.findall(r'xlink:href="#(run\d+-p\d+)"', page)
+    assert links and all(f"id='{anchor}'" in page for anchor in links)
+    assert "class='sourcemap'" in page and "class='op-tile'" in page
