@@ -101,7 +101,9 @@ def code_server(
         timeout=180,
     )
     assert install.returncode == 0, install.stdout + install.stderr
-    assert [p.name for p in extensions.iterdir() if p.is_dir()] == ["tilelang-devtools.tilelang-lsp-0.1.0"]
+    manifest = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
+    installed = f"{manifest['publisher']}.{manifest['name']}-{manifest['version']}"
+    assert [p.name for p in extensions.iterdir() if p.is_dir()] == [installed]
 
     port = free_port()
     log = (tmp_path / "code-server.log").open("w")
