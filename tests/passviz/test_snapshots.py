@@ -25,7 +25,7 @@ async def settle(pilot: Pilot) -> None:
         await pilot.pause()
         if (
             app.query_one(PassTable).row_count
-            and app.query_one(CodeView).row_count
+            and app.query_one("#code", CodeView).row_count
             and app.selected is not None
         ):
             break
@@ -69,3 +69,16 @@ def test_snapshot_help_screen(snap_compare, snapshot_trace: Trace) -> None:
     assert snap_compare(
         PassvizApp([snapshot_trace]), run_before=pressing("question_mark"), terminal_size=SIZE
     )
+
+
+def test_snapshot_run_pane_of_the_failed_ascend_run(snap_compare, snapshot_trace: Trace) -> None:
+    assert snap_compare(PassvizApp([snapshot_trace]), run_before=pressing("t", "t", "r"), terminal_size=SIZE)
+
+
+def test_snapshot_kernel_target_picker(snap_compare, snapshot_trace: Trace) -> None:
+    assert snap_compare(PassvizApp([snapshot_trace]), run_before=pressing("k"), terminal_size=SIZE)
+
+
+def test_snapshot_full_width_unified_diff_with_reindented_lines(snap_compare, snapshot_trace: Trace) -> None:
+    app = PassvizApp([snapshot_trace])
+    assert snap_compare(app, run_before=pressing("f", "d", select="tl.LayoutInference"), terminal_size=SIZE)
