@@ -254,6 +254,7 @@ class PassvizApp(App[None]):
         of CPU, which in a thread would hold the interpreter lock against the screen; a second
         process does the diffs, this thread only hands the texts over and waits."""
         import multiprocessing
+        import os
         from concurrent.futures import ProcessPoolExecutor
 
         from textual.worker import get_current_worker
@@ -267,7 +268,10 @@ class PassvizApp(App[None]):
         # fork: the child has passdiff loaded already (spawn cannot start under every terminal
         # setup Textual makes); it only computes and returns two integers per pass.
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        # At the lowest priority, so on a busy machine the screen keeps the CPU it needs.
+        with ProcessPoolExecutor(
+            max_workers=1, mp_context=context, initializer=os.nice, initargs=(19,)
+        ) as pool:
             futures = {
                 record.index: pool.submit(
                     count_line_changes, trace.text(record.ir_before), trace.text(record.ir_after)

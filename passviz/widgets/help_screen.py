@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from passviz.widgets.run_info import legend
+
 
 class HelpScreen(ModalScreen[None]):
     """Lists every key of the browser; any of escape, q or ? closes it."""
@@ -37,6 +39,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static("passviz keys", id="help-title")
             yield Static(table, id="help-keys")
             yield Static("Mouse: click a target, a pass or a tab; scroll the panes.", id="help-mouse")
+            yield Static(legend(), id="help-legend")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
