@@ -10,6 +10,8 @@ import ast
 import builtins
 import contextlib
 import copy
+import math
+import operator
 import re
 import sys
 from collections.abc import Iterator
@@ -267,8 +269,8 @@ def _keyword_target(call: ast.Call) -> str | None:
     return None
 
 
-def _own_nodes(function: ast.FunctionDef) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not of functions or classes defined inside it."""
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.If) -> Iterator[ast.AST]:
+    """The nodes of a function's (or ``if`` block's) body, not of functions or classes defined inside it."""
     stack: list[ast.AST] = list(reversed(function.body))
     while stack:
         node = stack.pop()
@@ -302,16 +304,29 @@ def _size_names(call: ast.expr) -> tuple[str, list[str]] | None:
     return call.func.attr, [n for n in names if n]
 
 
-def _eager_declarations(
-    function: ast.FunctionDef, params: list[str]
-) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
+@dataclass(frozen=True)
+class _EagerDeclarations:
+    """What an eager ``@tilelang.jit`` function's signature and body declare."""
+
+    tensors: tuple[str, ...]
+    consts: tuple[str, ...]
+    symbols: dict[str, str]
+    shapes: dict[str, tuple[str | None, ...]]
+    """Each tensor parameter's declared shape as the ``T.const`` name at each position (``None``
+    where it is not one): ``A: T.Tensor((M, K), dtype)`` is ``("M", "K")``."""
+
+
+def _eager_declarations(function: ast.FunctionDef, params: list[str]) -> _EagerDeclarations:
     """Tensor parameters, ``T.const`` names and size-variable names of a jit function's body."""
     tensors: list[str] = []
     consts: list[str] = []
     symbols: dict[str, str] = {}
+    annotations: dict[str, ast.expr] = {}
+    aliases: dict[str, str] = {}
     for argument in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]:
         if argument.annotation is not None and _is_tensor_annotation(argument.annotation):
             tensors.append(argument.arg)
+            annotations[argument.arg] = argument.annotation
     for node in _own_nodes(function):
         if (
             isinstance(node, ast.AnnAssign)
@@ -321,8 +336,10 @@ def _eager_declarations(
             and _is_tensor_annotation(node.annotation)
         ):
             tensors.append(node.target.id)
+            annotations.setdefault(node.target.id, node.annotation)
         if not isinstance(node, ast.Assign):
             continue
+        aliases.update(_name_aliases(node))
         declared = _size_names(node.value)
         if declared is None:
             continue
@@ -340,7 +357,51 @@ def _eager_declarations(
         if len(python_names) == len(names):
             symbols.update({ir: py for ir, py in zip(names, python_names, strict=True) if py})
     ordered_tensors = tuple(p for p in params if p in tensors)
-    return ordered_tensors, tuple(consts), symbols
+    const_of = {symbols.get(c, c): c for c in consts}  # the source's name for each T.const
+
+    def const_at(node: ast.expr) -> str | None:
+        name = node.id if isinstance(node, ast.Name) else None
+        for _ in range(len(aliases) + 1):  # KH, KW = K, K
+            if name is None or name in const_of:
+                break
+            name = aliases.get(name)
+        return const_of.get(name) if name is not None else None
+
+    shapes = {
+        name: tuple(const_at(e) for e in dims)
+        for name, annotation in annotations.items()
+        if (dims := _annotated_shape(annotation)) is not None
+    }
+    return _EagerDeclarations(ordered_tensors, tuple(consts), symbols, shapes)
+
+
+def _name_aliases(node: ast.Assign) -> dict[str, str]:
+    """``KH, KW = K, K`` as ``{"KH": "K", "KW": "K"}``."""
+    if len(node.targets) != 1:
+        return {}
+    target, value = node.targets[0], node.value
+    pairs = (
+        zip(target.elts, value.elts, strict=True)
+        if isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+        else [(target, value)]
+    )
+    return {t.id: v.id for t, v in pairs if isinstance(t, ast.Name) and isinstance(v, ast.Name)}
+
+
+def _annotated_shape(annotation: ast.expr) -> list[ast.expr] | None:
+    """The shape of ``T.Tensor((M, K), dtype)`` or ``T.Tensor[[M, K], dtype]``."""
+    shape: ast.expr | None = None
+    if isinstance(annotation, ast.Call):
+        keywords = {k.arg: k.value for k in annotation.keywords}
+        shape = annotation.args[0] if annotation.args else keywords.get("shape")
+    elif isinstance(annotation, ast.Subscript):
+        index = annotation.slice
+        shape = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
+    if shape is None:
+        return None
+    return list(shape.elts) if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
 
 
 def scan_kernels(text: str) -> list[KernelSource]:
@@ -369,13 +430,11 @@ def scan_kernels(text: str) -> list[KernelSource]:
         if not (is_jit or is_autotune or builds or directive):
             continue
         params = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
-        tensors: tuple[str, ...] = ()
-        consts: tuple[str, ...] = ()
-        symbols: dict[str, str] = {}
-        if is_jit or is_autotune:
-            tensors, consts, symbols = _eager_declarations(node, params)
-        else:
-            symbols = _eager_declarations(node, params)[2]
+        declared = _eager_declarations(node, params)
+        symbols = declared.symbols
+        tensors = declared.tensors if is_jit or is_autotune else ()
+        consts = declared.consts if is_jit or is_autotune else ()
+        shapes = declared.shapes if is_jit or is_autotune else {}
         positional = [*node.args.posonlyargs, *node.args.args]
         required = [a.arg for a in positional[: len(positional) - len(node.args.defaults)]]
         required += [
@@ -394,7 +453,7 @@ def scan_kernels(text: str) -> list[KernelSource]:
                 params=tuple(params),
                 required=tuple(required),
                 directive=directive,
-                call_site=_call_site(tree, module, node.name, params, tensors),
+                call_site=_call_site(module, node.name, params, tensors, shapes),
                 decorator_target=decorator_target,
                 is_autotune=is_autotune,
                 tensor_params=tensors,
@@ -441,126 +500,972 @@ def _bound_names(node: ast.AST) -> Iterator[str]:
             yield child.id
 
 
-class _ModuleScope:
-    """What a call site's arguments may refer to: names the module defines when imported (its
-    ``__main__`` block does not run), and literal-valued names of each function and of that block."""
-
-    def __init__(self, tree: ast.Module) -> None:
-        self.tree = tree
-        self.defined: set[str] = set(dir(builtins))
-        for statement in tree.body:
-            if not _is_main_guard(statement):
-                self.defined.update(_bound_names(statement))
-        self.parents: dict[ast.AST, ast.AST] = {}
-        for parent in ast.walk(tree):
-            for child in ast.iter_child_nodes(parent):
-                self.parents[child] = parent
-
-    def caller_of(self, node: ast.AST) -> _CallerScope:
-        """The function (or ``__main__`` block) holding ``node``: its names, and those bound once,
-        to a literal (``M, N = 1024, 512``, ``def main(M=1024)``), with their values."""
-        scope: ast.AST | None = self.parents.get(node)
-        while scope is not None and not (
-            isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
-            or (isinstance(scope, ast.If) and _is_main_guard(scope))
-        ):
-            scope = self.parents.get(scope)
-        if scope is None:
-            return _CallerScope({}, frozenset())
-        values: dict[str, Any] = {}
-        counts: dict[str, int] = {}
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            arguments = scope.args
-            positional = [*arguments.posonlyargs, *arguments.args]
-            defaults = dict(
-                zip(
-                    [a.arg for a in positional[len(positional) - len(arguments.defaults) :]],
-                    arguments.defaults,
-                    strict=True,
-                )
-            )
-            defaults.update(
-                {
-                    a.arg: d
-                    for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
-                    if d is not None
-                }
-            )
-            for argument in [*positional, *arguments.kwonlyargs]:
-                counts[argument.arg] = 1
-                if argument.arg in defaults:
-                    _bind_literal(values, argument.arg, defaults[argument.arg])
-            body: list[ast.stmt] = scope.body
-        else:
-            assert isinstance(scope, ast.If)
-            body = scope.body
-        for statement in body:
-            for child in [statement, *(n for n in ast.walk(statement) if n is not statement)]:
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                    continue
-                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                    counts[child.id] = counts.get(child.id, 0) + 1
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-                target, value = statement.targets[0], statement.value
-                if isinstance(target, ast.Name):
-                    _bind_literal(values, target.id, value)
-                elif (
-                    isinstance(target, (ast.Tuple, ast.List))
-                    and isinstance(value, (ast.Tuple, ast.List))
-                    and len(target.elts) == len(value.elts)
-                ):
-                    for element, item in zip(target.elts, value.elts, strict=True):
-                        if isinstance(element, ast.Name):
-                            _bind_literal(values, element.id, item)
-        once = {name: value for name, value in values.items() if counts.get(name, 0) == 1}
-        return _CallerScope(once, frozenset(counts))
-
-
-_UNSET = object()
-
-
-@dataclass(frozen=True)
-class _CallerScope:
-    """What a call site's caller binds: literal values known statically, and every name it binds."""
-
-    values: dict[str, Any]
-    bound: frozenset[str]
-
-
-def _bind_literal(values: dict[str, Any], name: str, node: ast.expr) -> None:
-    with contextlib.suppress(UsageError):
-        values[name] = literal_value(node, name)
-
-
 class _Unknown(Exception):
     """A call-site argument whose value cannot be known without running the caller."""
 
 
-def _argument_value(node: ast.expr, caller: _CallerScope, module: _ModuleScope, where: str) -> Any:
-    """A call-site argument as a literal, a caller's literal name's value, or an ``Expression``
-    over module-level names (the caller's plain literal names substituted); ``_Unknown`` otherwise."""
-    if isinstance(node, ast.Starred):
-        raise _Unknown(where)
+_Found = tuple[ast.expr, "_Scope"]
+"""An expression and the scope its names are read in."""
+
+_MAX_DEPTH = 40
+"""How many names, parameters and calls a value is followed through before giving up."""
+_TENSOR_FACTORIES = ("randn", "rand", "empty", "zeros", "ones", "full", "randint", "empty_strided")
+"""``torch.randn(M, K, ...)`` and friends: calls whose size arguments are a new tensor's shape."""
+_SAME_SHAPE = (
+    *("cuda", "cpu", "to", "half", "float", "bfloat16", "double", "int", "long", "bool", "type"),
+    *("contiguous", "clone", "detach", "requires_grad_", "normal_", "uniform_", "zero_", "fill_"),
+    *("random_", "abs", "exp", "sigmoid", "softmax", "relu", "tanh", "sqrt", "neg"),
+)
+"""Tensor methods that keep the shape: ``torch.randn(M, K).cuda().half()`` is ``(M, K)``."""
+_RESHAPES = ("view", "reshape", "expand", "new_empty", "new_zeros", "new_ones")
+"""Tensor methods whose arguments are the new shape."""
+_MUTATORS = ("update", "pop", "setdefault", "clear", "append", "extend", "insert", "remove", "__setitem__")
+"""Methods that change a dict or list in place: its literal no longer tells its value."""
+_PURE_ROOTS = ("math", "T", "tl", "tilelang")
+"""Modules whose functions a value bound away from the call may call (``1 / math.sqrt(dim)``),
+besides functions called by plain name; any other call there (``torch.randn(...)``,
+``torch.cuda.get_device_capability()``) makes the value unknown."""
+_FOLDED_CALLS: dict[str, Any] = {
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "int": int,
+    "float": float,
+    "round": round,
+    "len": len,
+    "math.sqrt": math.sqrt,
+    "math.ceil": math.ceil,
+    "math.floor": math.floor,
+    "math.log2": math.log2,
+    "math.log": math.log,
+    "math.prod": math.prod,
+    "T.ceildiv": lambda a, b: -(-a // b),
+    "tl.ceildiv": lambda a, b: -(-a // b),
+    "tilelang.cdiv": lambda a, b: -(-a // b),
+}
+"""Calls computed when their arguments are all known."""
+_BINARY: dict[type[ast.operator], Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.BitXor: operator.xor,
+}
+_UNARY: dict[type[ast.unaryop], Any] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Not: operator.not_,
+    ast.Invert: operator.invert,
+}
+_COMPARE: dict[type[ast.cmpop], Any] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_NOT_VALUES = (
+    *(ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred),
+    *(ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
+)
+"""Expressions never substituted into a call's arguments."""
+
+
+def _item(container: ast.expr, index: int) -> ast.Subscript:
+    """``container[index]``, for one name of ``a, b = pair`` or a loop variable's first value."""
+    return ast.Subscript(value=container, slice=ast.Constant(index), ctx=ast.Load())
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """``torch`` for ``torch.cuda.current_device``."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_plain(value: object) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _small(value: object) -> bool:
+    """Whether a folded value is worth a literal (a huge number or string stays an expression)."""
+    if isinstance(value, int):
+        return value.bit_length() <= 1024
+    return not isinstance(value, str) or len(value) <= 4096
+
+
+def _fold(node: ast.expr) -> ast.expr:
+    """``node`` computed to a constant when it is arithmetic, a comparison or a choice over constants."""
     try:
-        return literal_value(node, where)
-    except UsageError:
-        pass
-    if isinstance(node, ast.Name) and node.id in caller.values:
-        return caller.values[node.id]
-    if any(isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield)) for n in ast.walk(node)):
-        raise _Unknown(where)
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.right, ast.Constant)
+        ):
+            left, right = node.left.value, node.right.value
+            if not (_is_plain(left) and _is_plain(right)) or type(node.op) not in _BINARY:
+                return node
+            if (
+                isinstance(node.op, (ast.Pow, ast.LShift))
+                and isinstance(right, (int, float))
+                and right > 1024
+            ):
+                return node
+            if isinstance(node.op, ast.Mult) and (isinstance(left, str) or isinstance(right, str)):
+                return node  # "ab" * n: not a size
+            result = _BINARY[type(node.op)](left, right)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+            if not _is_plain(node.operand.value):
+                return node
+            result = _UNARY[type(node.op)](node.operand.value)
+        elif isinstance(node, ast.Compare) and all(
+            isinstance(n, ast.Constant) for n in [node.left, *node.comparators]
+        ):
+            values = [n.value for n in [node.left, *node.comparators] if isinstance(n, ast.Constant)]
+            result = all(
+                _COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, values, values[1:], strict=False)
+            )
+        elif isinstance(node, ast.BoolOp) and all(isinstance(n, ast.Constant) for n in node.values):
+            values = [n.value for n in node.values if isinstance(n, ast.Constant)]
+            result = values[0]
+            for value in values[1:]:
+                if (not result) if isinstance(node.op, ast.And) else bool(result):
+                    break
+                result = value
+        else:
+            return node
+    except (ArithmeticError, TypeError, ValueError):
+        return node  # kept as written: the worker reports the error where the user can see it
+    if not (_is_plain(result) and _small(result)):
+        return node
+    return ast.copy_location(ast.Constant(result), node)
 
-    class Substitute(ast.NodeTransformer):
-        def visit_Name(self, name: ast.Name) -> ast.AST:
-            value = caller.values.get(name.id, _UNSET)
-            if isinstance(value, (int, float, bool, str)) or value is None:
-                return ast.copy_location(ast.Constant(value), name)
-            if name.id in caller.bound or name.id not in module.defined:
-                raise _Unknown(name.id)  # the caller's own variable, or a name nothing defines
-            return name
 
-    rewritten = Substitute().visit(copy.deepcopy(node))
-    return Expression(ast.unparse(rewritten))
+@dataclass(frozen=True)
+class _Binding:
+    """One place a scope binds a name."""
+
+    line: int
+    value: ast.expr | None
+    """What it is bound to; ``None`` when bound some other way (``+=``, ``import``, ``with ... as``)."""
+    straight: bool
+    """Made by a statement that runs once, in order (not in a branch or a loop)."""
+    parameter: bool = False
+
+
+class _Scope:
+    """A function, the ``__main__`` block or the module's top level, read for what each name in it
+    is bound to: parameters (to the function's first call's argument, else their default) and
+    assignments (``block_M = 64``, ``M, N = args.m, args.n``, ``for M in [256, 512]``). A name
+    bound more than once has the value of the last assignment before its use when all of them run
+    in order, else none."""
+
+    def __init__(
+        self,
+        module: _ModuleScope,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.If | None,
+        parent: _Scope | None,
+        passed: dict[str, _Found] | None = None,
+    ) -> None:
+        self.module = module
+        self.node = node
+        self.parent = parent
+        self.passed = passed
+        """The parameters' arguments in one particular call (an ``__init__`` for one object)."""
+        self.bound: dict[str, list[_Binding]] = {}
+        """Each name's bindings, in source order."""
+        self._valued: set[int] = set()
+        self.changed: set[str] = set()
+        """Names whose dict or list is changed in place (``config["block_M"] = 128``)."""
+        self.changed_members: set[tuple[str, str]] = set()
+        """``(name, attribute)`` assigned in place (``args.block_m = 128``)."""
+        self.parameters: list[str] = []
+        """Parameters in order: the first ``positional`` of them positional, then keyword-only ones."""
+        self.positional = 0
+        self.defaults: dict[str, ast.expr] = {}
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            self.positional = len(positional)
+            self.parameters = [a.arg for a in [*positional, *arguments.kwonlyargs]]
+            with_defaults = positional[len(positional) - len(arguments.defaults) :]
+            for argument, default in zip(with_defaults, arguments.defaults, strict=True):
+                self.defaults[argument.arg] = default
+            for argument, kw_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+                if kw_default is not None:
+                    self.defaults[argument.arg] = kw_default
+            for name in self.parameters:
+                self.bound[name] = [_Binding(node.lineno, None, True, parameter=True)]
+            for extra in (arguments.vararg, arguments.kwarg):
+                if extra is not None:
+                    self.bound[extra.arg] = [_Binding(node.lineno, None, False)]
+        if node is not None:
+            for child in _own_nodes(node):
+                self._record(child)
+
+    def _add(self, name: str, line: int, value: ast.expr | None, straight: bool) -> None:
+        self.bound.setdefault(name, []).append(_Binding(line, value, straight))
+
+    def _straight(self, statement: ast.AST) -> bool:
+        parent = self.module.parents.get(statement)
+        while parent is not None and parent is not self.node:
+            if not isinstance(parent, (ast.With, ast.AsyncWith)):
+                return False
+            parent = self.module.parents.get(parent)
+        return True
+
+    def _record(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if id(node) not in self._valued and not self._in_comprehension(node):
+                self._add(node.id, node.lineno, None, False)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = _root_name(node.value)
+            if root is not None:
+                self.changed.add(root)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if isinstance(node.value, ast.Name):
+                self.changed_members.add((node.value.id, node.attr))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+        ):
+            root = _root_name(node.func.value)
+            if root is not None:
+                self.changed.add(root)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self._add(node.name, node.lineno, None, False)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                self._add((alias.asname or alias.name).split(".")[0], node.lineno, None, False)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind(target, node.value, node.lineno, self._straight(node))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            self._bind(node.target, node.value, node.lineno, self._straight(node))
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self._bind(node.target, _item(node.iter, 0), node.lineno, False)  # the first iteration's
+
+    def _in_comprehension(self, target: ast.Name) -> bool:
+        """A comprehension's loop variable, which lives in the comprehension's own scope."""
+        parent = self.module.parents.get(target)
+        while isinstance(parent, (ast.Tuple, ast.List, ast.Starred)):
+            parent = self.module.parents.get(parent)
+        return isinstance(parent, ast.comprehension)
+
+    def _bind(self, target: ast.expr, value: ast.expr, line: int, straight: bool) -> None:
+        if isinstance(target, ast.Name):
+            self._add(target.id, line, value, straight)
+            self._valued.add(id(target))
+        elif isinstance(target, (ast.Tuple, ast.List)) and not any(
+            isinstance(e, ast.Starred) for e in target.elts
+        ):
+            if (
+                isinstance(value, (ast.Tuple, ast.List))
+                and len(value.elts) == len(target.elts)
+                and not any(isinstance(e, ast.Starred) for e in value.elts)
+            ):
+                for element, item in zip(target.elts, value.elts, strict=True):
+                    self._bind(element, item, line, straight)
+            else:
+                for index, element in enumerate(target.elts):
+                    self._bind(element, _item(value, index), line, straight)
+
+    def binding(self, name: str, line: int) -> _Binding | None:
+        """The binding of ``name`` that holds at ``line``: its only one, else the last one before
+        ``line`` when all of them run in order."""
+        bindings = self.bound[name]
+        if len(bindings) == 1:
+            return bindings[0]
+        if not all(b.straight for b in bindings):
+            return None
+        before = [b for b in bindings if b.line < line]
+        return before[-1] if before else None
+
+    def lookup(self, name: str, line: int = 0) -> list[_Found] | None:
+        """What ``name`` (used at ``line``) may stand for, best first: ``None`` for a name the
+        module defines (kept as written), an empty list when nothing tells its value."""
+        if name not in self.bound:
+            if self.parent is not None:
+                return self.parent.lookup(name, line)  # a closure's name, or the module's
+            return None if name in self.module.defined else []
+        binding = self.binding(name, line)
+        if binding is None:
+            return []
+        if binding.parameter:
+            found: list[_Found] = []
+            passed = (
+                self.passed.get(name) if self.passed is not None else self.module.passed_argument(self, name)
+            )
+            if passed is not None:
+                found.append(passed)
+            if name in self.defaults and self.parent is not None:
+                found.append((self.defaults[name], self.parent))
+            return found
+        if binding.value is None:
+            return []
+        if name in self.changed and isinstance(binding.value, (ast.Dict, ast.List, ast.Call)):
+            return []  # a dict or list changed after it was made: its literal is stale
+        return [(binding.value, self)]
+
+    def nodes(self) -> Iterator[ast.AST]:
+        """The scope's own nodes (the module's: outside functions and the ``__main__`` block)."""
+        if self.node is not None:
+            yield from _own_nodes(self.node)
+            return
+        for statement in self.module.tree.body:
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not (
+                _is_main_guard(statement)
+            ):
+                yield from ast.walk(statement)
+
+
+class _ModuleScope:
+    """What a call site's arguments may refer to: names the module defines when imported (its
+    ``__main__`` block does not run, so they are kept as written and evaluated by the worker), and
+    what the source says each function's and that block's own names are bound to."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.own: set[str] = set()
+        for statement in tree.body:
+            if not _is_main_guard(statement):
+                self.own.update(_bound_names(statement))
+        self.defined: set[str] = set(dir(builtins)) | self.own
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.calls: dict[str, list[ast.Call]] = {}
+        """Calls of each plain name (``main(...)``), for the values a function's parameters take."""
+        self.applies: dict[str, list[ast.Call]] = {}
+        """Calls of each class's ``.apply`` (``_attention.apply(q, k, v)``, or through a name
+        bound to it: ``attention = _attention.apply``): an autograd function's ``forward``'s."""
+        aliases: dict[str, str] = {}
+        for parent in ast.walk(tree):
+            for child in ast.iter_child_nodes(parent):
+                self.parents[child] = parent
+            if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
+                self.calls.setdefault(parent.func.id, []).append(parent)
+            elif (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Attribute)
+                and parent.func.attr == "apply"
+                and isinstance(parent.func.value, ast.Name)
+            ):
+                self.applies.setdefault(parent.func.value.id, []).append(parent)
+            elif (
+                isinstance(parent, ast.Assign)
+                and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Name)
+                and isinstance(parent.value, ast.Attribute)
+                and parent.value.attr == "apply"
+                and isinstance(parent.value.value, ast.Name)
+            ):
+                aliases[parent.targets[0].id] = parent.value.value.id
+        for alias, cls in aliases.items():
+            self.applies.setdefault(cls, []).extend(self.calls.get(alias, []))
+        self.functions = {
+            n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.top = _Scope(self, None, None)
+        self._scopes: dict[object, _Scope] = {}
+        self._values: dict[tuple[int, str, int], ast.expr | None] = {}
+        self._resolving: set[tuple[int, str, int]] = set()
+
+    def _enclosing(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.If | None:
+        scope = self.parents.get(node)
+        while scope is not None and not (
+            isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or (isinstance(scope, ast.If) and _is_main_guard(scope) and scope in self.tree.body)
+        ):
+            scope = self.parents.get(scope)
+        assert scope is None or isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.If))
+        return scope
+
+    def scope_of(self, node: ast.AST) -> _Scope:
+        """The scope of the function (or ``__main__`` block) holding ``node``."""
+        return self._scope(self._enclosing(node))
+
+    def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.If | None) -> _Scope:
+        if node is None:
+            return self.top
+        if node not in self._scopes:
+            self._scopes[node] = _Scope(self, node, self.scope_of(node))
+        return self._scopes[node]
+
+    def in_main_block(self, node: ast.AST) -> bool:
+        scope = self._enclosing(node)
+        while isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = self._enclosing(scope)
+        return scope is not None
+
+    def _autograd_class(self, function: ast.AST | None) -> ast.ClassDef | None:
+        """The module-level ``torch.autograd.Function`` subclass ``function`` is a method of."""
+        cls = self.parents.get(function) if function is not None else None
+        if not (isinstance(cls, ast.ClassDef) and self.classes.get(cls.name) is cls):
+            return None
+        return cls if any(ast.unparse(b).endswith("Function") for b in cls.bases) else None
+
+    def passed_argument(self, scope: _Scope, name: str) -> _Found | None:
+        """The argument the first call of a module-level function passes for its parameter
+        ``name`` (a call in the ``__main__`` block first): ``main(args.batch, ...)``; for an
+        autograd function's ``forward``, the first ``.apply(...)``'s (it takes no ``ctx``)."""
+        function = scope.node
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        cls = self._autograd_class(function)
+        if self.functions.get(function.name) is function:
+            calls = [
+                call
+                for call in self.calls.get(function.name, [])
+                if self._enclosing(call) is not function and self.scope_of(call).lookup(function.name) is None
+            ]
+            skipped = 0
+        elif cls is not None and function.name == "forward":
+            calls, skipped = self.applies.get(cls.name, []), 1
+        else:
+            return None
+        if not calls:
+            return None
+        call = min(calls, key=lambda c: (not self.in_main_block(c), c.lineno, c.col_offset))
+        caller = self.scope_of(call)
+        index = scope.parameters.index(name) - skipped
+        if index < 0:
+            return None
+        if index < scope.positional - skipped:
+            if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                return None
+            if index < len(call.args):
+                return call.args[index], caller
+        for keyword in call.keywords:
+            if keyword.arg == name:
+                return keyword.value, caller
+        return None
+
+    def _saved_on_context(self, scope: _Scope, name: str, attr: str) -> _Found | None:
+        """In an autograd function's ``backward``, what ``forward`` put on the context:
+        ``ctx.causal = causal``, ``ctx.save_for_backward(q, k, v)`` for ``ctx.saved_tensors``."""
+        cls = self._autograd_class(scope.node)
+        if cls is None or scope.node is None or not scope.parameters or scope.parameters[0] != name:
+            return None
+        forward = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+        if forward is None or forward is scope.node:
+            return None
+        inner = self._scope(forward)
+        if not inner.parameters:
+            return None
+        context = inner.parameters[0]
+        found: list[ast.expr] = []
+        for node in _own_nodes(forward):
+            if (
+                attr == "saved_tensors"
+                and isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+            ):
+                if node.func.attr == "save_for_backward" and ast.unparse(node.func.value) == context:
+                    found.append(ast.Tuple(elts=list(node.args), ctx=ast.Load()))
+            elif isinstance(node, ast.Assign):
+                found.extend(
+                    node.value
+                    for t in node.targets
+                    if isinstance(t, ast.Attribute) and t.attr == attr and ast.unparse(t.value) == context
+                )
+        return (found[0], inner) if len(found) == 1 else None
+
+    def definition(self, node: ast.expr, scope: _Scope, depth: int = 0) -> _Found:
+        """What an expression stands for, followed through assignments, parameters, tuple
+        items and members the source tells (``args.m``, ``q.shape``), not computed."""
+        while depth <= _MAX_DEPTH:
+            depth += 1
+            if isinstance(node, ast.Name):
+                found = scope.lookup(node.id, node.lineno)
+                if found is None:
+                    break
+                if not found:
+                    raise _Unknown(node.id)
+                node, scope = found[0]
+            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                base, where = self.definition(node.value, scope, depth)
+                element = _element(base, node.slice)
+                if element is None:
+                    break
+                node, scope = element, where
+            elif isinstance(node, ast.Attribute):
+                member = self._member(node.value, scope, node.attr, depth)
+                if member is None:
+                    break
+                node, scope = member
+            else:
+                break
+        else:
+            raise _Unknown("too deep")
+        return node, scope
+
+    def argument(self, node: ast.expr, scope: _Scope, where: str, direct: bool = True) -> Any:
+        """A call-site argument's value: a literal, or an ``Expression`` over module-level names."""
+        with contextlib.suppress(UsageError):
+            return literal_value(node, where)
+        if direct and all(
+            scope.lookup(n.id, n.lineno) is None for n in ast.walk(node) if isinstance(n, ast.Name)
+        ):
+            if isinstance(node, _NOT_VALUES) or any(isinstance(n, _NOT_VALUES) for n in ast.walk(node)):
+                raise _Unknown(where)
+            return Expression(ast.unparse(node))  # over the module's names only: kept as written
+        closed = self.value(node, scope, 0, direct)
+        try:
+            return literal_value(closed, where)
+        except UsageError:
+            return Expression(ast.unparse(closed))
+
+    def value(self, node: ast.expr, scope: _Scope, depth: int = 0, direct: bool = False) -> ast.expr:
+        """``node`` with the scope's names replaced by what they are bound to and folded where all
+        is known: constants, or an expression over module-level names; ``_Unknown`` otherwise.
+
+        ``direct``: ``node`` is written at the call site, where calls of anything the module
+        defines are kept (``determine_fp8_type()``); in values bound elsewhere, only calls of
+        the module's own functions and of ``math``/TileLang are.
+        """
+        if depth > _MAX_DEPTH or isinstance(node, _NOT_VALUES):
+            raise _Unknown(ast.unparse(node))
+        if isinstance(node, ast.Constant):
+            return node
+        if isinstance(node, ast.Name):
+            return self._name_value(node, scope, depth)
+        if isinstance(node, ast.Attribute):
+            member = self._member(node.value, scope, node.attr, depth)
+            if member is not None:
+                return self.value(member[0], member[1], depth + 1)
+            base = self.value(node.value, scope, depth + 1, direct)
+            return ast.Attribute(value=base, attr=node.attr, ctx=ast.Load())
+        if isinstance(node, ast.Subscript):
+            return self._subscript_value(node, scope, depth, direct)
+        if isinstance(node, ast.Call):
+            return self._call_value(node, scope, depth, direct)
+        if isinstance(node, ast.IfExp):
+            test = self.value(node.test, scope, depth + 1, direct)
+            if isinstance(test, ast.Constant):
+                return self.value(node.body if test.value else node.orelse, scope, depth + 1, direct)
+        if isinstance(node, ast.Dict) and any(k is None for k in node.keys):
+            raise _Unknown("**")
+        return _fold(self._children(node, scope, depth, direct))
+
+    def _children(self, node: ast.expr, scope: _Scope, depth: int, direct: bool) -> ast.expr:
+        rebuilt = copy.copy(node)
+        for name, old in ast.iter_fields(node):
+            if isinstance(old, ast.expr):
+                setattr(rebuilt, name, self.value(old, scope, depth + 1, direct))
+            elif isinstance(old, list):
+                items: list[Any] = []
+                for item in old:
+                    if isinstance(item, ast.expr):
+                        items.append(self.value(item, scope, depth + 1, direct))
+                    elif isinstance(item, ast.keyword):
+                        value = self.value(item.value, scope, depth + 1, direct)
+                        items.append(ast.keyword(arg=item.arg, value=value))
+                    else:
+                        items.append(item)
+                setattr(rebuilt, name, items)
+        return rebuilt
+
+    def _name_value(self, node: ast.Name, scope: _Scope, depth: int) -> ast.expr:
+        found = scope.lookup(node.id, node.lineno)
+        if found is None:
+            return node
+        if not found:
+            raise _Unknown(node.id)
+        key = (id(scope), node.id, id(found[0][0]))
+        if key in self._values:
+            cached = self._values[key]
+            if cached is None:
+                raise _Unknown(node.id)
+            return cached
+        if key in self._resolving:
+            raise _Unknown(node.id)
+        self._resolving.add(key)
+        result: ast.expr | None = None
+        try:
+            for expression, where in found:
+                with contextlib.suppress(_Unknown):
+                    result = self.value(expression, where, depth + 1)
+                    break
+        finally:
+            self._resolving.discard(key)
+        self._values[key] = result
+        if result is None:
+            raise _Unknown(node.id)
+        return result
+
+    def _subscript_value(self, node: ast.Subscript, scope: _Scope, depth: int, direct: bool) -> ast.expr:
+        index = self.value(node.slice, scope, depth + 1, direct)
+        base, where = self.definition(node.value, scope, depth)
+        element = _element(base, index)
+        if element is not None:
+            return self.value(element, where, depth + 1)
+        container = self.value(node.value, scope, depth + 1, direct)
+        element = _element(container, index)
+        if element is not None:
+            return element
+        return ast.Subscript(value=container, slice=index, ctx=ast.Load())
+
+    def _call_value(self, node: ast.Call, scope: _Scope, depth: int, direct: bool) -> ast.expr:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "size":
+            shape = self.tensor_shape(func.value, scope, depth)
+            if shape is not None:
+                sizes, where = shape
+                if not node.args:
+                    return self.value(ast.Tuple(elts=sizes, ctx=ast.Load()), where, depth + 1)
+                index = self.value(node.args[0], scope, depth + 1)
+                if isinstance(index, ast.Constant) and isinstance(index.value, int):
+                    with contextlib.suppress(IndexError):
+                        return self.value(sizes[index.value], where, depth + 1)
+                raise _Unknown("size")
+        root = _root_name(func)
+        module_level = root is not None and scope.lookup(root) is None
+        name = ast.unparse(func)
+        if name in _FOLDED_CALLS and module_level and not (isinstance(func, ast.Name) and name in self.own):
+            arguments = [self.value(a, scope, depth + 1, direct) for a in node.args]
+            if not node.keywords and all(isinstance(a, ast.Constant) for a in arguments):
+                with contextlib.suppress(ArithmeticError, TypeError, ValueError):
+                    result = _FOLDED_CALLS[name](*(a.value for a in arguments if isinstance(a, ast.Constant)))
+                    if _is_plain(result) and _small(result):
+                        return ast.copy_location(ast.Constant(result), node)
+        if not direct and not (
+            isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and root in _PURE_ROOTS)
+        ):
+            raise _Unknown(name)
+        return self._children(node, scope, depth, direct)
+
+    def _member(self, base: ast.expr, scope: _Scope, attr: str, depth: int) -> _Found | None:
+        """``args.block_m`` of a parsed command line (its ``default=``), ``config.block_M`` of a
+        dataclass or namespace built in the source, ``x.shape`` of a tensor made with known sizes;
+        ``None`` when ``base`` is none of these."""
+        if isinstance(base, ast.Name):
+            saved = self._saved_on_context(scope, base.id, attr)
+            if saved is not None:
+                return saved
+            if (base.id, attr) in scope.changed_members:
+                raise _Unknown(attr)
+        node, where = self.definition(base, scope, depth + 1)
+        parsed = self.parsed_arguments(node, where, depth)
+        if parsed is not None:
+            if attr not in parsed:
+                raise _Unknown(attr)
+            return parsed[attr]
+        if isinstance(node, ast.Call):
+            fields = self._fields(node, where)
+            if fields is not None:
+                if attr not in fields:
+                    raise _Unknown(attr)
+                return fields[attr]
+        if attr == "shape":
+            shape = self.tensor_shape(node, where, depth)
+            if shape is not None:
+                return ast.Tuple(elts=shape[0], ctx=ast.Load()), shape[1]
+        return None
+
+    def _fields(self, call: ast.Call, scope: _Scope) -> dict[str, _Found] | None:
+        """The attributes of an object the call builds, when the source says them: a class of this
+        module (a dataclass, a ``NamedTuple``, class attributes, ``self.block_M = 128`` in its
+        ``__init__``) or a ``SimpleNamespace(...)``."""
+        name = ast.unparse(call.func)
+        if _root_name(call.func) is None or scope.lookup(str(_root_name(call.func))) is not None:
+            return None
+        if any(k.arg is None for k in call.keywords):
+            raise _Unknown("**")
+        given = {k.arg: (k.value, scope) for k in call.keywords if k.arg is not None}
+        if name in ("SimpleNamespace", "types.SimpleNamespace", "argparse.Namespace", "Namespace"):
+            return given
+        cls = self.classes.get(name)
+        if cls is None:
+            return None
+        init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is not None:
+            return self._initialized(init, call, scope)
+        fields: dict[str, _Found] = {}
+        order: list[str] = []
+        for statement in cls.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                order.append(statement.target.id)
+                if statement.value is not None:
+                    fields[statement.target.id] = (_field_default(statement.value), self.top)
+            elif isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        fields[target.id] = (statement.value, self.top)
+        if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(order):
+            raise _Unknown(name)
+        fields.update({field_name: (a, scope) for field_name, a in zip(order, call.args, strict=False)})
+        fields.update(given)
+        return fields
+
+    def _initialized(self, init: ast.FunctionDef, call: ast.Call, scope: _Scope) -> dict[str, _Found]:
+        """``self.X = ...`` assigned once in ``__init__``, its parameters bound to ``call``'s arguments."""
+        parameters = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(parameters):
+            raise _Unknown(init.name)
+        passed = {p: (a, scope) for p, a in zip(parameters, call.args, strict=False)}
+        passed.update({k.arg: (k.value, scope) for k in call.keywords if k.arg is not None})
+        key = (call, init)
+        if key not in self._scopes:
+            self._scopes[key] = _Scope(self, init, self.scope_of(init), passed)
+        inner = self._scopes[key]
+        this = init.args.args[0].arg if init.args.args else None
+        assigned: dict[str, list[ast.expr]] = {}
+        for node in _own_nodes(init):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and ast.unparse(target.value) == this:
+                        assigned.setdefault(target.attr, []).append(node.value)
+        return {attr: (values[0], inner) for attr, values in assigned.items() if len(values) == 1}
+
+    def parsed_arguments(self, node: ast.expr, scope: _Scope, depth: int) -> dict[str, _Found] | None:
+        """For a parsed command line (``parser.parse_args()``, ``parser.parse_known_args()[0]``,
+        ``get_args()`` returning one), each option's ``default=`` by its destination name;
+        ``None`` for anything else."""
+        if depth > _MAX_DEPTH:
+            raise _Unknown("parse_args")
+        call = node
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value == 0
+        ):
+            call = node.value
+        if not isinstance(call, ast.Call):
+            return None
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("parse_args", "parse_known_args"):
+            if call is node and func.attr == "parse_known_args":
+                return None
+            if call.args and isinstance(call.args[0], (ast.List, ast.Tuple)) and call.args[0].elts:
+                raise _Unknown("parse_args")  # its own command line, not the defaults
+            scopes = [scope]
+            parser, where = self.definition(func.value, scope, depth + 1)
+            if isinstance(parser, ast.Call) and isinstance(parser.func, ast.Name):
+                helper = self.functions.get(parser.func.id)
+                if helper is not None and where.lookup(parser.func.id) is None:
+                    scopes.append(self._scope(helper))
+            return _option_defaults([*scopes, self.top])
+        if isinstance(func, ast.Name) and func.id in self.functions and scope.lookup(func.id) is None:
+            helper = self.functions[func.id]
+            inner = self._scope(helper)
+            for child in _own_nodes(helper):
+                if isinstance(child, ast.Return) and child.value is not None:
+                    returned, where = self.definition(child.value, inner, depth + 1)
+                    parsed = self.parsed_arguments(returned, where, depth + 1)
+                    if parsed is not None:
+                        return parsed
+        return None
+
+    def tensor_shape(
+        self, node: ast.expr, scope: _Scope, depth: int = 0
+    ) -> tuple[list[ast.expr], _Scope] | None:
+        """The sizes of a tensor made in the source: ``torch.randn(M, K).cuda().half()``,
+        ``torch.empty((M, N))``, ``torch.zeros(M, N).view(M // 2, 2 * N)``; ``None`` otherwise."""
+        node, scope = self.definition(node, scope, depth)
+        for _ in range(_MAX_DEPTH):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                return None
+            method = node.func.attr
+            if method in _SAME_SHAPE:
+                node, scope = self.definition(node.func.value, scope, depth + 1)
+            elif method.endswith("_like") and node.args and _root_name(node.func) == "torch":
+                node, scope = self.definition(node.args[0], scope, depth + 1)
+            elif method in _RESHAPES or method in _TENSOR_FACTORIES:
+                return self._shape_arguments(node, scope, depth)
+            else:
+                return None
+        return None
+
+    def _shape_arguments(
+        self, call: ast.Call, scope: _Scope, depth: int
+    ) -> tuple[list[ast.expr], _Scope] | None:
+        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        arguments = call.args
+        if any(isinstance(a, ast.Starred) for a in arguments):
+            return None
+        shape: ast.expr | None
+        if "size" in keywords:
+            shape = keywords["size"]
+        elif call.func.attr in ("full", "empty_strided"):  # type: ignore[attr-defined]
+            shape = arguments[0] if arguments else None
+        elif call.func.attr == "randint":  # type: ignore[attr-defined]
+            shape = arguments[-1] if len(arguments) >= 2 else None
+        elif len(arguments) == 1:
+            shape = arguments[0]
+        else:
+            return list(arguments), scope
+        if shape is None:
+            return None
+        if isinstance(shape, (ast.Tuple, ast.List)):
+            return list(shape.elts), scope
+        try:
+            resolved = self.value(shape, scope, depth + 1)
+        except _Unknown:
+            return None
+        if isinstance(resolved, (ast.Tuple, ast.List)):
+            return list(resolved.elts), self.top
+        return [resolved], self.top  # closed values: only the module's names are left in them
+
+    def expand(self, call: ast.Call, scope: _Scope) -> tuple[list[_Found], dict[str, _Found]]:
+        """A call's positional and keyword arguments, ``*sizes`` and ``**config`` spread where the
+        source says what they hold (a tuple or list; a dict literal or ``dict(...)``)."""
+        positional: list[_Found] = []
+        for argument in call.args:
+            if isinstance(argument, ast.Starred):
+                node, where = self.definition(argument.value, scope)
+                if not isinstance(node, (ast.Tuple, ast.List)) or any(
+                    isinstance(e, ast.Starred) for e in node.elts
+                ):
+                    raise _Unknown("*")
+                positional.extend((e, where) for e in node.elts)
+            else:
+                positional.append((argument, scope))
+        keywords: dict[str, _Found] = {}
+        for keyword in call.keywords:
+            if keyword.arg is not None:
+                keywords[keyword.arg] = (keyword.value, scope)
+                continue
+            node, where = self.definition(keyword.value, scope)
+            keywords.update(self._mapping(node, where))
+        return positional, keywords
+
+    def _mapping(self, node: ast.expr, scope: _Scope) -> dict[str, _Found]:
+        if isinstance(node, ast.Dict):
+            if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+                raise _Unknown("**")
+            return {
+                str(k.value): (v, scope)
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant)
+            }
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "dict"
+            and scope.lookup("dict") is None
+            and "dict" not in self.own
+            and not node.args
+            and all(k.arg is not None for k in node.keywords)
+        ):
+            return {str(k.arg): (k.value, scope) for k in node.keywords}
+        raise _Unknown("**")
+
+    def tensor_sizes(
+        self, node: ast.expr, scope: _Scope, shape: tuple[str | None, ...], where: str
+    ) -> dict[str, Any]:
+        """``T.const`` values from a tensor passed to an eager kernel: its declared shape's names
+        (``(M, K)``) matched to the sizes it is made with (``torch.randn(1024, 512)``)."""
+        try:
+            found = self.tensor_shape(node, scope)
+        except _Unknown:
+            return {}
+        if found is None or len(found[0]) != len(shape):
+            return {}
+        sizes: dict[str, Any] = {}
+        for name, size in zip(shape, found[0], strict=True):
+            if name is None or name in sizes:
+                continue
+            with contextlib.suppress(_Unknown):
+                value = self.argument(size, found[1], where, direct=False)
+                if isinstance(value, Expression) or (
+                    isinstance(value, int) and not isinstance(value, bool) and value >= 0
+                ):
+                    sizes[name] = value
+        return sizes
+
+
+def _element(container: ast.expr, index: ast.expr) -> ast.expr | None:
+    """``container[index]`` for a tuple, list or dict literal and a constant index."""
+    if not isinstance(index, ast.Constant):
+        return None
+    if isinstance(container, (ast.Tuple, ast.List)) and isinstance(index.value, int):
+        if any(isinstance(e, ast.Starred) for e in container.elts):
+            return None
+        with contextlib.suppress(IndexError):
+            return container.elts[index.value]
+        return None
+    if isinstance(container, ast.Dict):
+        for key, value in zip(container.keys, container.values, strict=True):
+            if key is None:
+                return None
+            if isinstance(key, ast.Constant) and key.value == index.value:
+                return value
+    return None
+
+
+def _field_default(value: ast.expr) -> ast.expr:
+    """``field(default=64)`` of a dataclass is 64."""
+    if isinstance(value, ast.Call) and ast.unparse(value.func) in ("field", "dataclasses.field"):
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                return keyword.value
+    return value
+
+
+def _option_defaults(scopes: list[_Scope]) -> dict[str, _Found]:
+    """``parser.add_argument("--block-m", type=int, default=64)`` as ``{"block_m": (64, scope)}``,
+    from the first scope that adds any options; an option without a usable default is left out."""
+    for scope in scopes:
+        options = [
+            n
+            for n in scope.nodes()
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument"
+        ]
+        if not options:
+            continue
+        defaults: dict[str, _Found] = {}
+        conflicting: set[str] = set()
+        for option in options:
+            flags = [a.value for a in option.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            keywords = {k.arg: k.value for k in option.keywords if k.arg is not None}
+            destination = keywords.get("dest")
+            if isinstance(destination, ast.Constant) and isinstance(destination.value, str):
+                name = destination.value
+            elif any(f.startswith("--") for f in flags):
+                name = next(f for f in flags if f.startswith("--"))[2:].replace("-", "_")
+            elif flags:
+                name = flags[0].lstrip("-").replace("-", "_")
+            else:
+                continue
+            default = _option_default(keywords)
+            if default is None or (name in defaults and ast.dump(defaults[name][0]) != ast.dump(default)):
+                conflicting.add(name)
+            else:
+                defaults[name] = (default, scope)
+        return {name: found for name, found in defaults.items() if name not in conflicting}
+    return {}
+
+
+def _option_default(keywords: dict[str, ast.expr]) -> ast.expr | None:
+    action = keywords.get("action")
+    action_name = action.value if isinstance(action, ast.Constant) else None
+    default = keywords.get("default")
+    if default is None:
+        if action_name in ("store_true", "store_false"):
+            return ast.Constant(action_name == "store_false")
+        return None  # argparse gives None: not a size anyone means to analyze with
+    kind = keywords.get("type")
+    if isinstance(default, ast.Constant) and isinstance(default.value, str) and isinstance(kind, ast.Name):
+        # argparse converts a string default with type=
+        converter = {"int": int, "float": float}.get(kind.id)
+        if converter is not None:
+            with contextlib.suppress(ValueError):
+                return ast.Constant(converter(default.value))
+    return default
 
 
 def _kernel_call(node: ast.AST, name: str) -> ast.Call | None:
@@ -581,40 +1486,52 @@ def _kernel_call(node: ast.AST, name: str) -> ast.Call | None:
 
 
 def _call_site(
-    tree: ast.Module, module: _ModuleScope, name: str, params: list[str], tensors: tuple[str, ...]
+    module: _ModuleScope,
+    name: str,
+    params: list[str],
+    tensors: tuple[str, ...],
+    shapes: dict[str, tuple[str | None, ...]],
 ) -> CallSite | None:
     """The first call of ``name`` (in source order) whose arguments are all known, with an
-    enclosing ``tilelang.compile``'s target. Tensor arguments of an eager kernel are skipped (they
-    take no value) and the rest bound to parameter names."""
+    enclosing ``tilelang.compile``'s target. Tensor arguments of an eager kernel take no value but
+    may give its ``T.const`` sizes (``shapes``: each tensor's declared shape, by ``T.const`` name);
+    the rest are bound to parameter names."""
     calls = sorted(
-        (call for call in (_kernel_call(n, name) for n in ast.walk(tree)) if call is not None),
+        (call for call in (_kernel_call(n, name) for n in ast.walk(module.tree)) if call is not None),
         key=lambda call: (call.lineno, call.col_offset),
     )
     for call in calls:
-        caller = module.caller_of(call)
+        scope = module.scope_of(call)
         try:
-            if any(k.arg is None for k in call.keywords) or (tensors and len(call.args) > len(params)):
+            positional, keywords = module.expand(call, scope)
+            if tensors and len(positional) > len(params):
                 raise _Unknown(name)
             args: list[Any] = []
             kwargs: dict[str, Any] = {}
-            for index, argument in enumerate(call.args):
+            passed_tensors: list[tuple[str, _Found]] = []
+            for index, (argument, where) in enumerate(positional):
                 parameter = params[index] if index < len(params) else None
-                if parameter in tensors:
+                if parameter is not None and parameter in tensors:
+                    passed_tensors.append((parameter, (argument, where)))
                     continue
-                value = _argument_value(argument, caller, module, name)
+                value = module.argument(argument, where, name)
                 if tensors and parameter is not None:
                     kwargs[parameter] = value
                 else:
                     args.append(value)
-            for keyword in call.keywords:
-                assert keyword.arg is not None
-                if keyword.arg in tensors or keyword.arg == "target":
-                    continue
-                kwargs[keyword.arg] = _argument_value(keyword.value, caller, module, name)
+            for keyword, (argument, where) in keywords.items():
+                if keyword in tensors:
+                    passed_tensors.append((keyword, (argument, where)))
+                elif keyword != "target":
+                    kwargs[keyword] = module.argument(argument, where, name)
+            for parameter, (argument, where) in passed_tensors:
+                sizes = module.tensor_sizes(argument, where, shapes.get(parameter, ()), name)
+                for size_name, size in sizes.items():
+                    kwargs.setdefault(size_name, size)
         except _Unknown:
             continue
         if tensors and not args and not kwargs:
-            continue  # only tensors (`gemm(a, b, c)`): says nothing about the sizes
+            continue  # only tensors made where their sizes are unknown: says nothing about the sizes
         enclosing = module.parents.get(call)
         target = _keyword_target(enclosing) if isinstance(enclosing, ast.Call) else None
         return CallSite(line=call.lineno, args=tuple(args), kwargs=kwargs, target=target)

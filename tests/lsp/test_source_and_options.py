@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from irtrace.specs import DtypeName, Expression
 from irtrace.targets import TARGETS
@@ -255,3 +258,106 @@ def test_options_and_directives_take_irtrace_target_names_and_aliases() -> None:
     assert options.default_target == "cuda:sm_90"
     assert options.extra_targets == ["hip:gfx1201", "c", "cuda:sm_120", "hip:gfx90a"]
     assert all(name in TARGETS for name in options.extra_targets)
+
+
+STYLES = Path(__file__).resolve().parent / "data" / "styles"
+
+
+def styles_kernels(file: str) -> dict[str, ArgumentChoice]:
+    """Each kernel of a corpus file with the arguments the source gives it."""
+    return {k.name: resolve_arguments(k, ProjectConfig()) for k in scan_kernels((STYLES / file).read_text())}
+
+
+def test_argparse_defaults_and_the_callers_values_reach_the_call() -> None:
+    choices = styles_kernels("argparse_kernels.py")
+    # --m/--n defaults through `M, N = args.m, args.n`, a string default converted by type=int,
+    # --block-n as args.block_n, dest="num_stages", a store_true flag (False) choosing the dtype,
+    # literals and `K // 8` in main
+    assert choices["matmul"] == ArgumentChoice(
+        (1024, 512, 256, 128, 64, 32, 3),
+        {"threads": 128, "dtype": DtypeName("float16")},
+        "call site (line 73)",
+    )
+    # run_softmax(args.batch, args.heads) in the __main__ block; seq_len from its default
+    assert choices["row_softmax"] == ArgumentChoice((2, 4, 256, 8), {}, "call site (line 79)")
+
+
+def test_eager_sizes_come_from_the_tensors_passed() -> None:
+    choices = styles_kernels("eager_tensor_sizes.py")
+    # a: torch.randn(M, K).half() gives M and K, b: torch.randn((K, N), ...) gives N
+    assert choices["matmul_bias"] == ArgumentChoice(
+        (), {"block_M": 64, "block_N": 64, "block_K": 32, "M": 512, "K": 128, "N": 256}, "call site (line 61)"
+    )
+    # only tensors: torch.rand(a.shape[0], 2 * N) and torch.ones(x.size(0)); `rows = M` in the kernel
+    assert choices["scale_rows"] == ArgumentChoice((), {"M": 512, "N": 512}, "call site (line 66)")
+
+
+def test_configs_in_dicts_dataclasses_and_autograd_functions() -> None:
+    choices = styles_kernels("config_objects.py")
+    assert choices["tile_add"] == ArgumentChoice(
+        (256, 128), {"block_M": 32, "block_N": 64, "threads": 128}, "call site (line 85)"
+    )
+    # forward's x is what main passes to `scale = _Scale.apply`; TileConfig(block_N=32) keeps the
+    # other fields' defaults
+    assert choices["scale_forward"] == ArgumentChoice(
+        (256, 128, 0.5, 64, 32), {"threads": 128}, "call site (line 67)"
+    )
+    # backward: x from ctx.save_for_backward(x), ctx.factor from forward's `ctx.factor = factor`
+    assert choices["scale_backward"] == ArgumentChoice(
+        (256, 128, 0.5), {"block_M": 16}, "call site (line 76)"
+    )
+
+
+UNKNOWN_VALUES = """
+import argparse
+import os
+
+import tilelang
+
+
+@tilelang.jit
+def kernel(M, N):
+    pass
+
+
+def main(M=64, fast=False):
+    N = 32
+    if fast:
+        N = 64
+    kernel(M, N)
+    config = {"M": 8, "N": 8}
+    config["N"] = 16
+    kernel(**config)
+    size = int(os.environ.get("SIZE", "128"))
+    kernel(size, M)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int)
+    parser.add_argument("--side", type=int, default=os.system("touch marker"))
+    args = parser.parse_args()
+    kernel(args.n, M)
+    kernel(args.side, M)
+    block = 16
+    block = block * 2
+    kernel(M * 2, block)
+"""
+
+
+def test_values_the_source_does_not_settle_skip_the_call(tmp_path: Path, monkeypatch: Any) -> None:
+    """A name bound in a branch, a dict changed in place, a value from a call (never made), an
+    option without a default: each skips its call, and the first call whose values are all known
+    counts (a name assigned twice in order has the later value)."""
+    monkeypatch.chdir(tmp_path)
+    [kernel] = scan_kernels(UNKNOWN_VALUES)
+    assert resolve_arguments(kernel, ProjectConfig()) == ArgumentChoice((128, 32), {}, "call site (line 31)")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("file", ["argparse_kernels.py", "eager_tensor_sizes.py", "config_objects.py"])
+def test_kernels_built_with_the_arguments_the_source_gives(file: str) -> None:
+    from tilelang_lsp.analysis import analyze
+
+    path = STYLES / file
+    result = analyze(str(path), path.read_text(), default_target="cuda:sm_90")
+    assert result["diagnostics"] == []
+    assert {k["name"]: k["status"] for k in result["kernels"]} == dict.fromkeys(styles_kernels(file), "ok")
+    assert all(k["args_origin"].startswith("call site") for k in result["kernels"])
