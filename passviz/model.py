@@ -15,6 +15,7 @@ from irtrace.trace import (
     PHASE_CODEGEN,
     PHASE_FINALIZE,
     PHASE_LOWER,
+    PHASE_MACHINE,
     KernelRun,
     PassRecord,
     Trace,
@@ -22,7 +23,7 @@ from irtrace.trace import (
     occurrences,
 )
 
-PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN)
+PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN, PHASE_MACHINE)
 
 BAR_BLOCKS = " ▏▎▍▌▋▊▉█"
 
@@ -171,7 +172,10 @@ def format_ms(seconds: float) -> str:
 
 
 def ir_language(record: PassRecord | None) -> str:
-    """Pygments lexer for the text after a pass: TVMScript is Python, kernel sources are C-like."""
+    """Pygments lexer for the text after a pass: TVMScript is Python, kernel sources are C-like,
+    the ``machine`` stages (``irtrace record --machine-code``) PTX and SASS assembly."""
+    if record is not None and record.phase == PHASE_MACHINE:
+        return "ptx" if record.name == "ptx" else "gas"
     return "cpp" if record is not None and record.phase == PHASE_CODEGEN else "python"
 
 

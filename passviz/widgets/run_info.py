@@ -57,6 +57,16 @@ def run_facts(trace: Trace, run: KernelRun) -> Table:
     table.add_row("passes", f"{len(run.passes)} ({sum(p.changed for p in run.passes)} changed the IR)")
     if run.total_s is not None:
         table.add_row("lowering", format_ms(run.total_s))
+    if run.resources:
+        from irtrace.machine_code import describe_resources
+
+        table.add_row("resources", "\n".join(describe_resources(run.resources)))
+    if run.bench is not None:
+        bench = run.bench
+        measured = f"{bench.latency_ms * 1000:.2f} µs" if bench.latency_ms is not None else "failed"
+        table.add_row(
+            "latency", f"{measured} on {bench.device}" + (f": {bench.error}" if bench.error else "")
+        )
     host = run.host or {}
     if host:
         table.add_row("recorded on", ", ".join(f"{k} {v}" for k, v in host.items()))
