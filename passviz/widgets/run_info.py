@@ -36,16 +36,16 @@ def run_facts(trace: Trace, run: KernelRun) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column(overflow="fold")
-    table.add_row("kernel", run.kernel)
-    table.add_row("spec", run.spec)
+    table.add_row("kernel", Text(run.kernel))  # Text: trace text is not Rich markup
+    table.add_row("spec", Text(run.spec))
     args = run.args.get("args", []) if isinstance(run.args, dict) else []
     kwargs = run.args.get("kwargs", {}) if isinstance(run.args, dict) else {}
     shown = ", ".join([_value(a) for a in args] + [f"{k}={_value(v)}" for k, v in kwargs.items()])
-    table.add_row("arguments", shown or "(none)")
+    table.add_row("arguments", Text(shown or "(none)"))
     configs = "\n".join(f"{k} = {_value(v)}" for k, v in run.pass_configs.items())
-    table.add_row("pass configs", configs or "(none)")
-    table.add_row("target", f"{run.target}  ({run.target_detail})" if run.target_detail else run.target)
-    table.add_row("tilelang", run.tilelang_version or "?")
+    table.add_row("pass configs", Text(configs or "(none)"))
+    table.add_row("target", Text(f"{run.target}  ({run.target_detail})" if run.target_detail else run.target))
+    table.add_row("tilelang", Text(run.tilelang_version or "?"))
     status_style = {"ok": "green", "failed": "bold red"}.get(run.status, "yellow")
     table.add_row("status", Text(run.status, style=status_style))
     failed = next((p for p in run.passes if p.failed), None)
@@ -60,18 +60,18 @@ def run_facts(trace: Trace, run: KernelRun) -> Table:
     if run.resources:
         from irtrace.machine_code import describe_resources
 
-        table.add_row("resources", "\n".join(describe_resources(run.resources)))
+        table.add_row("resources", Text("\n".join(describe_resources(run.resources))))
     if run.bench is not None:
         bench = run.bench
         measured = f"{bench.latency_ms * 1000:.2f} µs" if bench.latency_ms is not None else "failed"
         table.add_row(
-            "latency", f"{measured} on {bench.device}" + (f": {bench.error}" if bench.error else "")
+            "latency", Text(f"{measured} on {bench.device}" + (f": {bench.error}" if bench.error else ""))
         )
     host = run.host or {}
     if host:
-        table.add_row("recorded on", ", ".join(f"{k} {v}" for k, v in host.items()))
+        table.add_row("recorded on", Text(", ".join(f"{k} {v}" for k, v in host.items())))
     name = Path(trace.path).name if trace.path else "(in memory)"
-    table.add_row("trace", f"{name}, created {trace.created}")
+    table.add_row("trace", Text(f"{name}, created {trace.created}"))
     return table
 
 

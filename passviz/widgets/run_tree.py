@@ -35,9 +35,9 @@ class RunTree(Tree[RunRef | None]):
             name = Path(trace.path).name if trace.path else "trace"
             parent = self.root
             if len(self.traces) > 1:
-                parent = self.root.add(("compare: " if trace_no else "") + name, expand=True)
+                parent = self.root.add(Text(("compare: " if trace_no else "") + name), expand=True)
             for kernel in trace.kernels():
-                node = parent.add(kernel, expand=True)
+                node = parent.add(Text(kernel), expand=True)  # Text: a name is not Rich markup
                 for run in trace.runs:
                     if run.kernel == kernel:
                         label = Text(run_label(run), style="red" if run.status == "failed" else "")

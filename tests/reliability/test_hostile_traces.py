@@ -251,6 +251,10 @@ def test_trace_text_is_printed_literally_by_irtrace_show(
     assert irtrace_main(["show", str(path)]) == ExitCode.OK
     out = capsys.readouterr().out
     assert f"error: {error}" in out and "k[/x] on cuda:sm_90" in out and "tilelang [red]0.1[/]" in out
+    # and in every other reader, the browser included
+    lines = edit_first(lines, "pass", name="tl.[/x]Pass[bold]")
+    codes = check_every_reader(write(tmp_path / "t.jsonl", lines), tmp_path, capsys)
+    assert codes["passviz html"] == ExitCode.OK and codes["passdiff targets"] == 1, codes  # targets differ
 
 
 def test_html_and_dot_escape_everything_from_the_trace(tmp_path: Path, two_target_trace: Trace) -> None:
