@@ -224,8 +224,6 @@ async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(
     three_target_trace: Trace, tmp_path: Path
 ) -> None:
     """The real CUDA run, with each IR text repeated 400 times (about 30,000 lines a pass)."""
-    import time
-
     source = three_target_trace
     run = source.runs[0]
     big = {sha: "\n".join([text] * 400) for sha, text in source.texts.items()}
@@ -251,12 +249,9 @@ async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(
         assert code.row_count == len(trace.ir_after(lower).splitlines()) > 20_000
         await pilot.click("#code")
         assert app.focused is code
-        started = time.perf_counter()
         await pilot.press("pagedown", "pagedown", "end")
         await pilot.pause()
-        assert code.scroll_offset.y > 20_000
-        # Only the rows on screen are highlighted and rendered; generous bound for a busy machine.
-        assert time.perf_counter() - started < 5.0
+        assert code.scroll_offset.y > 20_000  # speed is bench/tui_open.py's to measure, not a test's
         await app.workers.wait_for_complete()
         counts = app._counts[app.run_ref]
         expected = diff_texts(trace.ir_before(lower), trace.ir_after(lower))
