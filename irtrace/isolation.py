@@ -19,7 +19,8 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,20 +109,22 @@ def _running_pass(writer: TraceWriter, run: KernelRun) -> str | None:
     return started[max(started)] if started else None
 
 
+@dataclass
 class ChildOutcome:
     """How a child ended: normally, with an error it reported, interrupted, crashed or timed out."""
 
-    def __init__(self) -> None:
-        self.error: BaseException | None = None
-        self.interrupted = False
-        self.stopped_by: str | None = None
-        self.death = ""
-        """What killed it, in words (``SIGSEGV (Segmentation fault)``)."""
-        self.elapsed_s = 0.0
+    error: BaseException | None = None
+    """An error the child reported (re-raised by the caller)."""
+    interrupted: bool = False
+    stopped_by: str | None = None
+    """``crash`` or ``timeout``."""
+    death: str = ""
+    """What killed it, in words (``SIGSEGV (Segmentation fault)``)."""
+    elapsed_s: float = 0.0
 
 
 def run_in_child(
-    job: Any, writer: TraceWriter, *, timeout: float | None
+    job: Callable[[TraceWriter], object], writer: TraceWriter, *, timeout: float | None
 ) -> tuple[list[KernelRun], ChildOutcome]:
     """Run ``job(writer)`` in a forked child writing to a file of its own; copy what it wrote.
 
@@ -178,7 +181,9 @@ def run_in_child(
     return runs, outcome
 
 
-def _child(job: Any, writer: TraceWriter, scratch: str, read_end: int, write_end: int) -> None:
+def _child(
+    job: Callable[[TraceWriter], object], writer: TraceWriter, scratch: str, read_end: int, write_end: int
+) -> None:
     code = 0
     try:
         os.close(read_end)
