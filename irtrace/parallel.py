@@ -14,6 +14,7 @@ running, and a fresh worker takes its place.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import re
@@ -273,6 +274,9 @@ class WorkerPool:
     def run(self) -> tuple[list[KernelRun], list[IrtraceError]]:
         pending = deque(i for i, item in enumerate(self.items) if item.error is None)
         self._scratch_dir = Path(tempfile.mkdtemp(prefix="irtrace-jobs-"))
+        # Workers share the parent's objects copy-on-write; a collection in a worker would touch
+        # (and so copy) every one of them. Frozen objects are left out of collections.
+        gc.freeze()
         try:
             for _ in range(min(max(self.jobs, 1), len(pending))):
                 self._workers.append(self._spawn())
@@ -289,6 +293,7 @@ class WorkerPool:
             raise
         finally:
             self._stop_all()
+            gc.unfreeze()
             shutil.rmtree(self._scratch_dir, ignore_errors=True)
         return self.runs, self.errors
 
