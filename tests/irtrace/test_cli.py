@@ -108,7 +108,7 @@ def test_failing_kernel_exit_code_and_trace_kept(capsys: pytest.CaptureFixture[s
     [
         (["record", "missing.py::k()"], ExitCode.INPUT, "kernel file 'missing.py' does not exist"),
         (["record", f"{DATA / 'syntax_error.py'}::broken()"], ExitCode.KERNEL_SOURCE, "syntax error"),
-        (["record", SMALL_GEMM, "-t", "cuda:sm_75"], ExitCode.USAGE, "valid targets: cuda:sm_80"),
+        (["record", SMALL_GEMM, "-t", "cuda:sm_99"], ExitCode.USAGE, "valid targets: cuda:sm_70"),
         (["record", f"{DATA / 'bad_layout.py'}::conflicting_layouts(n)"], ExitCode.USAGE, "not defined"),
         (["record", f"{DATA / 'jit_kernels.py'}::missing"], ExitCode.INPUT, "no kernel named 'missing'"),
         (["record"], ExitCode.USAGE, "give a kernel spec"),
