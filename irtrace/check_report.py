@@ -76,6 +76,8 @@ def render_text(report: CheckReport) -> str:
         lines.append(f"{mark} {run.title}: {run.outcome.replace('_', ' ')}")
         for finding in run.findings:
             lines.append(f"       {'x' if finding.gated else '-'} {finding.kind}: {_clean(finding.message)}")
+        if run.outcome == FAILING and not run.findings and run.failure is not None:
+            lines.append(f"       - fails in both: {_clean(run.failure)}")
     lines.append(f"result: {_verdict(report)} (exit {1 if report.gated else 0})")
     return "\n".join(lines) + "\n"
 
@@ -131,6 +133,8 @@ def render_markdown(report: CheckReport) -> str:
         for finding in run.findings:
             mark = "❌ " if finding.gated else ""
             lines.append(f"- {mark}`{finding.kind}`: {_md(_clean(finding.message))}")
+        if run.outcome == FAILING and not run.findings and run.failure is not None:
+            lines.append(f"- fails in both traces: {_md(run.failure)}")
         slow = ", ".join(f"`{_md(t.label)}` {_time_text(t)}" for t in run.pass_times)
         if slow:
             lines.append(f"- slowest passes against the baseline: {slow}")
@@ -140,7 +144,7 @@ def render_markdown(report: CheckReport) -> str:
 
 
 def _first_pass_cell(run: RunCheck) -> str:
-    if run.failure is not None and run.outcome != FAILING:
+    if run.failure is not None:
         return f"fails in `{_md(run.failure.split(':', 1)[0])}`"
     if run.first_changed_pass is None:
         return ""
