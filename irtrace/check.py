@@ -298,7 +298,7 @@ def _input_differs(comparison: RunComparison, row: PassAlignment) -> str:
     parent = next((p for p in run.passes if p.index == record.parent), None)
     if parent is not None:
         return f"input differs: changed inside {label_in_run(run, parent)} before it ran"
-    return "input differs"
+    return "input differs: the pipelines received different modules"
 
 
 def _failure(run: KernelRun) -> str:

@@ -55,8 +55,11 @@ def _policy_text(report: CheckReport) -> str:
 
 
 def _changed(report: CheckReport) -> list[RunCheck]:
-    """Runs worth listing, the ones that fail the policy first."""
-    listed = [run for run in report.runs if run.outcome != UNCHANGED]
+    """Runs worth listing (not those unchanged, nor those failing the same way in both traces),
+    the ones that fail the policy first."""
+    listed = [
+        run for run in report.runs if run.outcome != UNCHANGED and (run.outcome != FAILING or run.findings)
+    ]
     return sorted(listed, key=lambda run: not run.gated)
 
 
@@ -76,8 +79,6 @@ def render_text(report: CheckReport) -> str:
         lines.append(f"{mark} {run.title}: {run.outcome.replace('_', ' ')}")
         for finding in run.findings:
             lines.append(f"       {'x' if finding.gated else '-'} {finding.kind}: {_clean(finding.message)}")
-        if run.outcome == FAILING and not run.findings and run.failure is not None:
-            lines.append(f"       - fails in both: {_clean(run.failure)}")
     lines.append(f"result: {_verdict(report)} (exit {1 if report.gated else 0})")
     return "\n".join(lines) + "\n"
 
@@ -133,8 +134,6 @@ def render_markdown(report: CheckReport) -> str:
         for finding in run.findings:
             mark = "❌ " if finding.gated else ""
             lines.append(f"- {mark}`{finding.kind}`: {_md(_clean(finding.message))}")
-        if run.outcome == FAILING and not run.findings and run.failure is not None:
-            lines.append(f"- fails in both traces: {_md(run.failure)}")
         slow = ", ".join(f"`{_md(t.label)}` {_time_text(t)}" for t in run.pass_times)
         if slow:
             lines.append(f"- slowest passes against the baseline: {slow}")
