@@ -596,12 +596,13 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
-    from irtrace.trace import load_trace, merge_traces, merge_warnings
+    from irtrace.trace import merge_warnings, write_merged
 
-    for warning in merge_warnings([load_trace(path) for path in args.traces]):
+    traces = [_load(path) for path in args.traces]  # every input read before the output is touched
+    for warning in merge_warnings(traces):
         print(f"irtrace: warning: {warning}", file=sys.stderr)
     try:
-        merged = merge_traces(args.traces, args.output)
+        merged = write_merged(traces, args.output)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {args.output} was left as it was") from None
     print(f"merged {len(merged.runs)} run(s) from {len(args.traces)} file(s) into {args.output}")

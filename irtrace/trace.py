@@ -777,10 +777,14 @@ def merge_traces(paths: Iterable[str | os.PathLike[str]], output: str | os.PathL
     Every input is read before the output is touched, and the output is replaced only once it is
     complete, so ``merge A B -o A`` cannot lose A.
     """
-    loaded = [load_trace(path) for path in paths]
+    return write_merged([load_trace(path) for path in paths], output)
+
+
+def write_merged(traces: Sequence[Trace], output: str | os.PathLike[str]) -> Trace:
+    """Write the runs of loaded ``traces`` into one file, through ``NAME.partial``."""
     writer = TraceWriter(output, partial=True)
     try:
-        for trace in loaded:
+        for trace in traces:
             for run in trace.runs:
                 writer.add_run(run, trace.texts)
     except BaseException:
@@ -940,7 +944,8 @@ class _Fields:
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
-            or not (math.isfinite(value) and 0 <= value <= MAX_SECONDS)
+            or not 0 <= value <= MAX_SECONDS  # first: a 400-digit int does not convert to float
+            or not math.isfinite(value)
         ):
             raise self.fail(key, f"a number of seconds from 0 to {MAX_SECONDS:g}")
         return float(value)
