@@ -230,7 +230,11 @@ class LazyTexts(Mapping[str, str]):
                 raise TraceFormatError(f"{self._where}: the IR record {sha[:12]} is corrupt") from None
             if not isinstance(decoded, str):
                 raise TraceFormatError(f"{self._where}: the IR record {sha[:12]} holds no text")
-            if text_sha256(decoded) != sha:
+            try:
+                matches = text_sha256(decoded) == sha
+            except UnicodeEncodeError:  # a lone surrogate escape: no UTF-8 text has that hash
+                matches = False
+            if not matches:
                 raise TraceFormatError(
                     f"{self._where}: the IR text stored as {sha[:12]} does not match its SHA-256 "
                     "(the trace was edited or is corrupt)"
@@ -848,7 +852,18 @@ def _decode_line(line: str) -> dict[str, Any]:
         raise TraceFormatError(reason) from None
     if not isinstance(record, dict):
         raise TraceFormatError("not a JSON object")
+    if "\\ud" in line.lower() and not _encodable(record):
+        raise TraceFormatError("text that is not Unicode (a lone surrogate escape)")
     return record
+
+
+def _encodable(record: dict[str, Any]) -> bool:
+    """Whether every string in ``record`` is valid Unicode (JSON escapes can make lone surrogates)."""
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _show(value: Any) -> str:

@@ -175,8 +175,19 @@ def test_parent_cycles_and_duplicate_indexes_are_format_errors(
         '{"record":"run","run":' + "9" * 5000 + "}",
         "[" * 100_000 + "]" * 100_000,
         '{"record":"run","run":0,"args":' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"record":"run","run":0,"kernel":"k\\ud800"}',
+        '{"record":"ir","sha256":"' + "a" * 64 + '","text":"\\udfff"}',
     ],
-    ids=["nan", "infinity", "1e400", "5000-digit int", "100000-deep line", "100000-deep field"],
+    ids=[
+        "nan",
+        "infinity",
+        "1e400",
+        "5000-digit int",
+        "100000-deep line",
+        "100000-deep field",
+        "lone surrogate",
+        "lone surrogate in IR",
+    ],
 )
 def test_non_numbers_huge_numbers_and_deep_nesting_are_format_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], two_target_trace: Trace, raw: str
@@ -185,7 +196,7 @@ def test_non_numbers_huge_numbers_and_deep_nesting_are_format_errors(
     lines.insert(3, raw)
     path = write(tmp_path / "bad.jsonl", lines)
     with pytest.raises(TraceFormatError):
-        load_trace(path)
+        load_trace(path).verify()  # IR texts are checked when read, or all at once like this
     codes = check_every_reader(path, tmp_path, capsys)
     assert set(codes.values()) == {ExitCode.TRACE_FORMAT}, codes
 
