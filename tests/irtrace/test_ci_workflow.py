@@ -1,0 +1,110 @@
+"""The GitHub Actions workflows: this project's own (.github/workflows/irtrace.yml) and the one
+docs/ci.md shows. Every irtrace command in them must parse with irtrace's own command line, torch
+must be installed (CPU build) before the project, and the project's check must pass on what the
+examples lower to today."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from irtrace.check import check_traces
+from irtrace.cli import build_parser
+from irtrace.policy import load_policy
+from irtrace.trace import load_trace
+
+from ..conftest import ROOT
+from .conftest import Coverage
+
+WORKFLOW = ROOT / ".github" / "workflows" / "irtrace.yml"
+DOC = ROOT / "docs" / "ci.md"
+
+
+def _doc_workflow() -> dict[str, Any]:
+    blocks = re.findall(r"```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    (block,) = [b for b in blocks if "jobs:" in b]
+    return yaml.safe_load(block)  # type: ignore[no-any-return]
+
+
+WORKFLOWS = {"project": lambda: yaml.safe_load(WORKFLOW.read_text(encoding="utf-8")), "docs": _doc_workflow}
+
+
+def _commands(workflow: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """``(job, argv)`` of every ``irtrace`` command the workflow runs, with the matrix and env
+    values filled in and the shard list of the merge step spelled out."""
+    shards = int(workflow.get("env", {}).get("SHARDS", 1))
+    found = []
+    for name, job in workflow["jobs"].items():
+        for step in job["steps"]:
+            script = step.get("run", "").replace("\\\n", " ")
+            script = script.replace("${{ matrix.shard }}", "1").replace("${{ env.SHARDS }}", str(shards))
+            script = re.sub(
+                r"\$\(for i in \$\(seq 1 \"\$SHARDS\"\); do echo \"([^\"]*)\$i([^\"]*)\"; done\)",
+                lambda m: " ".join(f"{m.group(1)}{i}{m.group(2)}" for i in range(1, shards + 1)),
+                script,
+            )
+            for line in script.splitlines():
+                line = line.split("||")[0].strip()
+                if line.startswith("irtrace "):
+                    found.append((name, shlex.split(line)[1:]))
+    return found
+
+
+@pytest.mark.parametrize("which", WORKFLOWS)
+def test_every_irtrace_command_of_the_workflow_parses(which: str) -> None:
+    workflow = WORKFLOWS[which]()
+    commands = _commands(workflow)
+    used = {argv[0] for _, argv in commands}
+    assert used == {"record", "merge", "check"}
+    parser = build_parser()
+    for _, argv in commands:
+        args = parser.parse_args(argv)  # argparse exits on a bad option
+        if args.command == "record":
+            assert args.shard == "1/3" and args.jobs == 2 and args.target == ["all"]
+        if args.command == "merge":
+            assert args.traces == [f"shards/shard-{i}.jsonl.gz" for i in (1, 2, 3)]
+        if args.command == "check":
+            assert args.junit and args.markdown and args.json and args.policy
+    assert workflow["jobs"]["record"]["strategy"]["matrix"]["shard"] == [1, 2, 3]
+    assert workflow["jobs"]["check"]["needs"] == "record"
+
+
+@pytest.mark.parametrize("which", WORKFLOWS)
+def test_torch_cpu_is_installed_before_the_project(which: str) -> None:
+    workflow = WORKFLOWS[which]()
+    for job in workflow["jobs"].values():
+        installs = [step["run"] for step in job["steps"] if "pip install" in step.get("run", "")]
+        assert installs, "every job installs irtrace"
+        script = installs[0]
+        torch = script.index("torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
+        project = max(script.find("-e ."), script.find("install tilelang-devtools"))
+        assert 0 <= torch < project
+
+
+def test_the_workflow_summary_and_junit_steps_run_even_when_the_check_fails() -> None:
+    steps = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["check"]["steps"]
+    summary = next(s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    junit = next(s for s in steps if "junit" in str(s.get("with", {})))
+    assert summary["if"] == junit["if"] == "always()"
+
+
+def test_the_projects_check_passes_on_what_the_examples_lower_to_today(coverage: Coverage) -> None:
+    """The baseline and policy the project's workflow uses accept the current lowering of every
+    example on every target (bless the baseline when a change is meant)."""
+    policy = load_policy(ROOT / "irtrace-policy.toml")
+    baseline = load_trace(ROOT / "ci" / "examples.baseline.jsonl.gz")
+    report = check_traces(coverage.trace, baseline, policy)
+    gated = [f"{run.title}: {f.kind}: {f.message}" for run in report.runs for f in run.findings if f.gated]
+    assert not gated, "irtrace bless the new lowering into ci/examples.baseline.jsonl.gz if it is meant"
+    assert {run.key for run in baseline.runs} == {run.key for run in coverage.trace.runs}
+
+
+def test_documented_paths_exist() -> None:
+    for path in ("ci/examples.baseline.jsonl.gz", "irtrace-policy.toml", "examples/irtrace.toml"):
+        assert (ROOT / path).is_file(), path
+    assert Path(ROOT / "bench" / "record_scale.py").is_file()
