@@ -133,7 +133,6 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
     try:
         with running_kernel_code(unit.loaded.path, f"building {unit.kernel.name}{unit.spec.call_text}"):
             built = build_primfunc(unit.kernel, unit.spec, unit.tvm_target, unit.loaded.path, call)
-        built.func = private_copy(built.func)
     except KernelSourceError as raised:
         interrupts.raise_if_requested()  # a Ctrl-C inside the factory is not the factory's error
         error = raised
@@ -142,16 +141,6 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
     return PreparedLowering(
         name, unit.spec, unit.target, unit.tvm_target, built, error, configs, call.args_json()
     )
-
-
-def private_copy(func: Any) -> Any:
-    """A PrimFunc no other lowering holds. TileLang's jit cache hands ``@tilelang.jit`` and
-    ``@autotune`` kernels out as the very same object for every target, and ``tl.LowerTileOp``
-    renames its thread variable in place: without a copy, what a run shows would depend on the
-    kernels lowered before it in the same process."""
-    import tvm
-
-    return tvm.ir.load_json(tvm.ir.save_json(func))
 
 
 def prepare_request(request: RecordRequest) -> Iterator[PreparedLowering]:

@@ -6,7 +6,7 @@ import pytest
 
 from irtrace.errors import UsageError
 from irtrace.specs import DtypeName, parse_spec
-from irtrace.targets import ASCEND, PORTABLE, get_target, resolve_targets, target_names
+from irtrace.targets import ASCEND, PORTABLE, TARGETS, get_target, resolve_targets, target_names
 
 
 def test_plain_path_means_every_primfunc() -> None:
@@ -45,14 +45,16 @@ def test_bad_specs_are_usage_errors(text: str, fragment: str) -> None:
 
 def test_unknown_target_lists_valid_ones() -> None:
     with pytest.raises(UsageError) as caught:
-        get_target("cuda:sm_75")
+        get_target("cuda:sm_99")
     for name in target_names():
         assert name in caught.value.message
 
 
 def test_all_expands_per_dialect() -> None:
     portable = [t.name for t in resolve_targets(["all"], PORTABLE)]
-    assert portable == ["cuda:sm_80", "cuda:sm_90", "cuda:sm_100a", "hip:gfx942", "hip:gfx950", "metal"]
+    assert portable == [name for name, spec in TARGETS.items() if spec.dialect == PORTABLE]
+    assert {"cuda:sm_70", "cuda:sm_120", "hip:gfx90a", "hip:gfx1201", "metal", "c", "webgpu"} <= set(portable)
+    assert "ascend" not in portable
     assert [t.name for t in resolve_targets(["all"], ASCEND)] == ["ascend"]
     assert [t.name for t in resolve_targets([], ASCEND)] == ["ascend"]
     assert resolve_targets(["metal", "all", "metal"], PORTABLE)[0].name == "metal"
