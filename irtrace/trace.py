@@ -148,6 +148,9 @@ class KernelRun:
     """Per kernel function: registers, spills, shared memory (``--machine-code``, CUDA only)."""
     bench: BenchResult | None = None
     """The kernel's measured latency (``--bench``, on a GPU)."""
+    kernel_file_sha256: str | None = None
+    """SHA-256 of the kernel's Python file as it was imported, stored like an IR text: readers
+    show this text, never the file a spec names. ``None`` in older traces and captured runs."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -304,6 +307,10 @@ class Trace:
 
     def kernel_source(self, run: KernelRun) -> str | None:
         return self.texts.get(run.source_sha256) if run.source_sha256 else None
+
+    def kernel_file(self, run: KernelRun) -> str | None:
+        """The kernel's Python file as the trace recorded it (``None`` when it holds none)."""
+        return self.text(run.kernel_file_sha256) if run.kernel_file_sha256 else None
 
     def kernels(self) -> list[str]:
         return list(dict.fromkeys(run.kernel for run in self.runs))
@@ -745,7 +752,7 @@ _END_ONLY_RUN_FIELDS = ("passes", "running", "stopped_by", "resources", "bench")
 
 
 def _shas_of(run: KernelRun) -> Iterator[str]:
-    for sha in (run.input_ir, run.source_sha256):
+    for sha in (run.kernel_file_sha256, run.input_ir, run.source_sha256):
         if sha:
             yield sha
     for record in run.passes:
@@ -1014,6 +1021,7 @@ def _run_from(fields: _Fields) -> KernelRun:
         pass_configs=fields.object("pass_configs"),
         tilelang_version=fields.text("tilelang_version"),
         host=fields.object("host", strings=True),
+        kernel_file_sha256=fields.optional_sha("kernel_file_sha256"),
     )
 
 
