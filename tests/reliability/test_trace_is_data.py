@@ -304,3 +304,28 @@ def test_merge_keeps_the_recorded_source(recorded_then_deleted: tuple[Trace, str
     assert done.returncode == 0, done.stderr
     merged = load_trace(out)
     assert [merged.kernel_file(run) for run in merged.runs] == [text, text]
+
+
+def test_the_recorded_source_is_the_text_imported_unsaved_editor_text_included(tmp_path: Path) -> None:
+    """The language server lowers an editor's unsaved text: the trace holds that text, not the
+    file on disk, since that is what the IR came from."""
+    from irtrace.api import analyze_kernel
+    from irtrace.loader import load_kernel_module, select_kernels
+    from irtrace.specs import parse_spec
+    from irtrace.targets import get_target
+    from irtrace.trace import TraceWriter
+
+    kernel = kernel_copy(tmp_path)
+    unsaved = kernel.read_text() + "\n# an edit not saved yet\n"
+    loaded = load_kernel_module(kernel, unsaved)
+    spec = parse_spec(f"{kernel}::{GEMM_CALL}")
+    writer = TraceWriter()
+    analyzed = analyze_kernel(
+        loaded,
+        select_kernels(loaded, spec)[0],
+        spec,
+        get_target("cuda:sm_90"),
+        writer,
+        stop_after="tl.LayoutInference",
+    )
+    assert writer.trace().kernel_file(analyzed.recorded.run) == unsaved
