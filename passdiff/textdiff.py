@@ -4,6 +4,10 @@ The line matcher maps lines to integers, trims the common head and tail (most pa
 small part of the module) and runs ``difflib``'s matcher on what is left, without its
 "popular line" junk heuristic, which would hide changes among IR lines that repeat
 (``T.reads()``). ``bench/diff_speed.py`` measures it against a plain ``difflib`` diff.
+
+Every diff here is bounded: the pairing of re-indented lines goes through the same guarded line
+matcher, and a word diff whose changed part is too long to compare word by word falls back to the
+whole lines and says so (``WordDiff.skipped``), since ``difflib`` is quadratic in a line's tokens.
 """
 
 from __future__ import annotations
@@ -222,14 +226,15 @@ def block_lines(
     """The lines of one changed block; lines that differ only in indentation become ``reindent``.
 
     Lines are paired by a second diff of the block's lines with their indentation stripped, so a
-    loop body indented under a new ``if`` reads as the ``if`` plus re-indented lines.
+    loop body indented under a new ``if`` reads as the ``if`` plus re-indented lines. That diff
+    goes through the line matcher, whose size guard keeps it n log n on huge repetitive blocks.
     """
     out: list[DiffLine] = []
     olds = [line.lstrip() for line in old_lines[i1:i2]]
     news = [line.lstrip() for line in new_lines[j1:j2]]
     pieces: list[Opcode] = [(REPLACE, 0, len(olds), 0, len(news))]
     if olds and news:
-        pieces = list(difflib.SequenceMatcher(None, olds, news, autojunk=False).get_opcodes())
+        pieces = diff_line_opcodes(olds, news)
     for tag, a1, a2, b1, b2 in pieces:
         if tag == EQUAL:
             for k in range(a2 - a1):
@@ -405,28 +410,132 @@ def _range(start: int, stop: int) -> str:
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
+WORD_PAIR_LIMIT = 250_000
+"""Most token pairs (old tokens x new tokens of the changed part of one line) given to ``difflib``.
+
+Its matcher is quadratic in a line's tokens, and worse on repetitive ones (an 88 KB line took
+79 s); 500 x 500 IR tokens take at most about 0.1 s. The common head and tail of the two lines are
+trimmed first, so a long line with one changed number is still compared word by word. The longest
+changed part in the example traces is about 60,000 pairs."""
+
+WORD_PAIR_BUDGET = 5_000_000
+"""Most token pairs one rendering of a whole diff compares word by word (``WordBudget``): the
+per-line limit alone would let ten thousand long changed lines take minutes. About 50 times the
+largest diff of the example traces."""
+
+
+@dataclass
+class WordBudget:
+    """Token pairs a rendering of one diff may still compare word by word; shared by its lines."""
+
+    left: int = WORD_PAIR_BUDGET
+
+
+@dataclass(frozen=True, slots=True)
+class WordDiff:
+    """The word diff of two lines, or the reason it was not made."""
+
+    pieces: tuple[tuple[str, str], ...]
+    """``(kind, fragment)``: ``equal`` fragments shared, ``delete`` only in the old line, ``insert``
+    only in the new one. Joining equal+delete gives the old line, and equal+insert the new one."""
+    skipped: str | None = None
+    """``word-level diff skipped: line of 660 KB, ...`` when the words were not compared;
+    ``pieces`` are then the whole old line deleted and the whole new one inserted."""
+
 
 def word_diff(old_line: str, new_line: str) -> list[tuple[str, str]]:
-    """``(kind, fragment)`` pieces of both lines: ``equal`` ones shared, ``delete`` only in the
-    old line, ``insert`` only in the new one. Joining equal+delete gives the old line, and
-    equal+insert the new one."""
-    old_tokens = _TOKEN.findall(old_line)
-    new_tokens = _TOKEN.findall(new_line)
+    """``(kind, fragment)`` pieces of both lines (see ``WordDiff.pieces``); a line too long to
+    compare word by word comes back whole, as one deletion and one insertion."""
+    return list(diff_words(old_line, new_line).pieces)
+
+
+def diff_words(old_line: str, new_line: str, budget: WordBudget | None = None) -> WordDiff:
+    """The word diff of two lines: ``difflib`` on the tokens between their common head and tail,
+    within ``WORD_PAIR_LIMIT`` and what is ``left`` of ``budget``; past either, the whole lines
+    (linear time) and a note saying why."""
+    old_tokens, new_tokens = _TOKEN.findall(old_line), _TOKEN.findall(new_line)
+    head = tail = 0
+    # Trimmed only when needed: on usual lines difflib's own choice among equal-sized diffs stays.
+    if len(old_tokens) * len(new_tokens) > WORD_PAIR_LIMIT:
+        head, tail = _common_ends(old_tokens, new_tokens)
+    old_middle = old_tokens[head : len(old_tokens) - tail]
+    new_middle = new_tokens[head : len(new_tokens) - tail]
+    pairs = len(old_middle) * len(new_middle)
+    if pairs > WORD_PAIR_LIMIT:
+        return WordDiff(_whole_lines(old_line, new_line), word_diff_skipped_note(old_line, new_line))
+    if budget is not None:
+        if pairs > budget.left:
+            budget.left = 0  # the rest of the diff is shown whole too, not only its longest lines
+            note = (
+                f"word-level diff skipped: this diff compared {WORD_PAIR_BUDGET:,} token pairs word by "
+                "word already; shown whole"
+            )
+            return WordDiff(_whole_lines(old_line, new_line), note)
+        budget.left -= pairs
+    pieces = [(EQUAL, "".join(old_tokens[:head])), *_word_pieces(old_middle, new_middle)]
+    pieces.append((EQUAL, "".join(old_tokens[len(old_tokens) - tail :])))
+    return WordDiff(_merged(pieces))
+
+
+def word_diff_skipped(old_line: str, new_line: str) -> str | None:
+    """The note ``diff_words`` gives for these lines without a budget, or ``None``; cheap for
+    lines of usual length, so a view can place its notes before it builds the word diffs."""
+    if len(old_line) * len(new_line) <= WORD_PAIR_LIMIT:  # a line has no more tokens than characters
+        return None
+    old_tokens, new_tokens = _TOKEN.findall(old_line), _TOKEN.findall(new_line)
+    head, tail = _common_ends(old_tokens, new_tokens)
+    if (len(old_tokens) - head - tail) * (len(new_tokens) - head - tail) > WORD_PAIR_LIMIT:
+        return word_diff_skipped_note(old_line, new_line)
+    return None
+
+
+def word_diff_skipped_note(old_line: str, new_line: str) -> str:
+    """``word-level diff skipped: line of 660 KB, ...``: what every view shows for such a line."""
+    size = max(_utf8_size(old_line), _utf8_size(new_line))
+    shown = f"{size / 1000:.0f} KB" if size >= 10_000 else f"{size:,} bytes"
+    return f"word-level diff skipped: line of {shown}, too long to compare word by word; shown whole"
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))  # a trace's text may hold lone surrogates
+
+
+def _common_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """Lengths of the common head and tail of two token lists (not overlapping)."""
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def _whole_lines(old_line: str, new_line: str) -> tuple[tuple[str, str], ...]:
+    return tuple((kind, text) for kind, text in ((DELETE, old_line), (INSERT, new_line)) if text)
+
+
+def _word_pieces(old_tokens: list[str], new_tokens: list[str]) -> list[tuple[str, str]]:
     matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
     pieces: list[tuple[str, str]] = []
-
-    def add(kind: str, fragment: str) -> None:
-        if not fragment:
-            return
-        if pieces and pieces[-1][0] == kind:
-            pieces[-1] = (kind, pieces[-1][1] + fragment)
-        else:
-            pieces.append((kind, fragment))
-
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == EQUAL:
-            add(EQUAL, "".join(old_tokens[i1:i2]))
+            pieces.append((EQUAL, "".join(old_tokens[i1:i2])))
         else:
-            add(DELETE, "".join(old_tokens[i1:i2]))
-            add(INSERT, "".join(new_tokens[j1:j2]))
+            pieces.append((DELETE, "".join(old_tokens[i1:i2])))
+            pieces.append((INSERT, "".join(new_tokens[j1:j2])))
     return pieces
+
+
+def _merged(pieces: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Drop empty fragments and join neighbours of one kind."""
+    out: list[tuple[str, str]] = []
+    for kind, fragment in pieces:
+        if not fragment:
+            continue
+        if out and out[-1][0] == kind:
+            out[-1] = (kind, out[-1][1] + fragment)
+        else:
+            out.append((kind, fragment))
+    return tuple(out)
