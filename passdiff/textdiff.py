@@ -414,14 +414,14 @@ WORD_PAIR_LIMIT = 250_000
 """Most token pairs (old tokens x new tokens of the changed part of one line) given to ``difflib``.
 
 Its matcher is quadratic in a line's tokens, and worse on repetitive ones (an 88 KB line took
-79 s); 500 x 500 IR tokens take at most about 0.1 s. The common head and tail of the two lines are
-trimmed first, so a long line with one changed number is still compared word by word. The longest
-changed part in the example traces is about 60,000 pairs."""
+79 s); 500 x 500 IR tokens changed throughout take up to about 0.2 s. Lines over the limit are
+first trimmed of their common head and tail, so a long line with one changed number is still
+compared word by word. The longest changed part in the example traces is about 60,000 pairs."""
 
 WORD_PAIR_BUDGET = 5_000_000
 """Most token pairs one rendering of a whole diff compares word by word (``WordBudget``): the
-per-line limit alone would let ten thousand long changed lines take minutes. About 50 times the
-largest diff of the example traces."""
+per-line limit alone would let ten thousand long changed lines take minutes; with it a rendering
+costs a few seconds at worst. About 50 times the largest diff of the example traces."""
 
 
 @dataclass
