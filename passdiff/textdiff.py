@@ -254,6 +254,13 @@ def block_lines(
 
 
 _EXACT_MATCH_LIMIT = 5_000 * 5_000
+_EQUAL_PAIR_LIMIT = 1_000_000
+"""Most pairs of equal lines (one old, one new) a region may hold for ``difflib``: its search for
+the longest match visits each such pair, so 5,000 copies of one line (25 million pairs) took 14 s
+while within ``_EXACT_MATCH_LIMIT``. Real IR regions hold far fewer (about 100,000 in the
+5,000-line bench texts)."""
+_FEW_EDITS_STEPS = 4_000_000
+"""Work allowed to ``_few_edits_blocks`` (lines x edits) before the k-th copy pairing takes over."""
 
 
 def diff_line_opcodes(old: list[str], new: list[str]) -> list[Opcode]:
@@ -290,17 +297,76 @@ def _match_region(
     if alo >= ahi or blo >= bhi:
         return
     region_a, region_b = a[alo:ahi], b[blo:bhi]
-    if (ahi - alo) * (bhi - blo) > _EXACT_MATCH_LIMIT:
+    if (ahi - alo) * (bhi - blo) > _EXACT_MATCH_LIMIT or _equal_pairs(region_a, region_b) > _EQUAL_PAIR_LIMIT:
         # difflib's matching is quadratic on very repetitive text (unrolled IR of tens of
-        # thousands of lines, each line hundreds of times). Past this size the k-th copy of a line
+        # thousands of lines, each line hundreds of times). Past this size a text that differs in
+        # few lines gets a shortest diff in (lines x edits); failing that, the k-th copy of a line
         # may only match the k-th copy in the other text: every element is then unique, and a
         # longest common subsequence is a longest increasing one, found in n log n.
-        out.extend((alo + i, blo + j, size) for i, j, size in _unique_lcs_blocks(region_a, region_b))
+        lines = len(region_a) + len(region_b)
+        blocks = _few_edits_blocks(region_a, region_b, min(lines, _FEW_EDITS_STEPS // lines))
+        if blocks is None:
+            blocks = _unique_lcs_blocks(region_a, region_b)
+        out.extend((alo + i, blo + j, size) for i, j, size in blocks)
         return
     matcher = difflib.SequenceMatcher(None, region_a, region_b, autojunk=False)
     for i, j, size in matcher.get_matching_blocks():
         if size:
             out.append((alo + i, blo + j, size))
+
+
+def _equal_pairs(a: list[int], b: list[int]) -> int:
+    """How many ``(i, j)`` have ``a[i] == b[j]``, in linear time."""
+    in_b: dict[int, int] = {}
+    for line in b:
+        in_b[line] = in_b.get(line, 0) + 1
+    get = in_b.get
+    return sum(get(line, 0) for line in a)
+
+
+def _few_edits_blocks(a: list[int], b: list[int], max_edits: int) -> list[tuple[int, int, int]] | None:
+    """Matching blocks of a shortest edit script of at most ``max_edits`` insertions and deletions
+    (Myers' greedy algorithm, as GNU diff uses; linear in lines x edits), or ``None`` if it needs
+    more."""
+    n, m = len(a), len(b)
+    offset = max_edits + 1
+    furthest = [0] * (2 * max_edits + 3)  # [k + offset]: the furthest x reached on diagonal x - y = k
+    history: list[list[int]] = []
+    for edits in range(max_edits + 1):
+        history.append(furthest.copy())
+        for k in range(-edits, edits + 1, 2):
+            if k == -edits or (k != edits and furthest[k - 1 + offset] < furthest[k + 1 + offset]):
+                x = furthest[k + 1 + offset]  # an insertion: down from diagonal k + 1
+            else:
+                x = furthest[k - 1 + offset] + 1  # a deletion: right from diagonal k - 1
+            y = x - k
+            while x < n and y < m and a[x] == b[y]:
+                x += 1
+                y += 1
+            furthest[k + offset] = x
+            if x >= n and y >= m:
+                return _myers_blocks(history, offset, n, m)
+    return None
+
+
+def _myers_blocks(history: list[list[int]], offset: int, n: int, m: int) -> list[tuple[int, int, int]]:
+    """Walk the furthest-reaching paths back from ``(n, m)`` and collect their diagonal runs."""
+    blocks: list[tuple[int, int, int]] = []
+    x, y = n, m
+    for edits in range(len(history) - 1, 0, -1):
+        before = history[edits]  # the furthest points after ``edits - 1`` edits
+        k = x - y
+        down = k == -edits or (k != edits and before[k - 1 + offset] < before[k + 1 + offset])
+        previous_k = k + 1 if down else k - 1
+        previous_x = before[previous_k + offset]
+        start_x = previous_x if down else previous_x + 1
+        if x > start_x:
+            blocks.append((start_x, start_x - k, x - start_x))
+        x, y = previous_x, previous_x - previous_k
+    if x:
+        blocks.append((0, 0, x))
+    blocks.reverse()
+    return blocks
 
 
 def _unique_lcs_blocks(a: list[int], b: list[int]) -> list[tuple[int, int, int]]:

@@ -238,3 +238,33 @@ def test_reindented_lines_with_new_ones_match_diff_w(ir_lines: list[str], tmp_pa
     assert [old_no for old_no, _ in pairs] == list(range(1, 20_001))
     for old_no, new_no in pairs:
         assert old[old_no - 1].lstrip() == new[new_no - 1].lstrip()  # type: ignore[index, operator]
+
+
+def _diff_counts(tmp_path: Path, before: str, after: str, *options: str) -> tuple[int, int]:
+    """Lines GNU diff adds and removes (the ``>`` and ``<`` lines of its normal output)."""
+    out = subprocess.run(
+        ["diff", *options, _write(tmp_path / "a", before), _write(tmp_path / "b", after)],
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    return sum(line.startswith(">") for line in out), sum(line.startswith("<") for line in out)
+
+
+@pytest.mark.parametrize("copies", [1, 2])
+def test_thousands_of_copies_of_a_line_diff_as_gnu_diff_does(
+    ir_lines: list[str], tmp_path: Path, copies: int
+) -> None:
+    # One or two real IR lines repeated 5,000 times: difflib's longest-match search visits every
+    # pair of equal lines (25 million), which took 14 s before the guard.
+    repeated = [line for line in ir_lines if line.strip()][5 : 5 + copies]
+    old = [repeated[k % copies] for k in range(5_000)]
+    new = ["x = 1", *old[1:2500], "z = 3", *old[2500:-1], "y = 2"]
+    before, after = "\n".join(old) + "\n", "\n".join(new) + "\n"
+    diff = diff_texts(before, after, RAW)
+    assert (diff.added, diff.removed) == _diff_counts(tmp_path, before, after) == (3, 2)
+    # Re-indented, with the first and last lines changed: diff -w sees those two lines only.
+    new = ["  x = 1", *("  " + line for line in old[1:-1]), "  y = 2"]
+    after = "\n".join(new) + "\n"
+    diff = diff_texts(before, after, RAW)
+    assert _diff_counts(tmp_path, before, after, "-w") == (2, 2)
+    assert diff.reindented == 4_998 and (diff.added, diff.removed) == (5_000, 5_000)
