@@ -429,7 +429,7 @@ def _first_line(text: str | None) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
-    from irtrace.capture import lower_for_targets, run_script, split_command
+    from irtrace.capture import ScriptOutcome, lower_for_targets, run_script, split_command
     from irtrace.targets import get_target
     from irtrace.trace import TraceWriter
 
@@ -440,16 +440,41 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     split_command(command)  # the script is there: checked before the output is touched
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
-    try:
-        outcome = run_script(command, writer, auto_target=targets[0] if targets else None)
+
+    def finish(outcome: ScriptOutcome) -> ExitCode:
+        for warning in outcome.warnings:
+            print(f"irtrace: warning: {warning}", file=sys.stderr)
         runs = list(outcome.runs)
-        if targets:
-            runs += lower_for_targets(outcome.captured, targets, writer)
+        try:
+            if targets:
+                runs += lower_for_targets(outcome.captured, targets, writer)
+        except KeyboardInterrupt:
+            raise _interrupted(writer, args.output) from None
+        except BaseException:
+            writer.abandon(keep=False)
+            raise
+        return _finish_run(args, writer, runs, outcome)
+
+    def finish_at_os_exit(outcome: ScriptOutcome) -> int:
+        """The script called ``os._exit``: finish as if it had ended, then exit with our status."""
+        return run_command("irtrace", lambda: finish(outcome), debug=args.debug)
+
+    try:
+        outcome = run_script(
+            command, writer, auto_target=targets[0] if targets else None, on_os_exit=finish_at_os_exit
+        )
     except KeyboardInterrupt:
         raise _interrupted(writer, args.output) from None
     except BaseException:
         writer.abandon(keep=False)
         raise
+    return finish(outcome)
+
+
+def _finish_run(args: argparse.Namespace, writer: Any, runs: list[KernelRun], outcome: Any) -> ExitCode:
+    """Put the trace in place and say how the script went (7 when it failed or exited non-zero)."""
+    from irtrace.capture import describe_script_failure
+
     if runs:
         writer.close()
     else:
@@ -458,11 +483,16 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         print_summary(runs, args.output if runs else None)
     if not runs:
         print(f"irtrace: the script lowered no kernel, so {args.output} was not written", file=sys.stderr)
+    if args.target and outcome.child_runs:
+        print(
+            f"irtrace: note: the {outcome.child_runs} run(s) lowered in other processes were not lowered "
+            "again for -t targets",
+            file=sys.stderr,
+        )
     if outcome.error is not None:
-        message = _first_line(str(outcome.error)) or type(outcome.error).__name__
         print(
             f"irtrace: error: the script failed after {len(runs)} captured run(s): "
-            f"{type(outcome.error).__name__}: {message}",
+            f"{describe_script_failure(outcome.error)}",
             file=sys.stderr,
         )
         return ExitCode.SCRIPT
