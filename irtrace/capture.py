@@ -159,7 +159,9 @@ def describe_script_failure(error: BaseException) -> str:
         return f"it exited with status 1: {_first_line(str(error.code))}"
     message = _first_line(str(error))
     if isinstance(error, KeyboardInterrupt):
-        return "it raised KeyboardInterrupt itself (no Ctrl-C was received)" + (f": {message}" if message else "")
+        return "it raised KeyboardInterrupt itself (no Ctrl-C was received)" + (
+            f": {message}" if message else ""
+        )
     return f"{type(error).__name__}: {message or type(error).__name__}"
 
 
@@ -236,7 +238,9 @@ class ProcessCapture:
                 trace = load_trace(part)
                 runs += [writer.add_run(run, trace.texts) for run in trace.runs]
             except TraceFormatError as error:
-                warnings.append(f"the runs of process {pid} cannot be read, so they are left in {part}: {error}")
+                warnings.append(
+                    f"the runs of process {pid} cannot be read, so they are left in {part}: {error}"
+                )
                 continue
             if still_running and any(run.status == STATUS_INCOMPLETE for run in trace.runs):
                 warnings.append(
@@ -485,7 +489,9 @@ def run_script(
     stop_capturing()
     # A KeyboardInterrupt is a Ctrl-C only if irtrace received one (or cannot tell): a script
     # raising it itself has failed, like any other exception.
-    ctrl_c = isinstance(error, KeyboardInterrupt) and (interrupts.received() is not None or not interrupts.noting())
+    ctrl_c = isinstance(error, KeyboardInterrupt) and (
+        interrupts.received() is not None or not interrupts.noting()
+    )
     try:
         if not ctrl_c and interrupts.received() is None:
             _end_script_processes()

@@ -26,6 +26,18 @@ from irtrace.targets import target_names
 from irtrace.trace import STATUS_OK, STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun, Trace
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
+RUN_EPILOG = """\
+Kernels lowered in processes it starts (os.fork, multiprocessing with fork, spawn or
+forkserver) are captured too and merged into the trace when the script ends; -t lowers
+again only the kernels of the script's own process.
+
+How the script ended decides the exit code, and whatever was captured is written to the
+trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
+(a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
+os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
+irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
+
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="capture every kernel a script lowers: irtrace run -- python script.py ARGS",
         description="Run a Python script and capture every kernel it lowers, without editing it.",
-        epilog=exit_codes_help(),
+        epilog=RUN_EPILOG + exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("-t", "--target", action="append", default=[], help="also lower each kernel for it")

@@ -24,7 +24,8 @@ def lower(block: int) -> str:
     with target:
         artifact = tilelang.lower(copy(8192, block), target=target)
     sha = hashlib.sha256(artifact.kernel_source.encode("utf-8")).hexdigest()
-    print(f"lowered {block} {sha}", flush=True)
+    sys.stdout.flush()
+    os.write(1, f"lowered {block} {sha}\n".encode())  # one write: workers' lines do not interleave
     return sha
 
 
