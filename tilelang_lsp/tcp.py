@@ -165,7 +165,8 @@ async def _serve(
     try:
         listener = await asyncio.start_server(connection, host, port)
     except OSError as error:
-        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise ListenError(f"cannot listen on {host}:{port}: {reason}") from None
     bound = listener.sockets[0].getsockname()[1]
     where = token_file or default_token_file(bound)
     try:
