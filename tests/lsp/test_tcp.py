@@ -120,7 +120,9 @@ async def test_tcp_client_without_the_token_runs_nothing(tmp_path: Path) -> None
         assert (await attack(port, did_open(path)))[0]["error"]["message"].startswith(
             "tilelang-lsp: the first message must be initialize"
         )
-        assert "result" not in str(await attack(port, initialize(trusted=True), *opened, wait_for_answer=False))
+        assert "result" not in str(
+            await attack(port, initialize(trusted=True), *opened, wait_for_answer=False)
+        )
         await asyncio.sleep(2)
         assert not marker.exists()
 
