@@ -198,9 +198,9 @@ class Worker:
 
 
 def end_process_group() -> None:
-    """SIGKILL the worker's process group, itself included, when it leads one (the server starts it
-    so); a worker started by hand in a shell's group leaves that group alone."""
-    if os.getpgid(0) == os.getpid():
+    """SIGKILL the worker's process group, itself included, when the worker leads its own session
+    (the server starts it so). Started by hand, it may lead a shell job's group: that is left alone."""
+    if os.getsid(0) == os.getpid():
         os.killpg(0, signal.SIGKILL)
 
 

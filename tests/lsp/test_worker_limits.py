@@ -87,6 +87,31 @@ def kernel(N=128):
 """
 
 
+FORKED_HOG = """import os
+import pathlib
+import time
+
+import tilelang.language as T
+
+
+def spawner(N=128):
+    if os.fork() == 0:  # the child allocates 4 GiB: no process alone is the worker
+        pathlib.Path({pids!r}).write_text(str(os.getpid()))
+        chunks = [b"\\x01" * (64 << 20) for _ in range(64)]
+        time.sleep(600)
+        os._exit(0)
+    time.sleep(60)
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((N,), T.float32)
+            T.copy(A, s)
+
+    return main
+"""
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie is dead: init may be slow to reap it in a container)."""
     try:
@@ -166,6 +191,22 @@ async def test_forked_child_dies_with_the_worker(client: LanguageClient, tmp_pat
     assert alive(child) and os.getsid(child) == status.pid  # in the worker's session
     os.kill(status.pid, signal.SIGKILL)
     print(f"sleeper gone {await wait_dead(child, timeout=5):.2f} s after the worker was killed")
+
+
+async def test_forked_memory_hog_is_killed_with_the_worker(client: LanguageClient, tmp_path: Path) -> None:
+    """The memory is a child's, not the worker's: the watcher adds up the session, kills it all."""
+    pids = tmp_path / "child.pid"
+    text = FORKED_HOG.format(pids=str(pids))
+    uri, version = open_fresh(client, tmp_path / "spawner.py", text)
+    child = await wait_for_pid(pids)
+    published = await wait_published(client, uri, version, timeout=120)
+    messages = [d.message for d in published.diagnostics if d.code == "analysis"]
+    assert len(messages) == 1 and re.fullmatch(
+        r"TileLang analysis stopped: the worker grew to \d+ MB while building spawner, past the 1024 MB "
+        r"limit \(workerMemoryLimitMb\); hints show what the source alone says",
+        messages[0],
+    ), messages
+    await wait_dead(child, timeout=5)
 
 
 async def _server_with_sleeper(tmp_path: Path) -> tuple[LanguageClient, int, int]:
