@@ -25,6 +25,7 @@ from irtrace.loader import (
     build_primfunc,
     load_spec_module,
     select_kernels,
+    source_as_imported,
     target_context,
 )
 from irtrace.recorder import RecordedLowering, record_failure, record_lowering
@@ -66,6 +67,8 @@ class PreparedLowering:
     """The kernel's own pass configs with the request's on top."""
     args: dict[str, Any] = field(default_factory=dict)
     """The run header's ``args``: the evaluated arguments and any filled in by ``@autotune``."""
+    kernel_file_text: str | None = None
+    """The kernel's file as imported, stored in the trace (readers show it, never the file)."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,15 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
     configs = {**(built.pass_configs if built else {}), **unit.request.pass_configs}
     name = unit.request.name or unit.kernel.name
     return PreparedLowering(
-        name, unit.spec, unit.target, unit.tvm_target, built, error, configs, call.args_json()
+        name,
+        unit.spec,
+        unit.target,
+        unit.tvm_target,
+        built,
+        error,
+        configs,
+        call.args_json(),
+        source_as_imported(unit.loaded.path),
     )
 
 
@@ -167,6 +178,7 @@ def record_prepared(
             spec=prepared.spec.text,
             args=prepared.args,
             error=prepared.error.message,
+            kernel_file_text=prepared.kernel_file_text,
         )
     return record_lowering(
         prepared.built.func,
@@ -180,6 +192,7 @@ def record_prepared(
         stop_after=stop_after,
         # every record reaches the file before the next pass runs: a native crash loses nothing
         threaded=False,
+        kernel_file_text=prepared.kernel_file_text,
     )
 
 
@@ -298,5 +311,6 @@ def analyze_kernel(
         stop_after=() if stop_after is None else (stop_after,),
         should_stop=should_stop,
         capture_ir=capture_ir,
+        kernel_file_text=source_as_imported(loaded.path),
     )
     return AnalyzedKernel(built, recorded, build_s)

@@ -87,19 +87,22 @@ def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         help="write a standalone script that reruns a failed pass on the IR it received",
         description="For a run that failed in a pass, write a script that needs only tilelang: it "
         "rebuilds the exact IR the pass received and runs that one pass for that target, for a "
-        "compiler bug report. The kernel is lowered again from its spec to catch the IR.",
+        "compiler bug report. The kernel is lowered again, imported from the file you name with "
+        "--kernel-file (never from the path the trace names) and called with the spec's literal "
+        "arguments, to catch the IR.",
         epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     repro.add_argument("trace", metavar="TRACE")
+    repro.add_argument(
+        "-f",
+        "--kernel-file",
+        metavar="FILE",
+        help="the kernel's .py file to import (required: a trace is data, its spec path is not imported)",
+    )
     repro.add_argument("-k", "--kernel", help="the failed kernel (needed when several failed)")
     repro.add_argument("-t", "--target", help="its target")
     repro.add_argument("-o", "--output", help="script to write (default repro_KERNEL_TARGET.py)")
-    repro.add_argument(
-        "--base-dir",
-        metavar="DIR",
-        help="folder the run's spec path is relative to (a manifest's folder; default: current folder)",
-    )
 
 
 # ----------------------------------------------------------------------------- check
@@ -201,8 +204,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
         listed = "; ".join(f"{run.kernel} on {run.target}" for run in runs[:12])
         raise UsageError(f"{len(runs)} failed runs match; pick one with -k and -t: {listed}")
     run = runs[0]
-    base_dir = Path(args.base_dir) if args.base_dir else None
-    reproducer = build_reproducer(trace, run, base_dir=base_dir, trace_name=Path(args.trace).name)
+    reproducer = build_reproducer(trace, run, args.kernel_file, trace_name=Path(args.trace).name)
     output = args.output or default_script_name(run)
     write_atomically(output, reproducer.script)
     print(

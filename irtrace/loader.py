@@ -188,6 +188,13 @@ def load_kernel_module(path: str | Path, text: str | None = None) -> LoadedModul
     return LoadedModule(path=file, module=module, dialect=detect_dialect(module))
 
 
+def source_as_imported(file: Path) -> str | None:
+    """The kernel file's text as TileLang's frontend reads it (through ``linecache``: the editor's
+    unsaved text, or the file as imported), for the trace to hold; ``None`` if unreadable."""
+    linecache.checkcache(str(file))  # drops a cached copy of a file changed on disk, keeps unsaved text
+    return "".join(linecache.getlines(str(file))) or None
+
+
 def _free_module_name(stem: str, file: Path) -> str:
     existing = sys.modules.get(stem)
     if existing is None or getattr(existing, "__file__", None) == str(file):

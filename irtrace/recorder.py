@@ -395,6 +395,7 @@ def record_lowering(
     capture_ir: bool = True,
     should_stop: Callable[[], bool] | None = None,
     instruments: Sequence[Any] = (),
+    kernel_file_text: str | None = None,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
@@ -403,7 +404,8 @@ def record_lowering(
     ``should_stop``, asked after every pass, cancels it (``RecordedLowering.cancelled``).
     ``instruments`` are further TVM pass instruments to run in the same lowering.
     ``threaded`` stores IR from a background thread; ``capture_ir=False`` records passes and
-    times without any IR (the language server's hints need none).
+    times without any IR (the language server's hints need none). ``kernel_file_text``, the
+    kernel's Python file as imported, is stored in the trace for readers to show.
     """
     import tilelang
     import tvm
@@ -411,7 +413,16 @@ def record_lowering(
 
     target_object = tvm_target or make_tvm_target(target)
     configs = dict(pass_configs or {})
-    run = begin_run_record(writer, target.name, kernel, spec, args, str(target_object), configs)
+    run = begin_run_record(
+        writer,
+        target.name,
+        kernel,
+        spec,
+        args,
+        str(target_object),
+        configs,
+        kernel_file_text=kernel_file_text,
+    )
     recorder = PassRecorder(
         writer,
         run.run_id,
@@ -479,9 +490,10 @@ def record_failure(
     spec: str,
     args: Mapping[str, Any] | None,
     error: str,
+    kernel_file_text: str | None = None,
 ) -> KernelRun:
     """Record a kernel that could not even be built for ``target`` (its factory raised)."""
-    run = begin_run_record(writer, target.name, kernel, spec, args, "", {})
+    run = begin_run_record(writer, target.name, kernel, spec, args, "", {}, kernel_file_text=kernel_file_text)
     return writer.end_run(
         run.run_id, status=STATUS_FAILED, error=error, total_s=None, input_ir=None, source_sha256=None
     )
@@ -495,8 +507,12 @@ def begin_run_record(
     args: Mapping[str, Any] | None,
     target_detail: str,
     configs: Mapping[str, Any],
+    *,
+    kernel_file_text: str | None = None,
 ) -> KernelRun:
-    """Start a run in ``writer`` with the header every run carries (version, host, configs)."""
+    """Start a run in ``writer`` with the header every run carries (version, host, configs), and
+    the kernel's file text when known (stored once per distinct text)."""
+    file_sha = writer.add_text(kernel_file_text) if kernel_file_text else None
     return writer.begin_run(
         KernelRun(
             run_id=-1,
@@ -508,6 +524,7 @@ def begin_run_record(
             pass_configs={str(k): _jsonable(v) for k, v in configs.items()},
             tilelang_version=tilelang_version(),
             host=host_facts(),
+            kernel_file_sha256=file_sha,
         )
     )
 

@@ -8,10 +8,15 @@ and stored in TVM's JSON form (``tvm.ir.save_json``), and it must print exactly 
 recorded it. The pass is then run alone on that module, in this process, inside the run's target
 and pass configs; only a pass that fails with the recorded error is written into the script.
 Nested passes are tried innermost first, then the passes they ran in.
+
+A trace is data: the kernel is imported only from the file the user names on the command line
+(never from the path in the spec), its call is rebuilt from the spec's literal arguments (never
+evaluated), and every trace field written into the script is a Python literal made by ``repr``.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import json
@@ -19,12 +24,13 @@ import re
 import textwrap
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from irtrace.coverage import error_headline
 from irtrace.errors import InputError, IrtraceError, NotInTraceError, UsageError
+from irtrace.specs import KernelSpec
 from irtrace.trace import PHASE_CODEGEN, STATUS_OK, KernelRun, PassRecord, Trace, text_sha256
 
 CODEGEN_STEP = "codegen"
@@ -63,12 +69,12 @@ def default_script_name(run: KernelRun) -> str:
 
 
 def build_reproducer(
-    trace: Trace, run: KernelRun, *, base_dir: Path | None = None, trace_name: str | None = None
+    trace: Trace, run: KernelRun, kernel_file: str | Path | None, *, trace_name: str | None = None
 ) -> Reproducer:
     """Rebuild the IR before ``run``'s failed pass, check that the pass fails alone, write the script.
 
-    ``base_dir`` is the folder a relative spec path is relative to (a manifest's folder); the
-    current folder by default.
+    ``kernel_file`` is the file to import the kernel from, as the user named it (required once
+    the run is one repro can rebuild): the path in the run's spec is never imported.
     """
     if run.status == STATUS_OK:
         raise ReproError(f"{run.kernel} on {run.target} lowered without error; there is nothing to reproduce")
@@ -83,8 +89,15 @@ def build_reproducer(
             f"{run.kernel} was captured from a script by `irtrace run`; record it with `irtrace record "
             "path.py::kernel(args)` to get a trace that repro can rebuild"
         )
+    if kernel_file is None:
+        raise UsageError(
+            "repro imports only a kernel file named on the command line: give --kernel-file FILE "
+            f"(the run was recorded from {run.spec.partition('::')[0]!r})"
+        )
     recorded = error_headline(mask_targets(candidates[0].error or run.error or ""))
-    modules = capture_modules(run, [p.index for p in candidates], base_dir)
+    spec = rebuild_spec(run, kernel_file)
+    target = target_json(run)
+    modules = capture_modules(run, spec, [p.index for p in candidates])
     tried = []
     for record in candidates:
         step = failing_step(record)
@@ -98,10 +111,10 @@ def build_reproducer(
         if text_sha256(saved.text) != record.ir_before:
             raise ReproError(
                 f"{run.kernel} on {run.target} lowers differently now: the module {record.name} receives "
-                f"is not the one in the trace (recorded with tilelang {run.tilelang_version}); "
+                f"is not the one in the trace ({_why_different(run, spec)}); "
                 "record the trace again and rerun repro"
             )
-        outcome = run_alone(step, saved.json, run)
+        outcome = run_alone(step, saved.json, run, target)
         if outcome is None:
             tried.append(f"{record.name}: ran without error on its own")
             continue
@@ -110,12 +123,76 @@ def build_reproducer(
                 f"{record.name}: failed differently on its own ({error_headline(mask_targets(outcome))})"
             )
             continue
-        script = render_script(run, record, saved, trace_name or trace.path or "the trace")
+        script = render_script(run, record, saved, target, trace_name or trace.path or "the trace")
         return Reproducer(run, record, recorded, error_headline(mask_targets(outcome)), script)
     raise ReproError(
         f"the failure of {run.kernel} on {run.target} did not recur with one pass run alone: "
         + "; ".join(tried)
     )
+
+
+def rebuild_spec(run: KernelRun, kernel_file: str | Path) -> KernelSpec:
+    """The run's kernel and call on ``kernel_file``: its arguments are the spec's literals only
+    (numbers, strings, containers, ``T.float16``); an expression is refused, never evaluated."""
+    from irtrace.loader import resolve_kernel_file
+    from irtrace.specs import parse_spec
+
+    file = resolve_kernel_file(kernel_file)
+    try:
+        spec = parse_spec(run.spec, expressions=False)
+    except UsageError as error:
+        raise ReproError(
+            f"repro rebuilds the call from literal arguments only, and the run's spec has another: "
+            f"{error.message}"
+        ) from None
+    return replace(spec, path=str(file))
+
+
+def _why_different(run: KernelRun, spec: KernelSpec) -> str:
+    """What likely changed since the recording: the kernel file (when the trace holds its hash)
+    or tilelang."""
+    from irtrace.loader import source_as_imported
+
+    if (
+        run.kernel_file_sha256
+        and text_sha256(source_as_imported(Path(spec.path)) or "") != run.kernel_file_sha256
+    ):
+        return f"{spec.path} is not the kernel file the trace recorded"
+    return f"recorded with tilelang {run.tilelang_version!r}"
+
+
+def target_json(run: KernelRun) -> dict[str, Any]:
+    """The run's full target as a JSON object whose ``repr`` is a Python literal (no NaN)."""
+    try:
+        target = json.loads(run.target_detail)
+    except (ValueError, RecursionError):
+        target = None
+    if isinstance(target, dict) and python_literal(target) is not None:
+        import tilelang  # noqa: F401  (TileLang's TVM, and the target kinds it registers)
+        import tvm
+
+        try:
+            tvm.target.Target(target)
+        except Exception:  # TVM's own error types for a bad target
+            pass
+        else:
+            return target
+    raise ReproError(
+        f"the run's target_detail is not a TVM target ({_show(run.target_detail)}); record the trace again"
+    )
+
+
+def python_literal(value: Any) -> str | None:
+    """``repr(value)`` when it reads back as the same value with ``ast.literal_eval``, else ``None``.
+
+    Every trace field written into the script goes through here: it can only be data.
+    """
+    text = repr(value)
+    try:
+        same: bool = ast.literal_eval(text) == value
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return text if same else None
 
 
 def same_error(seen: str, recorded: str | None) -> bool:
@@ -149,14 +226,14 @@ class SavedModule:
     text: str
 
 
-def capture_modules(run: KernelRun, indexes: Sequence[int], base_dir: Path | None) -> dict[int, SavedModule]:
-    """Lower ``run``'s kernel again for its target and keep the module each pass in ``indexes``
-    (the trace's pass indexes) received."""
+def capture_modules(run: KernelRun, spec: KernelSpec, indexes: Sequence[int]) -> dict[int, SavedModule]:
+    """Lower ``spec`` (the run's kernel, see ``rebuild_spec``) again for the run's target and keep
+    the module each pass in ``indexes`` (the trace's pass indexes) received."""
     import tilelang
     import tvm
     from tilelang.instrumentation import compile_pass_instrumentation
 
-    prepared = _prepare(run, base_dir)
+    prepared = _prepare(run, spec)
     capture = ModuleCapture(set(indexes))
     try:
         with (
@@ -177,22 +254,19 @@ def capture_modules(run: KernelRun, indexes: Sequence[int], base_dir: Path | Non
     return capture.saved
 
 
-def _prepare(run: KernelRun, base_dir: Path | None) -> Any:
-    """The run's kernel built for its target, as ``irtrace record`` built it."""
+def _prepare(run: KernelRun, spec: KernelSpec) -> Any:
+    """The run's kernel built for its target from the user's kernel file, as ``irtrace record``
+    built it."""
     from irtrace.api import RecordRequest, bind_unit, build_unit, lowering_units
-    from irtrace.specs import parse_spec
 
-    spec = parse_spec(run.spec)
-    request = RecordRequest(spec, (run.target,), dict(run.pass_configs), None, base_dir)
+    request = RecordRequest(spec, (run.target,), dict(run.pass_configs))
     try:
-        units = [u for u in lowering_units(request) if run.kernel in (u.kernel.name, spec.name)]
+        # the spec's Python name, else the run's (a spec naming no kernel records each by its name)
+        units = [u for u in lowering_units(request) if u.kernel.name == (spec.name or run.kernel)]
     except InputError as error:
-        raise InputError(
-            f"{error.message} (repro rebuilds {run.kernel} from its spec {run.spec!r}; run it from the "
-            "folder the recording ran in, or give --base-dir, such as the manifest's folder)"
-        ) from None
+        raise InputError(f"{error.message} (repro rebuilds {run.kernel!r} from {spec.path})") from None
     if not units:
-        raise NotInTraceError(f"{run.spec} no longer defines {run.kernel}")
+        raise NotInTraceError(f"{spec.path} defines no kernel {run.kernel!r}")
     prepared = build_unit(units[0], bind_unit(units[0]))
     if prepared.built is None:
         assert prepared.error is not None
@@ -259,10 +333,18 @@ class ModuleCapture:
 # ----------------------------------------------------------------------------- running one pass
 
 
+_PASS_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
+_CODEGEN_NAME = re.compile(r"target\.build\.[A-Za-z_]\w*")
+"""Global functions the trace may name: a pass (``ns.Name``, made by ``ns.transform.Name``) or a
+codegen function; nothing else is looked up and called."""
+
+
 def pass_factory(record: PassRecord) -> str | None:
     """The global function that makes the pass (``tl.LayoutInference``: ``tl.transform.LayoutInference``)."""
-    namespace, dot, name = record.raw_name.partition(".")
-    return f"{namespace}.transform.{name}" if dot and "." not in name else None
+    if not _PASS_NAME.fullmatch(record.raw_name):
+        return None
+    namespace, _, name = record.raw_name.partition(".")
+    return f"{namespace}.transform.{name}"
 
 
 Step = Callable[[Any, Any], Any]
@@ -276,6 +358,8 @@ def failing_step(record: PassRecord) -> Step | str:
     if record.raw_name == "pass_fn":
         return "an anonymous Python pass, which cannot be made by name"
     if _is_codegen(record):
+        if not _CODEGEN_NAME.fullmatch(record.raw_name):
+            return f"{record.raw_name!r} is not a codegen function (target.build.NAME)"
         codegen = tvm.get_global_func(record.raw_name, allow_missing=True)
         if codegen is None:
             return f"no codegen function {record.raw_name} is registered"
@@ -291,7 +375,7 @@ def failing_step(record: PassRecord) -> Step | str:
     return lambda module, target: made(module)
 
 
-def run_alone(step: Step, module_json: str, run: KernelRun) -> str | None:
+def run_alone(step: Step, module_json: str, run: KernelRun, target_detail: dict[str, Any]) -> str | None:
     """Run ``step`` on the saved module inside the run's target and pass configs, as the script
     will; the error it raised, or ``None`` when it ran through."""
     import tvm
@@ -299,7 +383,7 @@ def run_alone(step: Step, module_json: str, run: KernelRun) -> str | None:
     from irtrace.recorder import describe_error
 
     module = tvm.ir.load_json(module_json)
-    target = tvm.target.Target(json.loads(run.target_detail))
+    target = tvm.target.Target(target_detail)
     try:
         with tvm.transform.PassContext(opt_level=3, config=dict(run.pass_configs)), target:
             step(module, target)
@@ -315,34 +399,36 @@ def _is_codegen(record: PassRecord) -> bool:
 # ----------------------------------------------------------------------------- the script
 
 
-def render_script(run: KernelRun, record: PassRecord, saved: SavedModule, trace_name: str) -> str:
-    """The reproducer: the saved module, the target, the configs, and the one call that fails."""
+def render_script(
+    run: KernelRun, record: PassRecord, saved: SavedModule, target: dict[str, Any], trace_name: str
+) -> str:
+    """The reproducer: the saved module, the target, the configs, and the one call that fails.
+
+    Trace fields appear only as the Python literals ``python_literal`` makes, in assignments;
+    the docstring and the code around them are fixed text.
+    """
     packed = base64.b64encode(zlib.compress(saved.json.encode("utf-8"), 9)).decode("ascii")
     chunks = [packed[i : i + _JSON_LINE] for i in range(0, len(packed), _JSON_LINE)]
     module_lines = "\n".join(f'    "{chunk}"' for chunk in chunks)
     what = f"codegen ({record.raw_name})" if _is_codegen(record) else record.name
-    headline = error_headline(record.error or run.error)
     if _is_codegen(record):
-        call = f"tvm.get_global_func({record.raw_name!r})(module, target)"
+        call = f"tvm.get_global_func({_literal(record.raw_name)})(module, target)"
     else:
-        call = f"tvm.get_global_func({pass_factory(record)!r})()(module)"
+        call = f"tvm.get_global_func({_literal(pass_factory(record))})()(module)"
+    # The module's text from this lowering (its hash is the trace's): one comment per line.
     ir_comment = textwrap.indent(saved.text.rstrip("\n"), "# ", lambda line: True)
-    version = run.tilelang_version
-    docstring = f'''"""Reproducer: {what} fails for {run.kernel} on {run.target} (tilelang {version}).
+    return f'''#!/usr/bin/env python3
+"""Reproducer written by `irtrace repro`: one TileLang compiler step that fails on its own.
 
-Written by `irtrace repro` from {trace_name}. It needs tilelang {version} and nothing else:
-the module the pass received is stored below exactly (TVM's JSON form); its TVMScript text,
-as the trace holds it, is at the end of this file. The script loads the module, checks that it
-prints as recorded, and runs the one failing step inside the recording's target and pass configs.
+It needs only tilelang (the version in TILELANG_VERSION below). The module the step received is
+stored below exactly (TVM's JSON form); its TVMScript text, as the trace holds it, is at the end
+of this file. The script loads the module, checks that it prints as recorded, and runs the one
+failing step (FAILING_STEP) inside the recording's target and pass configs.
 
-Run it with `python {{this file}}`: while the bug is there it stops with the compiler's error
-(exit 1); once it is fixed it prints "did not reproduce" and exits 0.
-
-The error the trace recorded:
-    {headline}
-"""'''
-    return f"""#!/usr/bin/env python3
-{docstring}
+Run it with `python THIS_FILE`: while the bug is there it stops with the compiler's error
+(exit 1); once it is fixed it prints "did not reproduce" and exits 0. RECORDED_ERROR is the
+error the trace recorded.
+"""
 
 import base64
 import hashlib
@@ -352,10 +438,15 @@ import zlib
 import tilelang  # noqa: F401  (registers TileLang's passes, ops and IR node types)
 import tvm
 
-FAILING_STEP = {what!r}
-TARGET = {json.loads(run.target_detail)!r}
-PASS_CONFIGS = {dict(run.pass_configs)!r}
-MODULE_SHA256 = {hashlib.sha256(saved.text.encode("utf-8")).hexdigest()!r}
+KERNEL = {_literal(run.kernel)}
+TARGET_NAME = {_literal(run.target)}
+TILELANG_VERSION = {_literal(run.tilelang_version)}
+TRACE_FILE = {_literal(trace_name)}
+RECORDED_ERROR = {_literal(error_headline(record.error or run.error))}
+FAILING_STEP = {_literal(what)}
+TARGET = {_literal(target)}
+PASS_CONFIGS = {_literal(dict(run.pass_configs))}
+MODULE_SHA256 = {_literal(hashlib.sha256(saved.text.encode("utf-8")).hexdigest())}
 MODULE_JSON = (
 {module_lines}
 )
@@ -375,6 +466,19 @@ def main() -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-# The module {what} received, as the trace holds it:
+# The module FAILING_STEP received, as the trace holds it:
 {ir_comment}
-"""
+'''
+
+
+def _literal(value: Any) -> str:
+    """``value`` as a Python literal for the script; a value with none is refused."""
+    text = python_literal(value)
+    if text is None:
+        raise ReproError(f"{_show(value)} from the trace cannot be written into the script as a literal")
+    return text
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

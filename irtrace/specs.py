@@ -87,10 +87,12 @@ def to_json(value: Any) -> Any:
     return value
 
 
-def parse_spec(text: str) -> KernelSpec:
+def parse_spec(text: str, *, expressions: bool = True) -> KernelSpec:
     """Parse ``path.py[::name[(args)]]``; a malformed spec is a ``UsageError`` that shows the forms.
 
     Arguments may be expressions (kept as ``Expression``); only their syntax is checked here.
+    Without ``expressions`` (a spec read from a trace, which is data), an argument that is not a
+    literal or a dtype name is a ``UsageError``.
     """
     path, sep, rest = text.partition("::")
     path = path.strip()
@@ -109,7 +111,7 @@ def parse_spec(text: str) -> KernelSpec:
         raise UsageError(f"{name!r} in kernel spec {text!r} is not a Python name")
     if not paren:
         return KernelSpec(path=path, name=name)
-    args, kwargs = parse_call_arguments(rest, text, expressions=True)
+    args, kwargs = parse_call_arguments(rest, text, expressions=expressions)
     return KernelSpec(path=path, name=name, args=args, kwargs=kwargs, called=True)
 
 
@@ -185,6 +187,6 @@ def literal_value(node: ast.expr, where: str) -> Any:
 def _dtype_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         prefix = ast.unparse(node.value)
-        if prefix in _DTYPE_PREFIXES:
+        if prefix in _DTYPE_PREFIXES and not node.attr.startswith("_"):  # T.__class__ is no dtype
             return node.attr
     return None

@@ -212,6 +212,10 @@ class Trace:
     def kernel_source(self, run: KernelRun) -> str | None:
         return self.texts.get(run.source_sha256) if run.source_sha256 else None
 
+    def kernel_file(self, run: KernelRun) -> str | None:
+        """The kernel's Python file as the trace recorded it (``None`` when it holds none)."""
+        return self.text(run.kernel_file_sha256) if run.kernel_file_sha256 else None
+
     def kernels(self) -> list[str]:
         return list(dict.fromkeys(run.kernel for run in self.runs))
 
@@ -621,7 +625,7 @@ class TraceWriter:
 
 
 def _shas_of(run: KernelRun) -> Iterator[str]:
-    for sha in (run.input_ir, run.source_sha256):
+    for sha in (run.kernel_file_sha256, run.input_ir, run.source_sha256):
         if sha:
             yield sha
     for record in run.passes:

@@ -529,9 +529,11 @@ class PassvizApp(App[None]):
         pane = self.query_one("#source", CodeView)
         source = self._source()
         if source is None:
-            run = self.current_run
             pane.show(
-                NoteRows("the kernel's source file is not found", f"(spec: {run.spec if run else '?'})")
+                NoteRows(
+                    "the trace holds no kernel source",
+                    "(recorded before traces kept it, or captured by `irtrace run`)",
+                )
             )
             return
         if getattr(pane, "shown_source", None) is not source:

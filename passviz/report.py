@@ -294,7 +294,8 @@ def _ir_html(text: str) -> str:
 
 def _source_map(trace: Trace, run: KernelRun) -> str:
     """The module handed to the pipeline beside the kernel's source, each IR line naming (and
-    linking to) the source line it came from."""
+    linking to) the source line it came from. The source is the text the trace holds, never a
+    file its spec names (a hostile trace would publish that file in the report)."""
     from passviz.source_map import kernel_source, map_lines
 
     source = kernel_source(trace, run)
@@ -313,11 +314,10 @@ def _source_map(trace: Trace, run: KernelRun) -> str:
         text = f"<span class='src'>{number + 1:>4}</span> {semantic_html(source.lines[number])}"
         css = " class='mapped'" if number in targets else ""
         source_rows.append(f"<span id='{base}{number + 1}'{css}>{text}</span>")
-    stale = " (the file changed after the trace was recorded: lines may have moved)" if source.stale else ""
     newline = "\n"
     return (
         f"<details><summary>source map: the module handed to the pipeline beside "
-        f"<code>{_e(source.path.name)}</code>{_e(stale)}</summary>"
+        f"<code>{_e(source.name)}</code> as the trace recorded it</summary>"
         "<p>Each IR line names the source line it most likely came from (read from the operators and "
         "names it shares with it; traces hold no source spans).</p>"
         f"<div class='sourcemap'><pre>{newline.join(ir_rows)}</pre>"

@@ -251,6 +251,9 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     tilelang_version: str
     host: dict[str, str]
     """Machine facts: hostname, platform, python."""
+    kernel_file_sha256: Sha | None = None
+    """SHA-256 of the kernel's Python file as it was imported, stored like an IR text: readers
+    show this text, never the file a spec names. Null in older traces and captured runs."""
     passes: tuple[PassRecord, ...] = ()
     status: RunStatus = STATUS_INCOMPLETE
     """``ok``, ``failed``, or ``incomplete`` when the recording was cut short."""

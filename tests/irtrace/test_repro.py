@@ -72,7 +72,7 @@ def test_repro_script_reproduces_the_failure(
     (run,) = load_trace(trace_path).runs
     assert run.status == "failed"
 
-    done = irtrace("repro", trace_path, "-o", "repro.py", cwd=tmp_path)
+    done = irtrace("repro", trace_path, "--kernel-file", EXAMPLES / file, "-o", "repro.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"wrote repro.py: {step} fails alone" in done.stdout
     script = (tmp_path / "repro.py").read_text()
