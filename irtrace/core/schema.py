@@ -349,6 +349,7 @@ RUN_HEADER_FIELDS = (
     "pass_configs",
     "tilelang_version",
     "host",
+    "kernel_file_sha256",
 )
 """What a ``run`` record holds besides its id; the rest comes from later records."""
 
