@@ -386,7 +386,12 @@ class TraceWriter:
             return
         try:
             line = encoder.encode(record) + b"\n"
-        except (TypeError, ValueError, OverflowError, NotImplementedError) as error:  # NaN, unencodable values
+        except (
+            TypeError,
+            ValueError,
+            OverflowError,
+            NotImplementedError,
+        ) as error:  # NaN, unencodable values
             raise OutputError(f"cannot write a {type(record).__name__} record: {error}") from None
         try:
             self._stream.write(line)
@@ -800,7 +805,7 @@ def _field_error(line: str, message: str, where: str, number: int) -> Exception:
     if at is None or not at["path"]:
         return TraceFormatError(f"{where}:{number}: {kind} record: {_AT.sub('', message)}")
     path = at["path"].lstrip(".")
-    key = re.split(r"[.\[]", path, maxsplit=1)[0]
+    key = re.findall(r"[^.\[\]]+(?![^\[]*\])", path)[-1]
     expected = expected_text(_RECORD_TYPES[kind], path)
     value = _value_at(record, path)
     return TraceFormatError(f"{where}:{number}: {kind} record: {key!r} must be {expected}, not {show(value)}")
@@ -808,8 +813,10 @@ def _field_error(line: str, message: str, where: str, number: int) -> Exception:
 
 def _value_at(record: dict[str, Any], path: str) -> Any:
     value: Any = record
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-        if part.startswith("[") and isinstance(value, list):
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
+        if part == "[...]" and isinstance(value, dict):
+            value = next(iter(value.values()), None)  # msgspec does not say which key
+        elif part.startswith("[") and isinstance(value, list):
             index = int(part[1:-1])
             value = value[index] if index < len(value) else None
         elif isinstance(value, dict):
@@ -841,7 +848,9 @@ def expected_text(struct: type[msgspec.Struct], path: str) -> str:
         ):
             info = info.item_type
         elif part.startswith("[") and isinstance(info, msgspec.inspect.DictType):
-            return _describe(info)  # a bad value inside an object: say what the object must hold
+            if not isinstance(_unwrap(info.value_type), msgspec.inspect.StructType):
+                return _describe(info)  # a bad value inside an object: say what the object must hold
+            info = info.value_type
         elif isinstance(info, msgspec.inspect.StructType):
             found = next((f for f in info.fields if f.encode_name == part), None)
             if found is None:

@@ -77,42 +77,49 @@ def _shallow(name: str, value: Mapping[str, Any]) -> None:
 
 
 class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="record"):
-    """One pass invocation (or the final codegen step, or a machine-code stage) of one run."""
+    """One pass invocation, or the final codegen step. Written when the pass finishes (a failed pass when
+    the failure is seen), so records of nested passes come before their parent's; order by `index`.
+    """
 
     run: Id = 0
-    """The run it belongs to (set by the writer)."""
+    """the run it belongs to"""
     index: Id
-    """Position in the run, in the order passes started."""
+    """position in the run, in the order passes started (0-based)"""
     name: str
-    """Display name; TVM's anonymous ``pass_fn`` passes are named from their Python function."""
+    """display name; TVM's anonymous `pass_fn` passes are named from the Python function that made them
+    (`NestedLoopChecker`)
+    """
     raw_name: str
-    """The name TVM reported."""
+    """the name TVM reported (`pass_fn`, `tl.LayoutInference`, or the codegen function for codegen)"""
     phase: Phase
-    """``check``, ``lower`` (the backend pipeline), ``finalize``, ``codegen`` or ``machine``."""
+    """`check` (semantic checks), `lower` (the backend pipeline), `finalize` (host/device split and device
+    preparation), `codegen`, `machine` (the stages `ptx` and `sass` of `--machine-code`, which come in a
+    `machine` record)
+    """
     pipeline: str | None
-    """The backend pipeline it ran in (``cuda``, ``hip``, ``metal``, ``ascend``), if any."""
+    """backend pipeline for `lower` passes: `cuda`, `hip`, `metal`, `ascend`"""
     depth: Depth
-    """Nesting depth: 0 for a top-level pass."""
+    """nesting depth, 0 for top-level passes"""
     parent: Id | None
-    """Index of the enclosing pass, for nested passes."""
+    """`index` of the enclosing pass"""
     start_s: Seconds
-    """Seconds from the run's start to this pass's start."""
+    """seconds from the start of the run to the start of the pass"""
     wall_s: Seconds
-    """Inclusive wall time, without the recorder's own overhead."""
+    """inclusive wall time, with the recorder's own work subtracted"""
     self_s: Seconds
-    """Wall time minus that of nested passes."""
+    """`wall_s` minus the `wall_s` of directly nested passes"""
     changed: bool
-    """Whether the printed IR after the pass differs from the IR it received."""
+    """the printed IR after the pass differs from the IR it received"""
     ir_before: Sha | None
-    """SHA-256 of the IR text the pass received."""
+    """SHA-256 of the IR the pass received"""
     ir_after: Sha | None
-    """SHA-256 of the IR text after it; null when it failed. For codegen: the kernel source."""
+    """SHA-256 of the IR after it (for codegen: of the kernel source); `null` when it failed"""
     scope: Scope = "module"
-    """``module`` before the host/device split, then ``host`` or ``device``."""
+    """`module` until the host/device split, then `host` or `device`"""
     status: PassStatus = STATUS_OK
-    """``ok`` or ``failed``."""
+    """`ok` or `failed`"""
     error: str | None = None
-    """The error message of a failed pass."""
+    """the error of a failed pass"""
 
     def __post_init__(self) -> None:
         parent, depth = self.parent, self.depth
@@ -128,7 +135,14 @@ class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="recor
 
 
 class StartRecord(Struct, frozen=True, kw_only=True, tag="start", tag_field="record"):
-    """A pass began: what is known of it before it runs, so a crash inside it still names it."""
+    """Written before each pass runs (and before codegen), so a process that dies inside a pass leaves a
+    trace that names it. It holds what is known of the pass then: `run`, `index`, `name`,
+    `raw_name`, `phase`, `pipeline`, `depth`, `parent`, `start_s`, `ir_before` and `scope`, as in
+    `pass`. A `start` with no `pass` record of the same index is a pass that was running when the
+    recording stopped: readers keep it as a pass with status `failed`, `ir_after` `null` and the
+    error `did not finish: the recording stopped while this pass was running`, and the run's
+    `running` is the innermost such pass. Readers that predate `start` skip it.
+    """
 
     run: Id
     index: Id
@@ -207,56 +221,96 @@ class ResourceCounts(Struct, frozen=True, kw_only=True):
 
 
 class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="record"):
-    """A run's measured latency (``irtrace record --bench``), written after its ``end``."""
+    """The kernel's measured latency (``irtrace record --bench``, on a GPU). Like `machine`, it
+    comes after the run's `end` and older readers skip it.
+    """
 
     run: Id
+    """the run"""
     latency_ms: Seconds | None = None
+    """mean latency of one launch (TileLang's `do_bench`); `null` when the benchmark failed"""
     device: str = ""
+    """the GPU"""
     source_sha256: Sha | None = None
+    """SHA-256 of the kernel source `tilelang.compile` built and timed"""
     backend: str = ""
+    """TileLang's execution backend (`tvm_ffi`, ...)"""
     warmup: Id = 0
+    """`do_bench`'s `warmup` (milliseconds)"""
     repeat: Id = 0
+    """`do_bench`'s `rep` (milliseconds)"""
     error: str | None = None
+    """why the benchmark failed"""
 
 
 class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field="record"):
-    """A run's machine-code stages and resources (``--machine-code``), written after its ``end``."""
+    """The run's kernel source compiled by nvcc: its two stages and what each kernel function uses.
+    Written after the run's `end` (the compile overlaps the next kernel's lowering), so runs of other
+    kernels may come between. Readers that do not know it skip it and see the run as it ended.
+    A failed stage makes a run whose `end` said `ok` read as `failed`, with the stage's error.
+    """
 
     run: Id
+    """the run"""
     passes: list[PassRecord] = []
+    """`pass` objects (the fields of a `pass` record, without `record` and `run`) with phase `machine`: `ptx`
+    (`raw_name` `nvcc`; `ir_before` the kernel source, `ir_after` the PTX) and `sass` (`raw_name` `ptxas`;
+    `ir_before` the PTX, `ir_after` the disassembly), indexes after the run's last pass. A stage that
+    failed has status `failed` and nvcc's error; the stages after it are absent
+    """
     resources: dict[str, ResourceCounts] = {}
+    """per kernel function name: `arch` (`sm_90a`), `registers`, `spill_stores`, `spill_loads` (bytes per
+    thread), `static_smem` (bytes, as ptxas reports), `dynamic_smem` (bytes TileLang launches with; `null`
+    when symbolic), `barriers`, `stack` (bytes per thread)
+    """
 
 
 class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"):
-    """One kernel lowered for one target: its header facts and its passes.
+    """Starts one kernel lowered for one target. The record holds the run's header (the fields up
+    to `kernel_file_sha256`); the `pass`, `end`, `machine` and `bench` records fill in the rest in
+    memory. A run with no `end` (the recording was cut short) keeps status `incomplete`. Traces
+    written before the typed schema also hold `status`, `error`, `total_s`, `input_ir` and
+    `source_sha256` here, always null or `incomplete`; readers take them from `end`.
 
-    In the file, the ``run`` record holds the fields up to ``host``; passes, ``end``, ``machine``
-    and ``bench`` records fill in the rest.
+    A kernel whose factory raised for a target is a run with no passes, an empty `target_detail`
+    and empty `pass_configs` (no target object or configs were made), and an `end` with status
+    `failed` whose `error` is the factory's error.
     """
 
     run_id: Id = field(name="run")
-    """Position of the run in its trace file."""
+    """run id, unique in the file"""
     kernel: str
-    """Kernel name as users refer to it (``matmul``, ``gemm.py::matmul``)."""
+    """kernel name (the Python name, or a manifest `name`)"""
     spec: str
-    """The kernel spec as given (``examples/gemm.py::matmul(M=1024)``)."""
+    """the kernel spec, e.g. `examples/gemm.py::matmul(1024, 1024, 1024)`; `captured:NAME` for `irtrace run`
+    """
     args: dict[str, Any]
-    """``{"args": [...], "kwargs": {...}}`` given to the factory, as JSON values."""
+    """`{"args": [...], "kwargs": {...}}`: the spec's arguments, evaluated; dtypes appear as `"T.float16"`,
+    other objects as their `repr`. An `@autotune` kernel adds `"autotune_defaults": {...}`, the parameters
+    taken from its first config
+    """
     target: str
-    """Short target name (``cuda:sm_90``)."""
+    """short target name (`cuda:sm_90`, `hip:gfx942`, `ascend`, `metal`, ...)"""
     target_detail: str
-    """The full TVM target the pipeline ran with."""
+    """the full TVM target JSON the pipeline ran with; `""` when the kernel's factory raised before lowering
+    began (and for a kernel `irtrace run` captured with no current target)
+    """
     pass_configs: dict[str, Any]
-    """Pass configs in effect (the jit decorator's and ``--pass-config`` ones)."""
+    """pass configs in effect (the PrimFunc's own, the jit decorator's, the manifest's and `--pass-config`
+    ones); `{}` when the factory raised
+    """
     tilelang_version: str
+    """version of tilelang that lowered it"""
     host: dict[str, str]
-    """Machine facts: hostname, platform, python."""
+    """`hostname`, `platform`, `python`"""
     kernel_file_sha256: Sha | None = None
-    """SHA-256 of the kernel's Python file as it was imported, stored like an IR text: readers
-    show this text, never the file a spec names. Null in older traces and captured runs."""
+    """SHA-256 of the kernel's Python file as it was imported (an editor's unsaved text for the language
+    server), stored as an `ir` record: the source passviz shows beside the IR. `null` for runs captured by
+    `irtrace run`; absent in traces written before it existed (readers then show no source)
+    """
     passes: tuple[PassRecord, ...] = ()
     status: RunStatus = STATUS_INCOMPLETE
-    """``ok``, ``failed``, or ``incomplete`` when the recording was cut short."""
+    """always `"incomplete"` here: the run has only started"""
     error: str | None = None
     """Why the run failed (frontend, pass or codegen error)."""
     total_s: Seconds | None = None
@@ -355,39 +409,66 @@ RUN_HEADER_FIELDS = (
 
 
 class EndRecord(Struct, frozen=True, kw_only=True, tag="end", tag_field="record"):
-    """A run finished (or was stopped): its outcome."""
+    """Closes a run. A run copied by `irtrace merge` from a trace where it was cut short ends with status
+    `incomplete`.
+    """
 
     run: Id
+    """the run"""
     status: RunStatus
+    """`ok` or `failed`"""
     error: str | None = None
+    """why it failed (pass, codegen or frontend error)"""
     total_s: Seconds | None = None
+    """wall time of the whole lowering, recorder overhead included"""
     input_ir: Sha | None = None
+    """SHA-256 of the module the pipeline received"""
     source_sha256: Sha | None = None
+    """SHA-256 of the final kernel source"""
     running: str | None = None
+    """the pass that was running when the lowering stopped (with `stopped_by`)"""
     stopped_by: StoppedBy | None = None
+    """`crash` when the lowering process died (`irtrace record --isolate`) or `timeout` when it was killed at
+    `--timeout`; the run's `status` is then `failed` and `error` says which signal or how long
+    """
 
 
 class IrRecord(Struct, frozen=True, kw_only=True, tag="ir", tag_field="record"):
-    """One distinct IR text or kernel source, stored once under its SHA-256."""
+    """One distinct IR text (TVMScript of the whole module), kernel source, or kernel file (the Python
+    file a kernel was imported from, see `kernel_file_sha256`), stored once per file.
+    An `ir` record always comes before the first record that refers to it.
+    """
 
     sha256: Sha
+    """SHA-256 of `text` (UTF-8); records refer to texts by it"""
     text: str
+    """the text"""
 
 
 class FooterRecord(Struct, frozen=True, kw_only=True, tag="footer", tag_field="record"):
-    """The file is complete."""
+    """The last line of a complete file: `{"record": "footer", "runs": N}`, `N` the number of runs.
+    Nothing may follow it.
+    """
 
     runs: Id = 0
+    """the number of runs in the file"""
 
 
 class HeaderRecord(Struct, frozen=True, kw_only=True, tag="header", tag_field="record"):
-    """The first line of every trace."""
+    """The first line of every file, exactly once."""
 
     format: str
+    """`"irtrace"`: identifies the file"""
     schema: int
+    """this document describes schema `1`; readers refuse a newer schema with exit code 6, and a value that
+    is not a positive integer as invalid
+    """
     created: str = ""
+    """ISO 8601 UTC time the file was written"""
     footer: bool = False
-    """Whether the writer ends the file with a ``footer`` (a missing one means it was cut short)."""
+    """`true`: the file ends with a `footer` record when complete (written since issue 10; files without it
+    are never called cut short for lacking a footer)
+    """
 
 
 Record: TypeAlias = (
