@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import inspect as pyinspect
+import itertools
 import textwrap
 from functools import cache
 from typing import Any
@@ -38,7 +39,7 @@ def field_docs(struct: type) -> dict[str, str]:
     tree = ast.parse(textwrap.dedent(pyinspect.getsource(struct)))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs = {}
-    for statement, following in zip(body, body[1:], strict=False):
+    for statement, following in itertools.pairwise(body):
         if (
             isinstance(statement, ast.AnnAssign)
             and isinstance(statement.target, ast.Name)
