@@ -26,6 +26,18 @@ from irtrace.targets import target_names
 from irtrace.trace import STATUS_OK, STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun, Trace
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
+RUN_EPILOG = """\
+Kernels lowered in processes it starts (os.fork, multiprocessing with fork, spawn or
+forkserver) are captured too and merged into the trace when the script ends; -t lowers
+again only the kernels of the script's own process.
+
+How the script ended decides the exit code, and whatever was captured is written to the
+trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
+(a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
+os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
+irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
+
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="capture every kernel a script lowers: irtrace run -- python script.py ARGS",
         description="Run a Python script and capture every kernel it lowers, without editing it.",
-        epilog=exit_codes_help(),
+        epilog=RUN_EPILOG + exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("-t", "--target", action="append", default=[], help="also lower each kernel for it")
@@ -429,7 +441,7 @@ def _first_line(text: str | None) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
-    from irtrace.capture import lower_for_targets, run_script, split_command
+    from irtrace.capture import ScriptOutcome, lower_for_targets, run_script, split_command
     from irtrace.targets import get_target
     from irtrace.trace import TraceWriter
 
@@ -440,16 +452,41 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     split_command(command)  # the script is there: checked before the output is touched
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
-    try:
-        outcome = run_script(command, writer, auto_target=targets[0] if targets else None)
+
+    def finish(outcome: ScriptOutcome) -> ExitCode:
+        for warning in outcome.warnings:
+            print(f"irtrace: warning: {warning}", file=sys.stderr)
         runs = list(outcome.runs)
-        if targets:
-            runs += lower_for_targets(outcome.captured, targets, writer)
+        try:
+            if targets:
+                runs += lower_for_targets(outcome.captured, targets, writer)
+        except KeyboardInterrupt:
+            raise _interrupted(writer, args.output) from None
+        except BaseException:
+            writer.abandon(keep=False)
+            raise
+        return _finish_run(args, writer, runs, outcome)
+
+    def finish_at_os_exit(outcome: ScriptOutcome) -> int:
+        """The script called ``os._exit``: finish as if it had ended, then exit with our status."""
+        return run_command("irtrace", lambda: finish(outcome), debug=args.debug)
+
+    try:
+        outcome = run_script(
+            command, writer, auto_target=targets[0] if targets else None, on_os_exit=finish_at_os_exit
+        )
     except KeyboardInterrupt:
         raise _interrupted(writer, args.output) from None
     except BaseException:
         writer.abandon(keep=False)
         raise
+    return finish(outcome)
+
+
+def _finish_run(args: argparse.Namespace, writer: Any, runs: list[KernelRun], outcome: Any) -> ExitCode:
+    """Put the trace in place and say how the script went (7 when it failed or exited non-zero)."""
+    from irtrace.capture import describe_script_failure
+
     if runs:
         writer.close()
     else:
@@ -458,11 +495,16 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         print_summary(runs, args.output if runs else None)
     if not runs:
         print(f"irtrace: the script lowered no kernel, so {args.output} was not written", file=sys.stderr)
+    if args.target and outcome.child_runs:
+        print(
+            f"irtrace: note: the {outcome.child_runs} run(s) lowered in other processes were not lowered "
+            "again for -t targets",
+            file=sys.stderr,
+        )
     if outcome.error is not None:
-        message = _first_line(str(outcome.error)) or type(outcome.error).__name__
         print(
             f"irtrace: error: the script failed after {len(runs)} captured run(s): "
-            f"{type(outcome.error).__name__}: {message}",
+            f"{describe_script_failure(outcome.error)}",
             file=sys.stderr,
         )
         return ExitCode.SCRIPT

@@ -36,7 +36,8 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     "the trace holds the failure and was written",
     ExitCode.TRACE_FORMAT: "a trace file is corrupt, not a trace, has a field of the wrong type, or is of a "
     "newer schema",
-    ExitCode.SCRIPT: "irtrace run: the script failed; the kernels it lowered before were kept",
+    ExitCode.SCRIPT: "irtrace run: the script failed: it raised, or exited with a non-zero status "
+    "(sys.exit(N), os._exit(N)); the kernels it lowered were kept",
     ExitCode.NOT_FOUND: "a kernel, target, pass or kernel source asked for is not in the trace",
     ExitCode.OUTPUT: "the output cannot be written (-o is a folder or a device, another irtrace is writing "
     "it, disk full); an existing output is left as it was",

@@ -14,13 +14,34 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 _received: int | None = None
+_active = False
+_replaced: dict[int, Any] = {}
+"""The handlers ``catching`` replaced, while it is active."""
 
 
 def received() -> int | None:
     """The signal number of the interrupt noted since ``catching`` began, if any."""
     return _received
+
+
+def noting() -> bool:
+    """Whether ``catching`` is active here: only then can a real Ctrl-C be told from a raise."""
+    return _active
+
+
+def release_in_child() -> None:
+    """In a forked child of a captured script: give the signals back to the script's own
+    handling (a pool's SIGTERM ends its workers quietly, as without irtrace) and forget what the
+    parent noted."""
+    global _received, _active
+    for sig, handler in _replaced.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+    _replaced.clear()
+    _received, _active = None, False
 
 
 def raise_if_requested() -> None:
@@ -38,7 +59,7 @@ def _note_and_raise(signum: int, frame: FrameType | None) -> None:
 @contextlib.contextmanager
 def catching() -> Iterator[None]:
     """Note SIGINT and SIGTERM, then raise ``KeyboardInterrupt`` as Python does for SIGINT."""
-    global _received
+    global _received, _active
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -47,9 +68,13 @@ def catching() -> Iterator[None]:
     for sig, handler in previous.items():
         if handler is not signal.SIG_IGN:  # `nohup` and background jobs keep ignoring them
             signal.signal(sig, _note_and_raise)
+            _replaced[sig] = handler
+    _active = True
     try:
         yield
     finally:  # ``received`` keeps its answer for the caller's exit code
+        _replaced.clear()
+        _active = False
         for sig, handler in previous.items():
             if handler is not None:
                 signal.signal(sig, handler)
