@@ -591,26 +591,6 @@ class TraceWriter:
         self._stream = self._open_direct(self.path)
         self._write_header()
 
-    def restart_in_child(self, path: str | os.PathLike[str]) -> None:
-        """In a forked child (``irtrace run`` of a script that forks): leave the parent's file and
-        runs to the parent and start a trace of this process's own runs in ``path``.
-
-        The inherited descriptor is pointed at ``/dev/null`` first, so nothing this process
-        writes or flushes through it (a gzip trailer at exit) can reach the parent's file; the
-        parent merges ``path`` into its own trace, renumbering the runs.
-        """
-        if self._stream is not None:
-            with contextlib.suppress(OSError, ValueError):
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, self._stream.fileno())
-                os.close(null)
-        self._stream, self._output = None, None
-        self._texts, self._runs, self._adopted_starts = {}, {}, {}
-        self._next_run_id, self._closed, self.failure = 0, False, None
-        self.path = Path(path)
-        self._stream = self._open_direct(self.path)
-        self._write_header()
-
     def started_passes(self, run_id: int) -> dict[int, str]:
         """Index -> name of the passes a child noted as started for ``run_id`` (see ``adopt``)."""
         return self._adopted_starts.get(run_id, {})
