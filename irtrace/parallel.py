@@ -26,9 +26,11 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from irtrace import interrupts
 from irtrace.api import (

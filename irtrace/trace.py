@@ -16,35 +16,86 @@ import contextlib
 import gzip
 import hashlib
 import json
-import math
 import os
 import re
 import stat
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
+import msgspec
+from msgspec.structs import replace
+
+from irtrace.core.schema import (
+    MAX_DEPTH,
+    MAX_ID,
+    MAX_JSON_NESTING,
+    MAX_SECONDS,
+    RECORD_KINDS,
+    RUN_HEADER_FIELDS,
+    STATUS_FAILED,
+    STATUS_INCOMPLETE,
+    STATUS_OK,
+    STOPPED_BY_CRASH,
+    STOPPED_BY_TIMEOUT,
+    UNFINISHED,
+    BenchRecord,
+    EndRecord,
+    FooterRecord,
+    HeaderRecord,
+    IrRecord,
+    KernelRun,
+    MachineRecord,
+    PassRecord,
+    Record,
+    ResourceCounts,
+    StartRecord,
+    encoder,
+    ir_decoder,
+    occurrence_labels,
+    occurrences,
+    pass_label,
+    record_decoder,
+    show,
+    start_of,
+    unfinished_pass,
+)
 from irtrace.errors import InputError, NotInTraceError, OutputError, TraceFormatError
 from irtrace.output import PartialFile, describe_os_error
-from irtrace.resources import RESOURCE_COUNTS, BenchResult, KernelResources, resources_to_json
+from irtrace.resources import RESOURCE_COUNTS, BenchResult, KernelResources
 from irtrace.targets import canonical_target_name
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_ID",
+    "MAX_JSON_NESTING",
+    "MAX_SECONDS",
+    "STATUS_FAILED",
+    "STATUS_INCOMPLETE",
+    "STATUS_OK",
+    "STOPPED_BY_CRASH",
+    "STOPPED_BY_TIMEOUT",
+    "UNFINISHED",
+    "KernelRun",
+    "PassRecord",
+    "Trace",
+    "TraceWriter",
+    "load_trace",
+    "merge_traces",
+    "occurrence_labels",
+    "occurrences",
+    "pass_label",
+    "text_sha256",
+    "write_merged",
+]
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "irtrace"
 
-STATUS_OK = "ok"
-STATUS_FAILED = "failed"
-STATUS_INCOMPLETE = "incomplete"
-"""A run whose ``end`` record is missing: the recording process died midway."""
 RUN_STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_INCOMPLETE)
-
-STOPPED_BY_TIMEOUT = "timeout"
-"""The lowering process was killed after ``--timeout`` seconds."""
-STOPPED_BY_CRASH = "crash"
-"""The lowering process died (a native crash such as a segmentation fault)."""
 
 PHASE_CHECK = "check"
 """Backend-independent semantic checks before the pipeline."""
@@ -66,151 +117,6 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class PassRecord:
-    """One pass invocation (or the final codegen step) of one run."""
-
-    index: int
-    """Position in the run, in the order passes started."""
-    name: str
-    """Display name; TVM's anonymous ``pass_fn`` passes are named from their Python function."""
-    raw_name: str
-    """The name TVM reported."""
-    phase: str
-    """One of ``check``, ``lower``, ``finalize``, ``codegen``, ``machine``."""
-    pipeline: str | None
-    """The backend pipeline it ran in (``cuda``, ``hip``, ``metal``, ``ascend``), if any."""
-    depth: int
-    """Nesting depth: 0 for a top-level pass."""
-    parent: int | None
-    """Index of the enclosing pass, for nested passes."""
-    start_s: float
-    """Seconds from the run's start to this pass's start."""
-    wall_s: float
-    """Inclusive wall time, without the recorder's own overhead."""
-    self_s: float
-    """Wall time minus that of nested passes."""
-    changed: bool
-    """Whether the printed IR after the pass differs from the IR it received."""
-    ir_before: str | None
-    """SHA-256 of the IR text the pass received."""
-    ir_after: str | None
-    """SHA-256 of the IR text after it; ``None`` when it failed. For codegen: the kernel source."""
-    scope: str = "module"
-    """``module`` before the host/device split, then ``host`` or ``device``."""
-    status: str = STATUS_OK
-    """``ok`` or ``failed``."""
-    error: str | None = None
-    """The error message of a failed pass."""
-
-    @property
-    def failed(self) -> bool:
-        return self.status == STATUS_FAILED
-
-
-@dataclass(frozen=True)
-class KernelRun:
-    """One kernel lowered for one target: its header facts and its passes."""
-
-    run_id: int
-    """Position of the run in its trace file."""
-    kernel: str
-    """Kernel name as users refer to it (``matmul``, ``gemm.py::matmul``)."""
-    spec: str
-    """The kernel spec as given (``examples/gemm.py::matmul(M=1024)``)."""
-    args: Mapping[str, Any]
-    """``{"args": [...], "kwargs": {...}}`` given to the factory, as JSON values."""
-    target: str
-    """Short target name (``cuda:sm_90``)."""
-    target_detail: str
-    """The full TVM target the pipeline ran with."""
-    pass_configs: Mapping[str, Any]
-    """Pass configs in effect (the jit decorator's and ``--pass-config`` ones)."""
-    tilelang_version: str
-    host: Mapping[str, str]
-    """Machine facts: hostname, platform, python."""
-    passes: tuple[PassRecord, ...] = ()
-    status: str = STATUS_INCOMPLETE
-    """``ok``, ``failed``, or ``incomplete`` when the recording was cut short."""
-    error: str | None = None
-    """Why the run failed (frontend, pass or codegen error)."""
-    total_s: float | None = None
-    """Wall time of the whole lowering, recorder overhead included."""
-    input_ir: str | None = None
-    """SHA-256 of the module handed to the pipeline."""
-    source_sha256: str | None = None
-    """SHA-256 of the final kernel source; ``None`` if codegen did not finish."""
-    running: str | None = None
-    """The pass that was running when the recording stopped (cut short, crashed or timed out)."""
-    stopped_by: str | None = None
-    """``timeout`` or ``crash`` when the lowering process was killed or died (``--isolate``)."""
-    resources: tuple[KernelResources, ...] = ()
-    """Per kernel function: registers, spills, shared memory (``--machine-code``, CUDA only)."""
-    bench: BenchResult | None = None
-    """The kernel's measured latency (``--bench``, on a GPU)."""
-    kernel_file_sha256: str | None = None
-    """SHA-256 of the kernel's Python file as it was imported, stored like an IR text: readers
-    show this text, never the file a spec names. ``None`` in older traces and captured runs."""
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.kernel, self.target)
-
-    @property
-    def timed_out(self) -> bool:
-        return self.stopped_by == STOPPED_BY_TIMEOUT
-
-    def occurrence_names(self) -> list[str]:
-        """``name#N`` labels, N counting earlier passes of the same name (1-based)."""
-        return occurrence_labels(p.name for p in self.passes)
-
-    def find_pass(self, query: str) -> PassRecord:
-        """The pass named ``NAME`` (first occurrence) or ``NAME#N``; suffix matches allowed.
-
-        ``LayoutInference`` finds ``tl.LayoutInference``. Raises ``NotInTraceError`` listing
-        the passes when nothing matches.
-        """
-        name, _, number = query.partition("#")
-        try:
-            occurrence = int(number) if number else 1
-        except ValueError:
-            raise NotInTraceError(f"bad pass occurrence in {query!r}; write NAME#N with N >= 1") from None
-        exact = [p for p in self.passes if p.name == name or p.raw_name == name]
-        matches = exact or [p for p in self.passes if p.name.split(".")[-1] == name.split(".")[-1]]
-        if len(matches) >= occurrence >= 1:
-            return matches[occurrence - 1]
-        names = ", ".join(dict.fromkeys(p.name for p in self.passes))
-        raise NotInTraceError(
-            f"pass {query!r} is not in {self.kernel} on {self.target}; "
-            f"it ran {len(matches)} time(s). Passes in this run: {names}"
-        )
-
-
-def pass_label(name: str, occurrence: int) -> str:
-    """``name#N``: the Nth pass called ``name`` in a run, as ``--pass`` and ``find_pass`` accept it."""
-    return f"{name}#{occurrence}"
-
-
-def occurrences(names: Iterable[str]) -> list[int]:
-    """For each name, how many times it has occurred so far (1-based)."""
-    seen: Counter[str] = Counter()
-    numbers = []
-    for name in names:
-        seen[name] += 1
-        numbers.append(seen[name])
-    return numbers
-
-
-def occurrence_labels(names: Iterable[str], *, bare_when_unique: bool = False) -> list[str]:
-    """``name#N`` for each name in order; ``bare_when_unique`` leaves names that occur once bare."""
-    names = list(names)
-    counts = Counter(names)
-    return [
-        name if bare_when_unique and counts[name] == 1 else pass_label(name, number)
-        for name, number in zip(names, occurrences(names), strict=True)
-    ]
-
-
 class LazyTexts(Mapping[str, str]):
     """IR texts of a loaded trace, decoded from their JSON line when first asked for.
 
@@ -228,11 +134,9 @@ class LazyTexts(Mapping[str, str]):
         if text is None:
             line = self._raw[sha]
             try:
-                decoded = json.loads(line, parse_constant=_reject_constant)["text"]
-            except (ValueError, KeyError, TypeError, RecursionError):
+                decoded = ir_decoder.decode(line).text
+            except (msgspec.MsgspecError, RecursionError):
                 raise TraceFormatError(f"{self._where}: the IR record {sha[:12]} is corrupt") from None
-            if not isinstance(decoded, str):
-                raise TraceFormatError(f"{self._where}: the IR record {sha[:12]} holds no text")
             try:
                 matches = text_sha256(decoded) == sha
             except UnicodeEncodeError:  # a lone surrogate escape: no UTF-8 text has that hash
@@ -409,6 +313,9 @@ def host_facts() -> dict[str, str]:
 # ----------------------------------------------------------------------------- writing
 
 
+# ----------------------------------------------------------------------------- writing
+
+
 class TraceWriter:
     """Appends runs to a trace file (or only to memory when ``path`` is ``None``).
 
@@ -449,13 +356,7 @@ class TraceWriter:
 
     def _write_header(self) -> None:
         self._write(
-            {
-                "record": "header",
-                "format": FORMAT_NAME,
-                "schema": SCHEMA_VERSION,
-                "created": self.created,
-                "footer": True,
-            }
+            HeaderRecord(format=FORMAT_NAME, schema=SCHEMA_VERSION, created=self.created, footer=True)
         )
 
     @property
@@ -481,14 +382,22 @@ class TraceWriter:
         except OSError as error:
             raise OutputError(f"cannot write {str(path)!r}: {describe_os_error(error)}") from None
 
-    def _write(self, record: Mapping[str, Any]) -> None:
+    def _write(self, record: msgspec.Struct | Mapping[str, Any]) -> None:
         if self.failure is not None:
             raise self.failure
         if self._stream is None:
             return
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
         try:
-            self._stream.write(line.encode("utf-8"))
+            line = encoder.encode(record) + b"\n"
+        except (
+            TypeError,
+            ValueError,
+            OverflowError,
+            NotImplementedError,
+        ) as error:  # NaN, unencodable values
+            raise OutputError(f"cannot write a {type(record).__name__} record: {error}") from None
+        try:
+            self._stream.write(line)
             self._stream.flush()
         except OSError as error:
             where = self.partial_path or self.path
@@ -499,7 +408,7 @@ class TraceWriter:
         """Store an IR text once; returns its key."""
         key = sha or text_sha256(text)
         if key not in self._texts:
-            self._write({"record": "ir", "sha256": key, "text": text})
+            self._write(IrRecord(sha256=key, text=text))
             self._texts[key] = text
         return key
 
@@ -510,20 +419,21 @@ class TraceWriter:
         )
         self._next_run_id += 1
         self._runs[run.run_id] = run
-        header = {k: v for k, v in _run_to_json(run).items() if k not in _END_ONLY_RUN_FIELDS}
-        self._write({"record": "run", **header})
+        self._write(
+            {"record": "run", "run": run.run_id, **{key: getattr(run, key) for key in RUN_HEADER_FIELDS}}
+        )
         return run
 
     def start_pass(self, run_id: int, record: PassRecord) -> None:
         """Note that a pass began (``record`` as far as it is known then): if the process dies in
         it, the trace says which pass it was and holds the IR it received."""
-        fields = asdict(record)
-        self._write({"record": "start", "run": run_id, **{key: fields[key] for key in _START_FIELDS}})
+        self._write(start_of(replace(record, run=run_id)))
 
     def add_pass(self, run_id: int, record: PassRecord) -> None:
+        record = replace(record, run=run_id) if record.run != run_id else record
         run = self._runs[run_id]
         self._runs[run_id] = replace(run, passes=(*run.passes, record))
-        self._write({"record": "pass", "run": run_id, **asdict(record)})
+        self._write(record)
 
     def end_run(
         self,
@@ -537,32 +447,21 @@ class TraceWriter:
         running: str | None = None,
         stopped_by: str | None = None,
     ) -> KernelRun:
-        run = replace(
-            self._runs[run_id],
-            passes=tuple(sorted(self._runs[run_id].passes, key=lambda p: p.index)),
-            status=status,
+        end = EndRecord(
+            run=run_id,
+            status=status,  # type: ignore[arg-type]
             error=error,
             total_s=total_s,
             input_ir=input_ir,
             source_sha256=source_sha256,
             running=running,
-            stopped_by=stopped_by,
+            stopped_by=stopped_by,  # type: ignore[arg-type]
         )
-        self._runs[run_id] = run
-        end: dict[str, Any] = {
-            "record": "end",
-            "run": run_id,
-            "status": status,
-            "error": error,
-            "total_s": total_s,
-            "input_ir": input_ir,
-            "source_sha256": source_sha256,
-        }
-        if running is not None:
-            end["running"] = running
-        if stopped_by is not None:
-            end["stopped_by"] = stopped_by
+        return self._end(end)
+
+    def _end(self, end: EndRecord) -> KernelRun:
         self._write(end)
+        run = self._runs[end.run] = with_end(self._runs[end.run], end)
         return run
 
     def add_machine_code(
@@ -573,14 +472,16 @@ class TraceWriter:
         A separate record, so the compile can finish after later runs began; a failed stage
         makes an ``ok`` run ``failed`` with its error.
         """
-        self._write(
-            {
-                "record": "machine",
-                "run": run_id,
-                "passes": [asdict(record) for record in passes],
-                "resources": resources_to_json(resources),
-            }
-        )
+        passes = [replace(record, run=run_id) for record in passes]
+        counts = {
+            item.function: ResourceCounts(
+                arch=item.arch,
+                dynamic_smem=item.dynamic_smem,
+                **{name: getattr(item, name) for name in RESOURCE_COUNTS},
+            )
+            for item in resources
+        }
+        self._write(MachineRecord(run=run_id, passes=passes, resources=counts))
         run = self._runs[run_id] = with_machine_code(self._runs[run_id], passes, resources)
         return run
 
@@ -646,32 +547,28 @@ class TraceWriter:
         complete = [line for line in lines if line.strip()]
         for number, line in enumerate(complete, start=1):
             try:
-                record = _decode_line(line)
+                record = decode_record(line, where, number)
             except TraceFormatError:
                 if number == len(complete):
                     break  # the child died writing it
                 raise
-            kind = record.get("record")
-            fields = _Fields(record, where, number, kind)
-            if kind == "ir":
-                self.add_text(fields.text("text"), fields.sha("sha256"))
-            elif kind == "run":
-                run = _run_from(fields)
-                if run.run_id != self._next_run_id:
-                    raise TraceFormatError(f"{where}:{number}: run {run.run_id} is out of order")
-                run_ids.append(self.begin_run(run).run_id)
-            elif kind == "start":
-                run_id, started = fields.id("run"), _start_from(fields)
-                self._adopted_starts.setdefault(run_id, {})[started.index] = started.name
-                self.start_pass(run_id, started)
-            elif kind == "pass":
-                self.add_pass(fields.id("run"), _pass_from(fields))
-            elif kind == "end":
-                self.end_run(fields.id("run"), **_end_from(fields))
-            elif kind == "machine":
-                self.add_machine_code(fields.id("run"), *_machine_from(fields))
-            elif kind == "bench":
-                self.add_bench(fields.id("run"), _bench_from(fields))
+            if isinstance(record, IrRecord):
+                self.add_text(record.text, record.sha256)
+            elif isinstance(record, KernelRun):
+                if record.run_id != self._next_run_id:
+                    raise TraceFormatError(f"{where}:{number}: run {record.run_id} is out of order")
+                run_ids.append(self.begin_run(record).run_id)
+            elif isinstance(record, StartRecord):
+                self._adopted_starts.setdefault(record.run, {})[record.index] = record.name
+                self._write(record)
+            elif isinstance(record, PassRecord):
+                self.add_pass(record.run, record)
+            elif isinstance(record, EndRecord):
+                self._end(record)
+            elif isinstance(record, MachineRecord):
+                self.add_machine_code(record.run, record.passes, _resources_of(record))
+            elif isinstance(record, BenchRecord):
+                self.add_bench(record.run, _bench_of(record))
         return [self._runs[run_id] for run_id in run_ids]
 
     def restart_in_child(self, path: str | os.PathLike[str]) -> None:
@@ -706,7 +603,7 @@ class TraceWriter:
             return
         self._closed = True
         if self.failure is None and self._stream is not None:
-            self._write({"record": "footer", "runs": len(self._runs)})
+            self._write(FooterRecord(runs=len(self._runs)))
         self._close_stream()
         if self._output is not None:
             if self.failure is not None:
@@ -755,25 +652,6 @@ class TraceWriter:
             self.abandon(keep=True)
 
 
-_START_FIELDS = (
-    "index",
-    "name",
-    "raw_name",
-    "phase",
-    "pipeline",
-    "depth",
-    "parent",
-    "start_s",
-    "ir_before",
-    "scope",
-)
-"""What a ``start`` record holds of a pass: everything known before it runs."""
-UNFINISHED = "did not finish: the recording stopped while this pass was running"
-"""The error of a pass that started and has no record: it was running when the recording stopped."""
-
-_END_ONLY_RUN_FIELDS = ("passes", "running", "stopped_by", "resources", "bench")
-
-
 def _shas_of(run: KernelRun) -> Iterator[str]:
     for sha in (run.kernel_file_sha256, run.input_ir, run.source_sha256):
         if sha:
@@ -797,12 +675,6 @@ def with_machine_code(
     if failed is not None and run.status == STATUS_OK:
         run = replace(run, status=STATUS_FAILED, error=failed.error)
     return run
-
-
-def _run_to_json(run: KernelRun) -> dict[str, Any]:
-    data = asdict(run)
-    data["run"] = data.pop("run_id")
-    return data
 
 
 def merge_traces(paths: Iterable[str | os.PathLike[str]], output: str | os.PathLike[str]) -> Trace:
@@ -852,308 +724,199 @@ def merge_warnings(traces: Sequence[Trace]) -> list[str]:
     return warnings
 
 
+def with_end(run: KernelRun, end: EndRecord) -> KernelRun:
+    """``run`` with the outcome its ``end`` record gives, passes in index order."""
+    return replace(
+        run,
+        passes=tuple(sorted(run.passes, key=lambda p: p.index)),
+        status=end.status,
+        error=end.error,
+        total_s=end.total_s,
+        input_ir=end.input_ir,
+        source_sha256=end.source_sha256,
+        running=end.running,
+        stopped_by=end.stopped_by,
+    )
+
+
+def _resources_of(record: MachineRecord) -> list[KernelResources]:
+    return [
+        KernelResources(
+            function=function,
+            arch=counts.arch,
+            dynamic_smem=counts.dynamic_smem,
+            **{name: getattr(counts, name) for name in RESOURCE_COUNTS},
+        )
+        for function, counts in record.resources.items()
+    ]
+
+
+def _bench_of(record: BenchRecord) -> BenchResult:
+    return BenchResult(
+        latency_ms=record.latency_ms,
+        device=record.device,
+        source_sha256=record.source_sha256,
+        backend=record.backend,
+        warmup=record.warmup,
+        repeat=record.repeat,
+        error=record.error,
+    )
+
+
 # ----------------------------------------------------------------------------- reading
 
 _IR_PREFIX = '{"record":"ir","sha256":"'
 _SHA_END = len(_IR_PREFIX) + 64
 _SHA = re.compile(r"[0-9a-f]{64}\Z")
-MAX_ID = 2**31 - 1
-"""Largest run id or pass index a trace may hold."""
-MAX_DEPTH = 64
-"""Deepest pass nesting a trace may hold (TileLang's pipelines nest two or three levels)."""
-MAX_SECONDS = 1e9
-"""Largest time a trace may hold."""
-MAX_JSON_NESTING = 32
-"""Deepest nesting of objects and lists inside a field (``args``, ``pass_configs``)."""
 MAX_DECOMPRESSED = 8 << 30
 """Largest text a ``.gz`` trace may decompress to."""
+_AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_MISSING = re.compile(r"Object missing required field `(?P<key>[^`]+)`")
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+class _Unknown(Exception):
+    """A record of a kind this reader does not know (skipped: readers stay forward-tolerant)."""
 
 
-def _decode_line(line: str) -> dict[str, Any]:
-    """One JSON object; anything else (NaN, nesting too deep for the parser) is a format error."""
+def _plain_json(line: str) -> Any:
+    """The line as plain JSON, for error messages only (``None`` when it is not JSON)."""
     try:
-        record = json.loads(line, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:
-        reason = "nested too deeply" if isinstance(error, RecursionError) else "not valid JSON"
-        raise TraceFormatError(reason) from None
-    if not isinstance(record, dict):
-        raise TraceFormatError("not a JSON object")
-    if "\\ud" in line.lower() and not _encodable(record):
-        raise TraceFormatError("text that is not Unicode (a lone surrogate escape)")
-    return record
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
-def _encodable(record: dict[str, Any]) -> bool:
-    """Whether every string in ``record`` is valid Unicode (JSON escapes can make lone surrogates)."""
+def decode_record(line: str, where: str, number: int) -> Record:
+    """One record line, decoded and validated; a ``TraceFormatError`` names the line and field.
+
+    Raises ``_Unknown`` for a record kind of the same schema this reader does not know.
+    """
     try:
-        json.dumps(record, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _nesting(value: Any) -> int:
-    """How deeply lists and objects nest in ``value`` (without recursion)."""
-    deepest = 0
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            items: Iterable[Any] = item.values()
-        elif isinstance(item, list):
-            items = item
+        return record_decoder.decode(line)
+    except msgspec.ValidationError as error:
+        raise _field_error(line, str(error), where, number) from None
+    except msgspec.DecodeError as error:
+        if "\\ud" in line.lower():
+            reason = "text that is not Unicode (a lone surrogate escape)"
         else:
-            continue
-        deepest = max(deepest, depth + 1)
-        if deepest > MAX_JSON_NESTING:
-            return deepest
-        stack.extend((child, depth + 1) for child in items)
-    return deepest
+            reason = (
+                "not valid JSON" if "malformed" in str(error) or "truncated" in str(error) else str(error)
+            )
+        raise TraceFormatError(f"{where}:{number}: not a trace record ({reason})") from None
+    except RecursionError:
+        raise TraceFormatError(f"{where}:{number}: not a trace record (nested too deeply)") from None
 
 
-def _finite_numbers(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return False
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return True
-
-
-_REQUIRED: Any = object()
-
-
-class _Fields:
-    """Typed access to one record's fields; a missing or mistyped field is a ``TraceFormatError``."""
-
-    def __init__(self, record: Mapping[str, Any], where: str, number: int, kind: object) -> None:
-        self.record = record
-        self.where = where
-        self.number = number
-        self.kind = kind
-
-    def fail(self, key: str, expected: str) -> TraceFormatError:
-        if key not in self.record:
-            return TraceFormatError(f"{self.where}:{self.number}: {self.kind} record without {key!r}")
+def _field_error(line: str, message: str, where: str, number: int) -> Exception:
+    """The clear error for a record msgspec refused: which field, what it must be, what it was."""
+    record = _plain_json(line)
+    if not isinstance(record, dict):
+        return TraceFormatError(f"{where}:{number}: not a trace record (not a JSON object)")
+    kind = record.get("record")
+    if not isinstance(kind, str):
+        return TraceFormatError(f"{where}:{number}: a record without a 'record' kind")
+    if kind not in RECORD_KINDS:
+        return _Unknown(kind)
+    if kind == "header":
         return TraceFormatError(
-            f"{self.where}:{self.number}: {self.kind} record: {key!r} must be {expected}, "
-            f"not {_show(self.record[key])}"
+            f"{where}:{number}: a second header (two traces joined by hand?); join traces with irtrace merge"
         )
+    missing = _MISSING.search(message)
+    at = _AT.search(message)
+    if missing:
+        return TraceFormatError(f"{where}:{number}: {kind} record without {missing['key']!r}")
+    if at is None or not at["path"]:
+        return TraceFormatError(f"{where}:{number}: {kind} record: {_AT.sub('', message)}")
+    path = at["path"].lstrip(".")
+    key = re.findall(r"[^.\[\]]+(?![^\[]*\])", path)[-1]
+    expected = expected_text(_RECORD_TYPES[kind], path)
+    value = _value_at(record, path)
+    return TraceFormatError(f"{where}:{number}: {kind} record: {key!r} must be {expected}, not {show(value)}")
 
-    def _get(self, key: str, default: Any) -> Any:
-        if key in self.record:
-            return self.record[key]
-        if default is _REQUIRED:
-            raise self.fail(key, "given")
-        return default
 
-    def id(self, key: str, *, maximum: int = MAX_ID, default: Any = _REQUIRED) -> int:
-        value = self._get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-            raise self.fail(key, f"an integer from 0 to {maximum}")
-        return value
+def _value_at(record: dict[str, Any], path: str) -> Any:
+    value: Any = record
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
+        if part == "[...]" and isinstance(value, dict):
+            value = next(iter(value.values()), None)  # msgspec does not say which key
+        elif part.startswith("[") and isinstance(value, list):
+            index = int(part[1:-1])
+            value = value[index] if index < len(value) else None
+        elif isinstance(value, dict):
+            value = value.get(part)
+        else:
+            break
+    return value
 
-    def optional_id(self, key: str) -> int | None:
-        return None if self._get(key, None) is None else self.id(key)
 
-    def text(self, key: str, *, default: Any = _REQUIRED) -> str:
-        value = self._get(key, default)
-        if not isinstance(value, str):
-            raise self.fail(key, "a string")
-        return value
+_RECORD_TYPES: dict[str, type[msgspec.Struct]] = {
+    "run": KernelRun,
+    "start": StartRecord,
+    "pass": PassRecord,
+    "end": EndRecord,
+    "machine": MachineRecord,
+    "bench": BenchRecord,
+    "ir": IrRecord,
+    "footer": FooterRecord,
+}
 
-    def optional_text(self, key: str) -> str | None:
-        return None if self._get(key, None) is None else self.text(key)
 
-    def choice(self, key: str, values: Sequence[str], *, default: Any = _REQUIRED) -> str:
-        value = self._get(key, default)
-        if value not in values:
-            raise self.fail(key, " or ".join(repr(v) for v in values))
-        return str(value)
-
-    def seconds(self, key: str) -> float:
-        value = self._get(key, _REQUIRED)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not 0 <= value <= MAX_SECONDS  # first: a 400-digit int does not convert to float
-            or not math.isfinite(value)
+def expected_text(struct: type[msgspec.Struct], path: str) -> str:
+    """What the field at ``path`` (``index``, ``passes[0].depth``) must be, in words."""
+    info: Any = msgspec.inspect.type_info(struct)
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
+        info = _unwrap(info)
+        if part.startswith("[") and isinstance(
+            info, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType)
         ):
-            raise self.fail(key, f"a number of seconds from 0 to {MAX_SECONDS:g}")
-        return float(value)
-
-    def optional_seconds(self, key: str) -> float | None:
-        return None if self._get(key, None) is None else self.seconds(key)
-
-    def flag(self, key: str) -> bool:
-        value = self._get(key, _REQUIRED)
-        if not isinstance(value, bool):
-            raise self.fail(key, "true or false")
-        return value
-
-    def sha(self, key: str) -> str:
-        value = self._get(key, _REQUIRED)
-        if not isinstance(value, str) or not _SHA.match(value):
-            raise self.fail(key, "a SHA-256 (64 lowercase hex digits)")
-        return value
-
-    def optional_sha(self, key: str) -> str | None:
-        return None if self._get(key, None) is None else self.sha(key)
-
-    def object(self, key: str, *, strings: bool = False, default: Any = _REQUIRED) -> dict[str, Any]:
-        value = self._get(key, default)
-        if not isinstance(value, dict):
-            raise self.fail(key, "an object")
-        if strings and not all(isinstance(v, str) for v in value.values()):
-            raise self.fail(key, "an object of strings")
-        if _nesting(value) > MAX_JSON_NESTING:
-            raise self.fail(key, f"nested at most {MAX_JSON_NESTING} deep")
-        if not _finite_numbers(value):
-            raise self.fail(key, "free of NaN and infinite numbers")
-        return value
+            info = info.item_type
+        elif part.startswith("[") and isinstance(info, msgspec.inspect.DictType):
+            if not isinstance(_unwrap(info.value_type), msgspec.inspect.StructType):
+                return _describe(info)  # a bad value inside an object: say what the object must hold
+            info = info.value_type
+        elif isinstance(info, msgspec.inspect.StructType):
+            found = next((f for f in info.fields if f.encode_name == part), None)
+            if found is None:
+                break
+            info = found.type
+        else:
+            break
+    return _describe(info)
 
 
-def _run_from(fields: _Fields) -> KernelRun:
-    args = fields.object("args")
-    for key, kind in (("args", list), ("kwargs", dict)):
-        if key in args and not isinstance(args[key], kind):
-            raise TraceFormatError(
-                f"{fields.where}:{fields.number}: run record: 'args.{key}' must be "
-                f"{'a list' if kind is list else 'an object'}, not {_show(args[key])}"
-            )
-    return KernelRun(
-        run_id=fields.id("run"),
-        kernel=fields.text("kernel"),
-        spec=fields.text("spec"),
-        args=args,
-        target=fields.text("target"),
-        target_detail=fields.text("target_detail"),
-        pass_configs=fields.object("pass_configs"),
-        tilelang_version=fields.text("tilelang_version"),
-        host=fields.object("host", strings=True),
-        kernel_file_sha256=fields.optional_sha("kernel_file_sha256"),
-    )
+def _unwrap(info: Any) -> Any:
+    if isinstance(info, msgspec.inspect.UnionType):
+        others = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+        if len(others) == 1:
+            return others[0]
+    return info
 
 
-def _pass_from(fields: _Fields) -> PassRecord:
-    depth = fields.id("depth", maximum=MAX_DEPTH)
-    parent = fields.optional_id("parent")
-    index = fields.id("index")
-    if (parent is None) != (depth == 0) or (parent is not None and parent >= index):
-        raise TraceFormatError(
-            f"{fields.where}:{fields.number}: pass record {index}: parent {parent} and depth {depth} "
-            "do not fit (a nested pass has depth >= 1 and a parent that started before it)"
-        )
-    return PassRecord(
-        index=index,
-        name=fields.text("name"),
-        raw_name=fields.text("raw_name"),
-        phase=fields.choice("phase", PHASES),
-        pipeline=fields.optional_text("pipeline"),
-        depth=depth,
-        parent=parent,
-        start_s=fields.seconds("start_s"),
-        wall_s=fields.seconds("wall_s"),
-        self_s=fields.seconds("self_s"),
-        changed=fields.flag("changed"),
-        ir_before=fields.optional_sha("ir_before"),
-        ir_after=fields.optional_sha("ir_after"),
-        scope=fields.choice("scope", SCOPES, default="module"),
-        status=fields.choice("status", (STATUS_OK, STATUS_FAILED), default=STATUS_OK),
-        error=fields.optional_text("error"),
-    )
-
-
-def _start_from(fields: _Fields) -> PassRecord:
-    """The pass as it started, failed with ``UNFINISHED`` until its own record says otherwise."""
-    name = fields.text("name")
-    depth = fields.id("depth", maximum=MAX_DEPTH, default=0)
-    parent = fields.optional_id("parent")
-    index = fields.id("index")
-    if (parent is None) != (depth == 0) or (parent is not None and parent >= index):
-        raise TraceFormatError(
-            f"{fields.where}:{fields.number}: start record {index}: "
-            f"parent {parent} and depth {depth} do not fit"
-        )
-    start_s = fields.optional_seconds("start_s")
-    return PassRecord(
-        index=index,
-        name=name,
-        raw_name=fields.text("raw_name", default=name),
-        phase=fields.choice("phase", PHASES, default=PHASE_LOWER),
-        pipeline=fields.optional_text("pipeline"),
-        depth=depth,
-        parent=parent,
-        start_s=start_s or 0.0,
-        wall_s=0.0,
-        self_s=0.0,
-        changed=False,
-        ir_before=fields.optional_sha("ir_before"),
-        ir_after=None,
-        scope=fields.choice("scope", SCOPES, default="module"),
-        status=STATUS_FAILED,
-        error=UNFINISHED,
-    )
-
-
-def _end_from(fields: _Fields) -> dict[str, Any]:
-    stopped_by = fields.optional_text("stopped_by")
-    return {
-        "status": fields.choice("status", RUN_STATUSES),
-        "error": fields.optional_text("error"),
-        "total_s": fields.optional_seconds("total_s"),
-        "input_ir": fields.optional_sha("input_ir"),
-        "source_sha256": fields.optional_sha("source_sha256"),
-        "running": fields.optional_text("running"),
-        "stopped_by": stopped_by,
-    }
-
-
-def _machine_from(fields: _Fields) -> tuple[list[PassRecord], list[KernelResources]]:
-    items = fields.record.get("passes", [])
-    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise fields.fail("passes", "a list of pass objects")
-    passes = [_pass_from(_Fields(item, fields.where, fields.number, "machine pass")) for item in items]
-    resources = []
-    for function, value in fields.object("resources", default={}).items():
-        if not isinstance(value, dict):
-            raise fields.fail("resources", "an object of objects")
-        item = _Fields(value, fields.where, fields.number, f"resources of {function!r}")
-        counts = {name: item.id(name) for name in RESOURCE_COUNTS}
-        resources.append(
-            KernelResources(
-                function=function,
-                arch=item.text("arch"),
-                dynamic_smem=item.optional_id("dynamic_smem"),
-                **counts,
-            )
-        )
-    return passes, resources
-
-
-def _bench_from(fields: _Fields) -> BenchResult:
-    return BenchResult(
-        latency_ms=fields.optional_seconds("latency_ms"),
-        device=fields.text("device", default=""),
-        source_sha256=fields.optional_sha("source_sha256"),
-        backend=fields.text("backend", default=""),
-        warmup=fields.id("warmup", default=0),
-        repeat=fields.id("repeat", default=0),
-        error=fields.optional_text("error"),
-    )
+def _describe(info: Any) -> str:
+    inspect = msgspec.inspect
+    if isinstance(info, inspect.UnionType):
+        return " or ".join(_describe(t) for t in info.types)
+    if isinstance(info, inspect.NoneType):
+        return "null"
+    if isinstance(info, inspect.BoolType):
+        return "true or false"
+    if isinstance(info, inspect.IntType):
+        if info.ge is not None and info.le is not None:
+            return f"an integer from {info.ge} to {info.le}"
+        return "an integer"
+    if isinstance(info, inspect.FloatType):
+        return f"a number of seconds from 0 to {info.le:g}" if info.le is not None else "a number"
+    if isinstance(info, inspect.StrType):
+        return "a SHA-256 (64 lowercase hex digits)" if info.pattern else "a string"
+    if isinstance(info, inspect.LiteralType):
+        return " or ".join(repr(v) for v in info.values)
+    if isinstance(info, inspect.DictType):
+        return "an object of strings" if isinstance(info.value_type, inspect.StrType) else "an object"
+    if isinstance(info, (inspect.ListType, inspect.VarTupleType)):
+        return "a list"
+    if isinstance(info, inspect.StructType):
+        return "an object"
+    return "valid"
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
@@ -1224,11 +987,14 @@ class _Parsed:
     raw_texts: dict[str, str] = field(default_factory=dict)
     runs: dict[int, KernelRun] = field(default_factory=dict)
     passes: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
-    starts: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
+    starts: dict[int, dict[int, StartRecord]] = field(default_factory=dict)
     ended: set[int] = field(default_factory=set)
     created: str = ""
     footer_expected: bool = False
-    footer_seen: bool = False
+    footer_line: int | None = None
+    """The line of the footer record, once read."""
+    last_line: int = 0
+    """The line of the last record read."""
 
 
 def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = False) -> Trace:
@@ -1236,64 +1002,91 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = F
     found cut short (a ``.gz`` stream without its end)."""
     parsed = _Parsed()
     truncated = cut
-    header_seen = False
     last = len(lines) - 1
     while last >= 0 and not lines[last].strip():
         last -= 1
     if last < 0:
         raise TraceFormatError(f"{where} is empty; it is not an irtrace trace")
+    first = next(number for number, line in enumerate(lines) if line.strip())
+    _read_header(lines[first], where, parsed)
     # Lines are written whole with their newline: only a last line without one can be a cut write.
-    last_is_cut_candidate = last == len(lines) - 1
-    for number, line in enumerate(lines[: last + 1], start=1):
-        if not line.strip():
-            continue
+    cut_candidate = lines[last] if last == len(lines) - 1 and last > first else None
+    numbers: list[int] = []
+    records: list[str] = []
+    for number in range(first + 1, last + 1 if cut_candidate is None else last):
+        line = lines[number]
         if (
-            header_seen
-            and not (number == last + 1 and last_is_cut_candidate)
-            and line.startswith(_IR_PREFIX)
+            line.startswith(_IR_PREFIX)
             and line.endswith('"}')
             and line[_SHA_END : _SHA_END + 2] == '",'
             and _SHA.match(line[len(_IR_PREFIX) : _SHA_END])
         ):
             # IR texts are most of a trace: keep the line, decode the text when it is read.
-            if parsed.footer_seen:
-                raise TraceFormatError(f"{where}:{number}: a record after the trace's footer")
             parsed.raw_texts[line[len(_IR_PREFIX) : _SHA_END]] = line
-            continue
+            parsed.last_line = number + 1
+        elif line.strip():
+            numbers.append(number + 1)
+            records.append(line)
+    for number, record in zip(numbers, _decode_all(records, numbers, where), strict=True):
+        if record is not None:
+            _read_record(record, where, number, parsed)
+    if cut_candidate is not None:
         try:
-            record = _decode_line(line)
-        except TraceFormatError as error:
-            if number == last + 1 and last_is_cut_candidate and header_seen:
-                truncated = True  # a write cut short by a kill: keep what came before
-                break
-            if not header_seen:
-                raise TraceFormatError(
-                    f"{where}:{number}: not a trace record ({error.message}); it is not an irtrace trace"
-                ) from None
-            raise TraceFormatError(
-                f"{where}:{number}: not a trace record ({error.message}; "
-                "corrupt file, or not written by irtrace)"
-            ) from None
-        kind = record.get("record")
-        if not header_seen:
-            _read_header(record, where, parsed)
-            header_seen = True
-            continue
-        if parsed.footer_seen and kind != "header":  # a second header says more: two traces joined
-            raise TraceFormatError(f"{where}:{number}: a record after the trace's footer")
-        if not isinstance(kind, str):
-            raise TraceFormatError(f"{where}:{number}: a record without a 'record' kind")
-        _read_record(kind, _Fields(record, where, number, kind), parsed)
+            record = decode_record(cut_candidate, where, last + 1)
+        except _Unknown:
+            record = None
+        except TraceFormatError:
+            if _plain_json(cut_candidate) is not None:
+                raise
+            truncated = True  # a write cut short by a kill: keep what came before
+            record = None
+        if record is not None:
+            _read_record(record, where, last + 1, parsed)
+        elif not truncated and cut_candidate.startswith(_IR_PREFIX):
+            parsed.last_line = last + 1
+    if parsed.footer_line is not None and parsed.last_line > parsed.footer_line:
+        raise TraceFormatError(f"{where}:{parsed.last_line}: a record after the trace's footer")
     return _finish(parsed, where, truncated)
 
 
-def _read_header(record: Mapping[str, Any], where: str, parsed: _Parsed) -> None:
-    if record.get("record") != "header" or record.get("format") != FORMAT_NAME:
+_bulk_decoder = msgspec.json.Decoder(list[Record])
+
+
+def _decode_all(lines: list[str], numbers: list[int], where: str) -> list[Record | None]:
+    """Every record line decoded in one call; line by line (to name the bad one) if that fails.
+
+    ``None`` stands for a record of a kind this reader does not know.
+    """
+    try:
+        return list(_bulk_decoder.decode("[" + ",".join(lines) + "]"))
+    except (msgspec.MsgspecError, RecursionError):
+        pass
+    decoded: list[Record | None] = []
+    for number, line in zip(numbers, lines, strict=True):
+        try:
+            decoded.append(decode_record(line, where, number))
+        except _Unknown:
+            decoded.append(None)
+    return decoded
+
+
+def _read_header(line: str, where: str, parsed: _Parsed) -> None:
+    try:
+        record = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise TraceFormatError(
+            f"{where}:1: not a trace record (not valid JSON); it is not an irtrace trace"
+        ) from None
+    if (
+        not isinstance(record, dict)
+        or record.get("record") != "header"
+        or record.get("format") != FORMAT_NAME
+    ):
         raise TraceFormatError(f"{where} is not an irtrace trace (no irtrace header on its first line)")
     schema = record.get("schema")
     if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
         raise TraceFormatError(
-            f"{where} has an invalid trace schema {_show(schema)}; it must be a positive integer"
+            f"{where} has an invalid trace schema {show(schema)}; it must be a positive integer"
         )
     if schema > SCHEMA_VERSION:
         raise TraceFormatError(
@@ -1305,78 +1098,84 @@ def _read_header(record: Mapping[str, Any], where: str, parsed: _Parsed) -> None
     parsed.footer_expected = record.get("footer") is True
 
 
-def _read_record(kind: str, fields: _Fields, parsed: _Parsed) -> None:
-    where, number = fields.where, fields.number
-    if kind == "header":
-        raise TraceFormatError(
-            f"{where}:{number}: a second header (two traces joined by hand?); join traces with irtrace merge"
-        )
-    if kind == "ir":
-        parsed.raw_texts[fields.sha("sha256")] = json.dumps(
-            {"record": "ir", "sha256": fields.sha("sha256"), "text": fields.text("text")}, ensure_ascii=False
-        )
-        return
-    if kind == "footer":
-        parsed.footer_seen = True
-        return
-    if kind in ("machine", "bench"):
-        # written after the run's end (the compile overlaps the next lowering)
-        run_id = fields.id("run")
-        if run_id not in parsed.runs:
-            raise TraceFormatError(
-                f"{where}:{number}: {kind} record of run {run_id}, which has no run record"
-            )
-        run = parsed.runs[run_id]
-        if kind == "bench":
-            parsed.runs[run_id] = replace(run, bench=_bench_from(fields))
-            return
-        passes, resources = _machine_from(fields)
-        for record in passes:
-            if record.index in parsed.passes[run_id]:
-                raise TraceFormatError(
-                    f"{where}:{number}: run {run_id} has two passes with index {record.index}"
-                )
-            parsed.passes[run_id][record.index] = record
-        parsed.runs[run_id] = with_machine_code(run, passes, resources)
-        return
-    if kind not in ("run", "start", "pass", "end"):
-        return  # unknown kinds of the same schema are skipped: readers stay forward-tolerant
-    run_id = fields.id("run")
-    if kind == "run":
-        if run_id in parsed.runs:
-            raise TraceFormatError(f"{where}:{number}: run {run_id} is started twice")
-        parsed.runs[run_id] = _run_from(fields)
-        parsed.passes[run_id] = {}
-        parsed.starts[run_id] = {}
-        return
-    if run_id not in parsed.runs:
-        raise TraceFormatError(
-            f"{where}:{number}: {kind} record of run {run_id}, which has no run record before it"
-        )
-    if run_id in parsed.ended:
-        raise TraceFormatError(f"{where}:{number}: {kind} record of run {run_id} after its end")
-    if kind == "start":
-        started = _start_from(fields)
-        parsed.starts[run_id][started.index] = started
-    elif kind == "pass":
-        record = _pass_from(fields)
-        if record.index in parsed.passes[run_id]:
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> None:
+    parsed.last_line = number
+    if parsed.footer_line is not None:
+        raise TraceFormatError(f"{where}:{number}: a record after the trace's footer")
+    if isinstance(record, PassRecord):  # most records: checked first
+        run_id = record.run
+        passes = parsed.passes.get(run_id)
+        if passes is None or run_id in parsed.ended:
+            _orphan(record, where, number, parsed)
+        if record.index in passes:  # type: ignore[operator]
             raise TraceFormatError(f"{where}:{number}: run {run_id} has two passes with index {record.index}")
-        parsed.passes[run_id][record.index] = record
-    else:
-        parsed.runs[run_id] = replace(parsed.runs[run_id], **_end_from(fields))
-        parsed.ended.add(run_id)
+        passes[record.index] = record  # type: ignore[index]
+    elif isinstance(record, StartRecord):
+        if record.run not in parsed.starts or record.run in parsed.ended:
+            _orphan(record, where, number, parsed)
+        parsed.starts[record.run][record.index] = record
+    elif isinstance(record, IrRecord):
+        parsed.raw_texts[record.sha256] = encoder.encode(record).decode("utf-8")
+    elif isinstance(record, FooterRecord):
+        parsed.footer_line = number
+    elif isinstance(record, KernelRun):
+        if record.run_id in parsed.runs:
+            raise TraceFormatError(f"{where}:{number}: run {record.run_id} is started twice")
+        parsed.runs[record.run_id] = replace(record, passes=(), status=STATUS_INCOMPLETE)
+        parsed.passes[record.run_id] = {}
+        parsed.starts[record.run_id] = {}
+    elif isinstance(record, EndRecord):
+        if record.run not in parsed.runs or record.run in parsed.ended:
+            _orphan(record, where, number, parsed)
+        parsed.runs[record.run] = with_end(parsed.runs[record.run], record)
+        parsed.ended.add(record.run)
+    else:  # machine and bench records come after the run's end (the compile overlaps the next run)
+        run_id = record.run
+        if run_id not in parsed.runs:
+            _orphan(record, where, number, parsed)
+        run = parsed.runs[run_id]
+        if isinstance(record, BenchRecord):
+            parsed.runs[run_id] = replace(run, bench=_bench_of(record))
+            return
+        for item in record.passes:
+            if item.index in parsed.passes[run_id]:
+                raise TraceFormatError(
+                    f"{where}:{number}: run {run_id} has two passes with index {item.index}"
+                )
+            parsed.passes[run_id][item.index] = replace(item, run=run_id)
+        parsed.runs[run_id] = with_machine_code(run, record.passes, _resources_of(record))
+
+
+def _orphan(
+    record: StartRecord | PassRecord | EndRecord | MachineRecord | BenchRecord,
+    where: str,
+    number: int,
+    parsed: _Parsed,
+) -> None:
+    """Raise for a record whose run has no run record before it, or has ended already."""
+    kind = type(record).__struct_config__.tag
+    if record.run in parsed.runs:
+        raise TraceFormatError(f"{where}:{number}: {kind} record of run {record.run} after its end")
+    raise TraceFormatError(
+        f"{where}:{number}: {kind} record of run {record.run}, which has no run record before it"
+    )
 
 
 def _finish(parsed: _Parsed, where: str, truncated: bool) -> Trace:
     finished = []
-    if parsed.footer_expected and not parsed.footer_seen:
+    if parsed.footer_expected and parsed.footer_line is None:
         truncated = True  # cut between two records: after a run, or before the first
     for run_id, run in parsed.runs.items():
         passes = parsed.passes[run_id]
         # Passes that started and never finished were running when the recording stopped: they
         # are kept as failed records, so a reader sees where it stopped and the IR they received.
-        unfinished = {i: record for i, record in parsed.starts[run_id].items() if i not in passes}
+        unfinished = {
+            i: unfinished_pass(start) for i, start in parsed.starts[run_id].items() if i not in passes
+        }
         passes = {**passes, **unfinished}
         ended = run_id in parsed.ended
         records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)

@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from msgspec.structs import replace as replace_struct
+
 from irtrace.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
@@ -190,7 +192,7 @@ def with_fixed_times(trace: Trace) -> Trace:
     runs = []
     for run in trace.runs:
         passes = tuple(
-            replace(
+            replace_struct(
                 p,
                 start_s=p.index * 0.001,
                 wall_s=0.0005 * (1 + p.index % 7),
@@ -200,5 +202,5 @@ def with_fixed_times(trace: Trace) -> Trace:
         )
         spec = re.sub(r"^.*[/\\](?=[^/\\]+::)", "", run.spec)
         host = {"hostname": "host", "platform": "Linux", "python": "3"}
-        runs.append(replace(run, passes=passes, total_s=0.1, spec=spec, host=host))
+        runs.append(replace_struct(run, passes=passes, total_s=0.1, spec=spec, host=host))
     return replace(trace, runs=tuple(runs), created="2025-01-01T00:00:00+00:00")

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from irtrace.check import check_traces
 from irtrace.errors import UsageError

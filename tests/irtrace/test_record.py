@@ -236,6 +236,10 @@ def test_find_pass_occurrences_and_errors(gemm_trace: Trace) -> None:
         ('{"record":"header","format":"other","schema":1}\n', "not an irtrace trace"),
         (
             '{"record":"header","format":"irtrace","schema":1}\n{"record":"pass","run":0}\n{}\n',
+            "pass record without 'index'",
+        ),
+        (
+            '{"record":"header","format":"irtrace","schema":1}\n{"record":"end","run":0,"status":"ok"}\n',
             "no run record before it",
         ),
     ],

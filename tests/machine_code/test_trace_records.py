@@ -4,10 +4,10 @@ them sees each run as it ended), checked like every other record."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from irtrace.errors import TraceFormatError
 from irtrace.trace import PHASE_MACHINE, load_trace, parse_trace_lines

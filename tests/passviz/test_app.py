@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from irtrace.trace import Trace, TraceWriter, load_trace, text_sha256
 from passdiff import diff_texts

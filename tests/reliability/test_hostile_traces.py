@@ -121,7 +121,7 @@ def check_every_reader(path: Path, tmp: Path, capsys: pytest.CaptureFixture[str]
         ("pass", {"parent": 7}, "do not fit"),
         ("pass", {"ir_before": "not-a-sha"}, "SHA-256"),
         ("pass", {"changed": "yes"}, "'changed' must be true or false"),
-        ("pass", {"status": "exploded"}, "'status' must be 'ok' or 'failed'"),
+        ("pass", {"status": "exploded"}, "'status' must be 'failed' or 'ok'"),
         ("end", {"status": 1}, "'status' must be"),
         ("run", {"args": {"args": "x"}}, "'args.args' must be a list"),
         ("run", {"host": {"python": 3}}, "an object of strings"),
