@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from irtrace import __version__
 from irtrace.cli_ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli_edge import (
     Interrupted,
+    echo,
     hide_harmless_native_warnings,
     load_trace_warning_if_cut,
     run_command,
@@ -190,13 +190,10 @@ def escape(text: object) -> str:
 
 
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
+    """Rich's console, with the text of a trace unable to drive the terminal (``irtrace.console``)."""
+    from irtrace.console import safe_console
 
-    stream = sys.stderr if stderr else sys.stdout
-    plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
-    # Piped output is for files and tools: do not squeeze tables to an 80-column guess.
-    width = None if stream.isatty() else 200
-    return Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=plain, emoji=False, width=width)
+    return safe_console(stderr=stderr)
 
 
 # ----------------------------------------------------------------------------- record
@@ -282,7 +279,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     if not written and not errors:
         print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
     for error in errors:
-        print(f"irtrace: error: {error.message}", file=sys.stderr)
+        echo(f"irtrace: error: {error.message}", stderr=True, one_line=True)
     note = native.note("irtrace")
     if note and not args.quiet:
         print(note, file=sys.stderr)
@@ -590,8 +587,8 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
         record = run.find_pass(args.pass_name)
         text = trace.ir_before(record) if args.before else trace.ir_after(record)
         if record.failed and not args.before:
-            print(f"irtrace: {record.name} failed; showing the IR it received", file=sys.stderr)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            echo(f"irtrace: {record.name} failed; showing the IR it received", stderr=True, one_line=True)
+    echo(text, end="" if text.endswith("\n") else "\n")
     return ExitCode.OK
 
 
@@ -600,7 +597,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
 
     traces = [_load(path) for path in args.traces]  # every input read before the output is touched
     for warning in merge_warnings(traces):
-        print(f"irtrace: warning: {warning}", file=sys.stderr)
+        echo(f"irtrace: warning: {warning}", stderr=True, one_line=True)
     try:
         merged = write_merged(traces, args.output)
     except KeyboardInterrupt:
@@ -650,7 +647,7 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     if args.format == "json":
         print(json.dumps(matrix_document(matrix), indent=2))
     elif args.format == "markdown":
-        sys.stdout.write(matrix_markdown(matrix))
+        echo(matrix_markdown(matrix), end="")
     else:
         table = Table(box=None, pad_edge=False)
         table.add_column("kernel")
@@ -659,7 +656,7 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
         for kernel in matrix.kernels:
             cells = [cell_text(matrix.cells.get((kernel, target))) for target in matrix.targets]
             styled = [escape(c) if c in ("", "ok") else f"[red]{escape(c)}[/red]" for c in cells]
-            table.add_row(kernel, *styled)
+            table.add_row(escape(kernel), *styled)
         console = _console()
         console.print(table)
         for cause in matrix.causes:
