@@ -125,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true")
     run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
 
-    show = commands.add_parser("show", help="print the passes of a trace with times and +/- lines")
+    show = commands.add_parser(
+        "show", help="print the passes of a trace with times and +/- lines", **_with_exit_codes()
+    )
     show.add_argument("trace")
     show.add_argument("-k", "--kernel")
     show.add_argument("-t", "--target")
@@ -133,7 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--by-pass", action="store_true", help="total time per pass name")
     show.add_argument("--changed", action="store_true", help="only passes that changed the module")
 
-    ir = commands.add_parser("ir", help="print the IR after one pass (or the final kernel source)")
+    ir = commands.add_parser(
+        "ir", help="print the IR after one pass (or the final kernel source)", **_with_exit_codes()
+    )
     ir.add_argument("trace")
     ir.add_argument("-k", "--kernel")
     ir.add_argument("-t", "--target")
@@ -143,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--input", action="store_true", help="the module handed to the pipeline")
     ir.add_argument("--before", action="store_true", help="the IR the pass received")
 
-    merge = commands.add_parser("merge", help="join trace files into one")
+    merge = commands.add_parser("merge", help="join trace files into one", **_with_exit_codes())
     merge.add_argument("traces", nargs="+")
     merge.add_argument("-o", "--output", required=True)
 
@@ -162,9 +166,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "markdown", "json"), default="table", help="default: a terminal table"
     )
 
-    commands.add_parser("targets", help="list the targets by vendor, with aliases")
+    commands.add_parser("targets", help="list the targets by vendor, with aliases", **_with_exit_codes())
     add_ci_commands(commands)
     return parser
+
+
+def _with_exit_codes() -> dict[str, Any]:
+    """A subcommand's --help ends with the exit-code table, as the tool's does."""
+    return {"epilog": exit_codes_help(), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
