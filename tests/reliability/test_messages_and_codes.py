@@ -13,8 +13,9 @@ import pytest
 
 from irtrace.errors import ExitCode
 from irtrace.trace import Trace
+from tests.conftest import ROOT
 
-from .conftest import ROOT, cli_command, one_line, run_tool
+from .conftest import cli_command, one_line, run_tool
 
 BOM = b"\xef\xbb\xbf"
 
