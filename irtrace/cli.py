@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from irtrace import __version__
 from irtrace.cli_ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli_edge import (
     Interrupted,
+    echo,
     hide_harmless_native_warnings,
     load_trace_warning_if_cut,
     run_command,
@@ -137,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true")
     run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
 
-    show = commands.add_parser("show", help="print the passes of a trace with times and +/- lines")
+    show = commands.add_parser(
+        "show", help="print the passes of a trace with times and +/- lines", **_with_exit_codes()
+    )
     show.add_argument("trace")
     show.add_argument("-k", "--kernel")
     show.add_argument("-t", "--target")
@@ -145,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--by-pass", action="store_true", help="total time per pass name")
     show.add_argument("--changed", action="store_true", help="only passes that changed the module")
 
-    ir = commands.add_parser("ir", help="print the IR after one pass (or the final kernel source)")
+    ir = commands.add_parser(
+        "ir", help="print the IR after one pass (or the final kernel source)", **_with_exit_codes()
+    )
     ir.add_argument("trace")
     ir.add_argument("-k", "--kernel")
     ir.add_argument("-t", "--target")
@@ -155,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--input", action="store_true", help="the module handed to the pipeline")
     ir.add_argument("--before", action="store_true", help="the IR the pass received")
 
-    merge = commands.add_parser("merge", help="join trace files into one")
+    merge = commands.add_parser("merge", help="join trace files into one", **_with_exit_codes())
     merge.add_argument("traces", nargs="+")
     merge.add_argument("-o", "--output", required=True)
 
@@ -174,9 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "markdown", "json"), default="table", help="default: a terminal table"
     )
 
-    commands.add_parser("targets", help="list the targets by vendor, with aliases")
+    commands.add_parser("targets", help="list the targets by vendor, with aliases", **_with_exit_codes())
     add_ci_commands(commands)
     return parser
+
+
+def _with_exit_codes() -> dict[str, Any]:
+    """A subcommand's --help ends with the exit-code table, as the tool's does."""
+    return {"epilog": exit_codes_help(), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -202,13 +211,10 @@ def escape(text: object) -> str:
 
 
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
+    """Rich's console, with the text of a trace unable to drive the terminal (``irtrace.console``)."""
+    from irtrace.console import safe_console
 
-    stream = sys.stderr if stderr else sys.stdout
-    plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
-    # Piped output is for files and tools: do not squeeze tables to an 80-column guess.
-    width = None if stream.isatty() else 200
-    return Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=plain, emoji=False, width=width)
+    return safe_console(stderr=stderr)
 
 
 # ----------------------------------------------------------------------------- record
@@ -294,7 +300,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     if not written and not errors:
         print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
     for error in errors:
-        print(f"irtrace: error: {error.message}", file=sys.stderr)
+        echo(f"irtrace: error: {error.message}", stderr=True, one_line=True)
     note = native.note("irtrace")
     if note and not args.quiet:
         print(note, file=sys.stderr)
@@ -632,8 +638,8 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
         record = run.find_pass(args.pass_name)
         text = trace.ir_before(record) if args.before else trace.ir_after(record)
         if record.failed and not args.before:
-            print(f"irtrace: {record.name} failed; showing the IR it received", file=sys.stderr)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            echo(f"irtrace: {record.name} failed; showing the IR it received", stderr=True, one_line=True)
+    echo(text, end="" if text.endswith("\n") else "\n")
     return ExitCode.OK
 
 
@@ -642,7 +648,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
 
     traces = [_load(path) for path in args.traces]  # every input read before the output is touched
     for warning in merge_warnings(traces):
-        print(f"irtrace: warning: {warning}", file=sys.stderr)
+        echo(f"irtrace: warning: {warning}", stderr=True, one_line=True)
     try:
         merged = write_merged(traces, args.output)
     except KeyboardInterrupt:
@@ -692,7 +698,7 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     if args.format == "json":
         print(json.dumps(matrix_document(matrix), indent=2))
     elif args.format == "markdown":
-        sys.stdout.write(matrix_markdown(matrix))
+        echo(matrix_markdown(matrix), end="")
     else:
         table = Table(box=None, pad_edge=False)
         table.add_column("kernel")
@@ -701,7 +707,7 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
         for kernel in matrix.kernels:
             cells = [cell_text(matrix.cells.get((kernel, target))) for target in matrix.targets]
             styled = [escape(c) if c in ("", "ok") else f"[red]{escape(c)}[/red]" for c in cells]
-            table.add_row(kernel, *styled)
+            table.add_row(escape(kernel), *styled)
         console = _console()
         console.print(table)
         for cause in matrix.causes:

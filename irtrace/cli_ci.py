@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
@@ -31,6 +30,7 @@ CHECK_EXIT_MEANINGS: dict[int, str] = {
     CheckExit.ERROR: "usage or input error: bad option, missing or unreadable trace, bad policy file, "
     "an output that cannot be written",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.TERMINATED: "terminated (SIGTERM)",
 }
 
 
@@ -111,7 +111,7 @@ def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 def cmd_check(args: argparse.Namespace) -> int:
     from irtrace.check import check_traces
     from irtrace.check_report import render_junit, render_markdown, render_text, report_document
-    from irtrace.cli_edge import load_trace_warning_if_cut
+    from irtrace.cli_edge import echo, load_trace_warning_if_cut
     from irtrace.output import write_atomically
     from irtrace.policy import find_policy
 
@@ -133,11 +133,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise CheckInputError(error.message) from None
     if not args.quiet:
         if args.format == "json":
-            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+            echo(json.dumps(document, indent=2))
         elif args.format == "markdown":
-            sys.stdout.write(render_markdown(report))
+            echo(render_markdown(report), end="")
         else:
-            sys.stdout.write(render_text(report))
+            echo(render_text(report), end="")
     return int(CheckExit.GATED if report.gated else CheckExit.CLEAN)
 
 
@@ -190,7 +190,7 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-    from irtrace.cli_edge import load_trace_warning_if_cut
+    from irtrace.cli_edge import echo, load_trace_warning_if_cut
     from irtrace.errors import NotInTraceError
     from irtrace.output import write_atomically
     from irtrace.repro import build_reproducer, default_script_name
@@ -207,9 +207,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
     reproducer = build_reproducer(trace, run, args.kernel_file, trace_name=Path(args.trace).name)
     output = args.output or default_script_name(run)
     write_atomically(output, reproducer.script)
-    print(
+    echo(
         f"wrote {output}: {reproducer.failed.name} fails alone for {run.kernel} on {run.target} "
-        f"({reproducer.reproduced_error}); run it with: python {output}"
+        f"({reproducer.reproduced_error}); run it with: python {output}",
+        one_line=True,
     )
     return int(ExitCode.OK)
 

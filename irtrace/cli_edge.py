@@ -1,8 +1,9 @@
-"""What every tool's command line does the same way: one-line errors, reading trace files, and
-keeping TileLang's known-harmless native warnings off the screen.
+"""What every tool's command line does the same way: one-line errors, reading trace files, text
+that cannot drive the terminal, and keeping TileLang's known-harmless native warnings off the screen.
 
-Errors are rendered here only: one line on stderr, the exit code the error carries, the
-traceback with ``--debug``. Used by ``irtrace``, ``passdiff`` and ``passviz``.
+Errors are rendered here only: one line on stderr with control characters escaped, the exit code
+the error carries, the traceback with ``--debug``. A reader that goes away (``| head``) ends the
+command with exit 0. Used by ``irtrace``, ``passdiff`` and ``passviz``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from irtrace import interrupts
 from irtrace.errors import ExitCode, IrtraceError
+from irtrace.safe_text import terminal_safe
 from irtrace.trace import STATUS_INCOMPLETE, Trace, load_trace
 
 
@@ -48,26 +50,29 @@ def run_command(
     signals = interrupts.catching() if catch_signals else contextlib.nullcontext()
     try:
         with signals:
-            return int(call())
+            code = int(call())
+            sys.stdout.flush()  # a closed pipe is seen here, not at exit where it would be exit 120
+            return code
     except IrtraceError as error:
         if debug:
             traceback.print_exc()
-        print(f"{tool}: error: {error.message}", file=sys.stderr)
+        echo(f"{tool}: error: {error.message}", stderr=True, one_line=True)
         return int(error.exit_code)
     except KeyboardInterrupt as interrupt:
         terminated = catch_signals and interrupts.received() == signal.SIGTERM
         message = interrupt.message if isinstance(interrupt, Interrupted) else interrupted
         if terminated:
             message = message.replace("interrupted", "terminated", 1)
-        print(f"{tool}: {message}", file=sys.stderr)
+        echo(f"{tool}: {message}", stderr=True, one_line=True)
         return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
     except BrokenPipeError:  # the reader (say, `head`) went away: not an error
+        _discard_stdout()
         return int(ExitCode.OK)
     except OSError as error:  # a file the command writes (passdiff -o, passviz dot -o): one line too
         if debug:
             traceback.print_exc()
         where = f"{error.filename}: " if error.filename else ""
-        print(f"{tool}: error: {where}{error.strerror or error}", file=sys.stderr)
+        echo(f"{tool}: error: {where}{error.strerror or error}", stderr=True, one_line=True)
         return int(ExitCode.OUTPUT)
     except RecursionError:
         # Reading a trace checks every record; anything nested too deeply for Python that gets
@@ -78,17 +83,35 @@ def run_command(
         return int(ExitCode.TRACE_FORMAT)
 
 
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the text still buffered for the closed pipe goes nowhere
+    when Python flushes it at exit (instead of a second BrokenPipeError and exit 120)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def echo(text: str, *, stderr: bool = False, one_line: bool = False, end: str = "\n") -> None:
+    """Print text that holds anything read from a trace (or a policy, or an error), with control
+    characters escaped (``terminal_safe``); ``one_line`` escapes newlines too."""
+    stream = sys.stderr if stderr else sys.stdout
+    stream.write(terminal_safe(text, newlines=not one_line) + end)
+
+
 def load_trace_warning_if_cut(path: str, tool: str) -> Trace:
     """Load a trace and check every IR text against its SHA-256; say on stderr when it was cut
     short, then go on with what it holds."""
     trace = load_trace(path).verify()
     if trace.truncated:
-        print(f"{tool}: warning: {path} was cut short; using what it holds", file=sys.stderr)
+        echo(f"{tool}: warning: {path} was cut short; using what it holds", stderr=True, one_line=True)
         for run in trace.runs:
             if run.status == STATUS_INCOMPLETE and run.running:
                 where = f"{run.kernel} on {run.target}"
-                print(
-                    f"{tool}: warning: {where} stopped while pass {run.running} was running", file=sys.stderr
+                echo(
+                    f"{tool}: warning: {where} stopped while pass {run.running} was running",
+                    stderr=True,
+                    one_line=True,
                 )
     return trace
 

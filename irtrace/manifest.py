@@ -21,30 +21,20 @@ tl.disable_warp_specialized = true      # unquoted dotted keys are read as "tl.d
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from irtrace.api import RecordRequest
-from irtrace.errors import InputError, UsageError
+from irtrace.errors import UsageError
 from irtrace.specs import parse_spec
 from irtrace.targets import check_target_name
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from irtrace.toml_file import read_toml
 
 
 def load_manifest(path: str | Path) -> list[RecordRequest]:
     """Parse a manifest into record requests; every problem names the file and the entry."""
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"manifest {str(file)!r} does not exist")
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{file}: not valid TOML: {error}") from None
+    data = read_toml(file, "manifest")
     defaults = _table(data.get("defaults", {}), f"{file} [defaults]")
     entries = data.get("kernel", [])
     if not isinstance(entries, list) or not entries:

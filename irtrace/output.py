@@ -3,16 +3,20 @@
 Every tool writes ``NAME.partial`` beside the output and renames it onto ``NAME`` once it is
 complete, so an existing ``NAME`` stays as it was until then. The partial file is locked while
 written: a second writer of the same output fails at once instead of interleaving its lines. A
-symlink is written through (its target is replaced, the link stays); folders and devices are
-refused.
+symlink is written through (its target is replaced, the link stays); folders, pipes and devices
+are refused (a FIFO would block the writer for good). File names made from a trace's text
+(``file_name_parts``) are distinct and stay in the folder given.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
+import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -138,3 +142,30 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> Path:
         raise
     output.commit()
     return Path(path)
+
+
+MAX_NAME_PART = 80
+"""Longest file-name part made from a trace's text (file systems allow 255 bytes in all)."""
+
+
+def file_name_parts(names: Iterable[str]) -> dict[str, str]:
+    """A file-name part for each of ``names`` (text from a trace, such as kernel names).
+
+    A part holds only letters, digits, ``_``, ``.`` and ``-``, never starts with a dot (no ``..``,
+    no hidden file), is at most ``MAX_NAME_PART`` long, and differs from every other part even on
+    a file system that ignores case: ``a/b`` and ``a-b`` would both be ``a-b``, so the second gets
+    a short hash of its own name. The parts depend only on the names and their order.
+    """
+    parts: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in dict.fromkeys(names):
+        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).lstrip(".-").rstrip("-")[:MAX_NAME_PART] or "kernel"
+        part = base
+        if part.casefold() in taken:
+            part = f"{base}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+        number = 2
+        while part.casefold() in taken:  # only a name built to look like another's hash gets here
+            part, number = f"{base}-{number}", number + 1
+        taken.add(part.casefold())
+        parts[name] = part
+    return parts

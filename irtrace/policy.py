@@ -23,19 +23,14 @@ spill_bytes = 0.0
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irtrace.errors import InputError, UsageError
+from irtrace.errors import UsageError
 from irtrace.metrics import METRIC_NAMES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from irtrace.toml_file import read_toml
 
 DEFAULT_POLICY_FILE = "irtrace-policy.toml"
 
@@ -113,12 +108,7 @@ def find_policy(given: str | None, folder: Path | None = None) -> Policy:
 def load_policy(path: str | Path) -> Policy:
     """Read a policy file; a missing file, bad TOML, an unknown key or a bad value is an error."""
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"policy file {str(file)!r} does not exist")
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{file}: not valid TOML: {error}") from None
+    data = read_toml(file, "policy file")
     _only(data, ("fail", "time", "metrics"), f"{file}")
     fail = _table(data.get("fail", {}), f"{file} [fail]")
     _only(fail, tuple(CHANGE_KINDS), f"{file} [fail]")

@@ -352,7 +352,11 @@ class TraceWriter:
                 self._stream = self._compressed(self._output.handle)
             else:
                 self._stream = self._open_direct(self.path)
-        self._write_header()
+        try:
+            self._write_header()
+        except OutputError:
+            self.abandon(keep=False)  # no caller holds this writer yet: leave no empty NAME.partial
+            raise
 
     def _write_header(self) -> None:
         self._write(
@@ -953,6 +957,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         raise TraceFormatError(f"{str(file)!r} is not a trace: not UTF-8 text ({error.reason})") from None
     if decoder.getstate()[0]:
         cut = True  # the file ends inside a character: cut short
+    text = text.removeprefix("\ufeff")  # a byte-order mark, added by some Windows editors
     return parse_trace_lines(text.split("\n"), str(file), cut=cut)
 
 
