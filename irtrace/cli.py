@@ -22,6 +22,7 @@ from irtrace.cli_edge import (
     run_command,
 )
 from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
+from irtrace.safe_text import terminal_safe
 from irtrace.targets import target_names
 from irtrace.trace import STATUS_OK, STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun, Trace
 
@@ -509,8 +510,11 @@ def _finish_run(args: argparse.Namespace, writer: Any, runs: list[KernelRun], ou
         )
     if outcome.error is not None:
         print(
-            f"irtrace: error: the script failed after {len(runs)} captured run(s): "
-            f"{describe_script_failure(outcome.error)}",
+            terminal_safe(
+                f"irtrace: error: the script failed after {len(runs)} captured run(s): "
+                f"{describe_script_failure(outcome.error)}",
+                newlines=False,
+            ),
             file=sys.stderr,
         )
         return ExitCode.SCRIPT

@@ -64,8 +64,10 @@ def failed_passes(run: KernelRun) -> list[PassRecord]:
 
 
 def default_script_name(run: KernelRun) -> str:
-    """``repro_KERNEL_TARGET.py`` with anything but letters, digits and ``_`` replaced."""
-    return re.sub(r"[^A-Za-z0-9_]+", "_", f"repro_{run.kernel}_{run.target}").strip("_") + ".py"
+    """``repro_KERNEL_TARGET.py`` with anything but letters, digits and ``_`` replaced, kernel and
+    target cut to 80 characters each so a long kernel name still makes a valid file name."""
+    kernel, target = (re.sub(r"[^A-Za-z0-9_]+", "_", part)[:80] for part in (run.kernel, run.target))
+    return re.sub(r"_+", "_", f"repro_{kernel}_{target}").strip("_") + ".py"
 
 
 def build_reproducer(

@@ -139,3 +139,23 @@ def test_kernels_whose_names_clash_as_file_names_get_a_drawing_each(
     assert paths == set(written)
     assert not (tmp_path.parent / "escaped").exists() and not Path("/tmp/absolute").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["drawings"]
+
+
+def test_a_reproducer_named_after_a_long_hostile_kernel_name_is_a_valid_file_name() -> None:
+    from irtrace.repro import default_script_name
+    from irtrace.trace import KernelRun
+
+    run = KernelRun(
+        run_id=0,
+        kernel="k" * 400 + "/../\x1b]0;x\x07",
+        spec="",
+        args={},
+        target="cuda:sm_90",
+        target_detail="",
+        pass_configs={},
+        tilelang_version="",
+        host={},
+    )
+    name = default_script_name(run)
+    assert len(name.encode()) < 255 and "/" not in name and "\x1b" not in name
+    assert name.startswith("repro_kkk") and name.endswith("_cuda_sm_90.py")
