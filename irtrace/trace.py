@@ -205,8 +205,9 @@ class Trace:
         """About the length of a stored text, cheaply (for deciding what to compute lazily)."""
         if sha is None:
             return 0
-        if isinstance(self.texts, LazyTexts):
-            return self.texts.size(sha)
+        size = getattr(self.texts, "size", None)  # LazyTexts and views of it know without decoding
+        if size is not None:
+            return int(size(sha))
         return len(self.texts.get(sha, ""))
 
     def kernel_source(self, run: KernelRun) -> str | None:

@@ -30,6 +30,7 @@ from passviz.model import (
     next_matching,
     pass_entries,
     run_text_size,
+    terminal_view,
 )
 from passviz.widgets.code_view import CodeView, IrRows, NoteRows, SideBySideRows, UnifiedRows
 from passviz.widgets.filter_bar import FilterBar
@@ -136,7 +137,7 @@ class PassvizApp(App[None]):
         super().__init__()
         from irtrace.trace import load_trace
 
-        self.traces = [t if isinstance(t, Trace) else load_trace(t) for t in traces]
+        self.traces = [terminal_view(t if isinstance(t, Trace) else load_trace(t)) for t in traces]
         self.show_times = show_times
         self.run_ref: RunRef | None = None
         self.entries: list[PassEntry] = []

@@ -150,3 +150,21 @@ def test_files_written_with_output_keep_the_recorded_text(tmp_path: Path, copy_t
     done = run_tool("irtrace", "check", str(hostile), "--baseline", str(hostile), "--json", str(report))
     assert done.returncode == 0 and raw_control_characters(done.stdout) == [], done.stderr
     assert [run["kernel"] for run in json.loads(report.read_text())["runs"]] == [f"copy{HOSTILE}"]
+
+
+async def test_the_browser_shows_escapes_from_a_trace_as_text(tmp_path: Path, copy_trace: Trace) -> None:
+    """The passviz browser, opened on the hostile trace, draws every name, error and IR line with
+    the escapes written out: its whole screen (run tree, pass table, code pane) holds none."""
+    from passviz.app import PassvizApp
+
+    app = PassvizApp([hostile_trace(copy_trace, tmp_path / "hostile.jsonl")], show_times=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        screens = [app.export_screenshot()]
+        for key in ("down", "enter", "r", "down", "e"):
+            await pilot.press(key)
+            await pilot.pause()
+            screens.append(app.export_screenshot())
+    shown = "\n".join(screens)
+    assert "\\x1b]0;pwned" in shown
+    assert raw_control_characters(shown.replace("\r", "")) == []
