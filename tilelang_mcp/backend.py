@@ -450,6 +450,13 @@ def check_report(new: Trace, baseline: Trace, policy: str | None) -> tuple[dict[
     return report_document(report), render_text(report)
 
 
+def resource_lines(run: KernelRun) -> list[str]:
+    """One line per kernel function: registers, spills, shared memory, barriers, stack."""
+    from irtrace.machine_code import describe_resources
+
+    return describe_resources(run.resources)
+
+
 def describe_job_error(error: BaseException) -> str:
     """One line for an error raised while checking or reading inputs."""
     if isinstance(error, IrtraceError):
