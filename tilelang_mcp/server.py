@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -257,6 +258,9 @@ class TileLangMcp:
     async def load(self, reference: str) -> tuple[str, backend.Trace]:
         """A session trace by id, or a trace file under the roots."""
         stored = self.traces.get(reference)
+        if stored is None and re.fullmatch(r"t\d+", reference):
+            recorded = ", ".join(self.traces) or "none yet"
+            raise ToolError(f"no trace {reference!r} was recorded in this session (recorded: {recorded})")
         path = stored.path if stored is not None else self.config.roots.check(reference, "trace file")
         return reference, await anyio.to_thread.run_sync(backend.load_trace, path)
 
