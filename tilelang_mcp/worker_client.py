@@ -72,9 +72,11 @@ class WorkerClient:
             try:
                 message = json.loads(line)
             except json.JSONDecodeError:
-                continue
+                message = None
             if isinstance(message, dict):
                 return message
+            # the worker points everything else at stderr; a stray line here is a bug to see
+            print(f"tilelang-mcp: the worker wrote a line that is no message: {line[:200]!r}", file=sys.stderr)
 
     async def request(self, method: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int) -> Any:
         """Run one job; its result, or ``WorkerError`` with the job's or the worker's error."""
