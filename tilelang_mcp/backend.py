@@ -375,7 +375,9 @@ def run_summary(trace: Trace, run: KernelRun) -> dict[str, Any]:
         data["failed_pass"] = label_in_run(run, failed) if failed is not None else None
         data["running"] = run.running
         data["stopped_by"] = run.stopped_by
-        data["error"] = error_headline((failed.error if failed is not None else None) or run.error)
+        # a killed child's run says why (timed out, died) on the run; a failed pass on the pass
+        error = run.error if run.stopped_by else (failed.error if failed is not None else None) or run.error
+        data["error"] = error_headline(error)
     if run.resources:
         data["resources"] = [item.to_json() | {"function": item.function} for item in run.resources]
     if run.bench is not None:

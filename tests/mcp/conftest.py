@@ -34,8 +34,9 @@ CALL_TIMEOUT_S = 600.0
 class McpServer:
     """``python -m tilelang_mcp`` with the given arguments, and a session to it."""
 
-    def __init__(self, args: Sequence[str], errlog: IO[str]) -> None:
+    def __init__(self, args: Sequence[str], errlog: IO[str], env: dict[str, str] | None = None) -> None:
         self.args = list(args)
+        self.env = env or {}
         self.errlog = errlog
         self.unparsed: list[Exception] = []
         """What arrived on the client's stdin that was not an MCP message (a dirty stdout)."""
@@ -56,6 +57,7 @@ class McpServer:
         self.closing = asyncio.Event()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+        env.update(self.env)
         params = StdioServerParameters(
             command=sys.executable, args=["-m", "tilelang_mcp", *self.args], env=env, cwd=str(ROOT)
         )
@@ -101,8 +103,10 @@ class McpServer:
         self.thread.join(timeout=10)
 
 
-def start_server(args: Sequence[str], errlog: IO[str]) -> Iterator[McpServer]:
-    server = McpServer(args, errlog)
+def start_server(
+    args: Sequence[str], errlog: IO[str], env: dict[str, str] | None = None
+) -> Iterator[McpServer]:
+    server = McpServer(args, errlog, env)
     try:
         yield server
     finally:

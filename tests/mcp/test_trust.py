@@ -17,6 +17,7 @@ from typing import IO
 
 import pytest
 
+from ..conftest import DATA as TEST_DATA
 from .conftest import DATA, McpServer, start_server
 
 TIMEOUT_S = 6
@@ -48,8 +49,10 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def guarded(folders: tuple[Path, Path], server_log: IO[str]) -> Iterator[McpServer]:
     root, _ = folders
-    args = ["--root", str(DATA), "--root", str(root), "--timeout", str(TIMEOUT_S)]
-    yield from start_server([*args, "--memory-limit", str(MEMORY_MB)], server_log)
+    args = ["--root", str(DATA), "--root", str(root), "--root", str(TEST_DATA), "--timeout", str(TIMEOUT_S)]
+    # tests/data/misbehaving.py's copy kernel then sleeps in native code inside tl.LowerTileOp
+    misbehave = {"IRTRACE_TEST_MISBEHAVE": "hang:LowerTileOp"}
+    yield from start_server([*args, "--memory-limit", str(MEMORY_MB)], server_log, misbehave)
 
 
 def test_files_outside_the_roots_are_refused(guarded: McpServer, folders: tuple[Path, Path]) -> None:
@@ -75,6 +78,10 @@ def test_a_hanging_file_times_out_and_the_server_goes_on(guarded: McpServer) -> 
     assert took < TIMEOUT_S + 20
     shorter = guarded.error("diagnostics", spec="hang.py", timeout_s=2)
     assert "timed out after 2 s" in shorter
+    in_a_pass = guarded.ok("lower_kernel", spec=f"{TEST_DATA / 'misbehaving.py'}::copy()", timeout_s=4)
+    (run,) = in_a_pass["runs"]
+    assert (run["status"], run["stopped_by"], run["running"]) == ("failed", "timeout", "tl.LowerTileOp")
+    assert "timed out after 4 s while pass tl.LowerTileOp was running" in run["error"]
     assert guarded.ok("lower_kernel", spec="noisy.py::scale()")["runs"][0]["status"] == "ok"
 
 
