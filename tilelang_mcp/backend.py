@@ -8,6 +8,7 @@ need no tilelang, so the server calls them directly. Importing this module impor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -35,7 +36,6 @@ from irtrace.policy import Policy, load_policy
 from irtrace.specs import KernelSpec, parse_spec
 from irtrace.targets import TARGETS, aliases_of, get_target
 from irtrace.trace import (
-    PHASE_CODEGEN,
     STATUS_INCOMPLETE,
     STATUS_OK,
     KernelRun,
@@ -50,11 +50,11 @@ from passdiff import NormalizeRules, RunComparison, TextDiff, compare_runs, diff
 __all__ = [
     "IrtraceError",
     "JobError",
+    "KernelRun",
     "KernelSpec",
     "RunComparison",
     "TextDiff",
     "Trace",
-    "KernelRun",
     "check_report",
     "compare_lowerings",
     "coverage_document",
@@ -142,10 +142,13 @@ def _enter_child(limits: JobLimits, close_fds: Sequence[int]) -> None:
     import resource
 
     for fd in close_fds:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
+    with contextlib.suppress(Exception):  # Linux: die with the worker, or a hang would spin on
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -179,7 +182,9 @@ def _isolated(
     if outcome.error is not None:
         message = str(getattr(outcome.error, "message", None) or outcome.error)
         if "MemoryError" in message or "bad_alloc" in message:
-            message = f"the kernel ran out of memory (limit {limits.memory_mb} MB above the worker's): {message}"
+            message = (
+                f"the kernel ran out of memory (limit {limits.memory_mb} MB above the worker's): {message}"
+            )
         raise JobError(message)
     if outcome.interrupted:
         raise JobError("the job was interrupted")
@@ -419,11 +424,6 @@ def resolve_query(run: KernelRun, query: str) -> PassRecord:
     return resolve_pass(run, query)
 
 
-def codegen_label(run: KernelRun) -> str | None:
-    labels = occurrence_labels(p.name for p in run.passes)
-    return next((label for label, p in zip(labels, run.passes, strict=True) if p.phase == PHASE_CODEGEN), None)
-
-
 def rules(normalize: bool) -> NormalizeRules:
     return NormalizeRules() if normalize else NormalizeRules.none()
 
@@ -468,4 +468,3 @@ def describe_job_error(error: BaseException) -> str:
 
 def dump(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
-

@@ -37,6 +37,8 @@ DEFAULT_LINES = 200
 MAX_LINES = 2000
 MAX_TEXT_CHARS = 60_000
 """Longest IR, source or diff text one call returns; past it the text is cut at a line."""
+MAX_STRING_CHARS = 4000
+"""Longest string in a JSON answer (an error message); page-able texts are bounded by pages."""
 FAILURE_IR_LINES = 60
 """Lines of a failing pass's input shown in ``lower_kernel``'s answer."""
 MAX_PASS_ROWS = 400
@@ -63,7 +65,9 @@ OptionalSpec = Annotated[
 ]
 TraceRef = Annotated[
     str | None,
-    Field(description="A trace this session recorded (`t1`, from lower_kernel) or a trace file under the roots."),
+    Field(
+        description="A trace this session recorded (`t1`, from lower_kernel) or a trace file under the roots."
+    ),
 ]
 Target = Annotated[str | None, Field(description="Target, e.g. cuda:sm_90, hip:gfx942, metal, ascend.")]
 Targets = Annotated[
@@ -71,13 +75,17 @@ Targets = Annotated[
 ]
 Configs = Annotated[
     dict[str, Any] | None,
-    Field(description='Pass configs on top of the kernel\'s own, e.g. {"tl.disable_warp_specialized": true}.'),
+    Field(
+        description='Pass configs on top of the kernel\'s own, e.g. {"tl.disable_warp_specialized": true}.'
+    ),
 ]
 Kernel = Annotated[str | None, Field(description="Kernel name, when the trace or spec holds several.")]
 Timeout = Annotated[
     float | None, Field(description="Seconds this call may take (at most the server's --timeout).", gt=0)
 ]
-Offset = Annotated[int, Field(description="First line to return (0-based), to page through long texts.", ge=0)]
+Offset = Annotated[
+    int, Field(description="First line to return (0-based), to page through long texts.", ge=0)
+]
 Limit = Annotated[int, Field(description=f"Lines to return (at most {MAX_LINES}).", ge=1, le=MAX_LINES)]
 Normalize = Annotated[
     bool, Field(description="Mask target JSON, object addresses and metadata indices before comparing.")
@@ -127,8 +135,22 @@ def tool_errors(
     return wrapper
 
 
+def clip(value: Any) -> Any:
+    """``value`` with every string longer than ``MAX_STRING_CHARS`` cut, saying how much was cut:
+    compiler errors can quote whole modules."""
+    if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
+        return value[:MAX_STRING_CHARS] + f"... [{len(value) - MAX_STRING_CHARS} more characters cut]"
+    if isinstance(value, dict):
+        return {key: clip(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [clip(item) for item in value]
+    return value
+
+
 def result(summary: str, data: dict[str, Any], body: str | None = None) -> CallToolResult:
     """A short text for the reader, then the body (the JSON, or the IR or diff text itself)."""
+    if body is None:  # paged texts are bounded by their pages; the rest by its strings
+        data = clip(data)
     text = body if body is not None else backend.dump(data)
     return CallToolResult(
         content=[TextContent(type="text", text=summary), TextContent(type="text", text=text)],
@@ -136,7 +158,9 @@ def result(summary: str, data: dict[str, Any], body: str | None = None) -> CallT
     )
 
 
-def page(text: str, offset: int, limit: int, how_to_continue: str) -> tuple[str, dict[str, Any]]:
+def page(
+    text: str, offset: int, limit: int, how_to_continue: str, max_chars: int = MAX_TEXT_CHARS
+) -> tuple[str, dict[str, Any]]:
     """Lines ``offset`` to ``offset + limit`` of ``text`` (cut sooner at ``MAX_TEXT_CHARS``), and a
     note saying which lines these are and how to get the rest."""
     lines = text.splitlines(keepends=True)
@@ -144,9 +168,9 @@ def page(text: str, offset: int, limit: int, how_to_continue: str) -> tuple[str,
     chunk: list[str] = []
     size = 0
     for line in lines[offset : offset + min(limit, MAX_LINES)]:
-        if chunk and size + len(line) > MAX_TEXT_CHARS:
+        if chunk and size + len(line) > max_chars:
             break
-        chunk.append(line[:MAX_TEXT_CHARS])
+        chunk.append(line[:max_chars])
         size += len(chunk[-1])
     end = offset + len(chunk)
     info: dict[str, Any] = {"offset": offset, "lines": len(chunk), "total_lines": total, "complete": False}
@@ -302,7 +326,9 @@ class TileLangMcp:
         run's passes with their time, whether they changed the IR and +/- lines; for a failure,
         the failing pass, its error and the IR it received. Returns a trace id for get_ir,
         diff_passes and check_trace."""
-        trace_id, trace, stopped = await self.record(spec, targets or [DEFAULT_TARGET], pass_configs, timeout_s)
+        trace_id, trace, stopped = await self.record(
+            spec, targets or [DEFAULT_TARGET], pass_configs, timeout_s
+        )
         runs = []
         lines = []
         rows_left = MAX_PASS_ROWS
@@ -324,6 +350,7 @@ class TileLangMcp:
                     FAILURE_IR_LINES,
                     f"call get_ir(trace={trace_id!r}, kernel={run.kernel!r}, target={run.target!r}, "
                     f"pass_name={label!r}, side='before')",
+                    max_chars=MAX_STRING_CHARS // 2,
                 )
                 data["ir_received"] = shown
                 data["ir_received_info"] = info
@@ -360,7 +387,10 @@ class TileLangMcp:
         trace_id, loaded = await self.trace_or_spec(trace, spec, target, timeout_s)
         run = self.run_of(loaded, kernel, target)
         label, text = backend.find_ir(loaded, run, pass_name, side)
-        how = f"call get_ir(trace={trace_id!r}, kernel={run.kernel!r}, target={run.target!r}, pass_name={label!r}"
+        how = (
+            f"call get_ir(trace={trace_id!r}, kernel={run.kernel!r}, target={run.target!r}, "
+            f"pass_name={label!r}"
+        )
         shown, info = page(text, offset, limit, how + (", side='before')" if side == "before" else ")"))
         data = {"trace": trace_id, "kernel": run.kernel, "target": run.target, "pass": label, "side": side}
         data |= info | {"text": shown}
@@ -411,9 +441,8 @@ class TileLangMcp:
             **info,
             "diff": shown,
         }
-        summary = (
-            f"{run.kernel} on {run.target}: {from_pass}..{last} "
-            + ("changed nothing" if diff.is_empty else f"+{diff.added} -{diff.removed} lines")
+        summary = f"{run.kernel} on {run.target}: {from_pass}..{last} " + (
+            "changed nothing" if diff.is_empty else f"+{diff.added} -{diff.removed} lines"
         )
         return result(summary, data, shown or "(no change)")
 
@@ -493,14 +522,17 @@ class TileLangMcp:
             summary = f"IR first differs after {label}{only}{cause}"
         if "source" in data:
             summary += "; kernel sources " + ("are equal" if data["source"]["equal"] else "differ")
-        return result(summary, data, backend.dump({k: v for k, v in data.items() if k != "diff"}) + "\n" + shown)
+        return result(
+            summary, data, backend.dump({k: v for k, v in data.items() if k != "diff"}) + "\n" + shown
+        )
 
     @tool_errors
     async def buffer_facts(
         self,
         spec: Spec,
         line: Annotated[
-            int | None, Field(description="Source line (1-based) to report buffers of; all when omitted.", ge=1)
+            int | None,
+            Field(description="Source line (1-based) to report buffers of; all when omitted.", ge=1),
         ] = None,
         target: Target = None,
         timeout_s: Timeout = None,
@@ -523,7 +555,9 @@ class TileLangMcp:
         return result("\n".join(lines), answer)
 
     @tool_errors
-    async def diagnostics(self, spec: Spec, target: Target = None, timeout_s: Timeout = None) -> CallToolResult:
+    async def diagnostics(
+        self, spec: Spec, target: Target = None, timeout_s: Timeout = None
+    ) -> CallToolResult:
         """Errors and warnings from TileLang's real frontend and pipeline for a kernel file (its
         module-level PrimFuncs) or one kernel spec: syntax and import errors, build errors, the
         failing pass, and the warnings TileLang's checks log (buffer read before written, data race)."""
@@ -595,7 +629,8 @@ class TileLangMcp:
         trace: Annotated[str, Field(description="The new trace: a session trace id (t2) or a trace file.")],
         baseline: Annotated[str, Field(description="The baseline: a session trace id (t1) or a trace file.")],
         policy: Annotated[
-            str | None, Field(description="An irtrace-policy.toml under the roots (default: irtrace's defaults).")
+            str | None,
+            Field(description="An irtrace-policy.toml under the roots (default: irtrace's defaults)."),
         ] = None,
     ) -> CallToolResult:
         """Check a trace against a baseline as `irtrace check` does: per kernel x target, added,
@@ -663,4 +698,3 @@ async def serve(config: ServerConfig) -> None:
             tasks.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await app.worker.stop()
-

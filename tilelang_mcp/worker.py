@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-WARMUP_KERNEL = '''
+WARMUP_KERNEL = """
 import tilelang.language as T
 
 
@@ -38,7 +38,7 @@ def warmup(M=64, N=64, K=32):
             T.copy(C_f, C)
 
     return main
-'''
+"""
 """Our own kernel, lowered here once: the first lowering in a process costs about a second more,
 and every child forked afterwards starts warm."""
 
@@ -89,7 +89,9 @@ def main() -> None:
     try:
         import tilelang
     except Exception as error:
-        send(protocol, {"event": "failed", "error": f"cannot import tilelang: {type(error).__name__}: {error}"})
+        send(
+            protocol, {"event": "failed", "error": f"cannot import tilelang: {type(error).__name__}: {error}"}
+        )
         return
     import_s = time.perf_counter() - started
     warmup_s = warm_up()

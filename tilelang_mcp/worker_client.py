@@ -68,7 +68,9 @@ class WorkerClient:
             line = await self.process.stdout.readline()
             if not line:
                 code = await self.process.wait()
-                raise WorkerError(f"the TileLang worker exited (code {code}); it is restarted on the next call")
+                raise WorkerError(
+                    f"the TileLang worker exited (code {code}); it is restarted on the next call"
+                )
             try:
                 message = json.loads(line)
             except json.JSONDecodeError:
@@ -76,7 +78,9 @@ class WorkerClient:
             if isinstance(message, dict):
                 return message
             # the worker points everything else at stderr; a stray line here is a bug to see
-            print(f"tilelang-mcp: the worker wrote a line that is no message: {line[:200]!r}", file=sys.stderr)
+            print(
+                f"tilelang-mcp: the worker wrote a line that is no message: {line[:200]!r}", file=sys.stderr
+            )
 
     async def request(self, method: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int) -> Any:
         """Run one job; its result, or ``WorkerError`` with the job's or the worker's error."""
@@ -104,7 +108,9 @@ class WorkerClient:
                 ) from None
             except (BrokenPipeError, ConnectionResetError):
                 await self.kill()
-                raise WorkerError("the TileLang worker had exited; it is restarted on the next call") from None
+                raise WorkerError(
+                    "the TileLang worker had exited; it is restarted on the next call"
+                ) from None
             except asyncio.CancelledError:
                 await self.kill()  # the client gave up: an answer left in the pipe would go to the next call
                 raise

@@ -123,4 +123,6 @@ def server_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IO[str]]:
 @pytest.fixture(scope="module")
 def mcp_server(server_log: IO[str]) -> Iterator[McpServer]:
     """One server for the module, allowed to run the bundled examples and the test data."""
-    yield from start_server(["--root", str(EXAMPLES), "--root", str(TEST_DATA), "--root", str(DATA)], server_log)
+    yield from start_server(
+        ["--root", str(EXAMPLES), "--root", str(TEST_DATA), "--root", str(DATA)], server_log
+    )

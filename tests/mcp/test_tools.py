@@ -166,7 +166,9 @@ def test_diff_passes_is_the_change_the_pass_made(
     added = [line[1:] for line in answer["diff"].splitlines()[2:] if line.startswith("+")]
     removed = [line[1:] for line in answer["diff"].splitlines()[2:] if line.startswith("-")]
     # any correct diff: before - removed + added == after, as multisets of lines
-    assert Counter(truth.before.splitlines()) - Counter(removed) + Counter(added) == Counter(truth.after.splitlines())
+    assert Counter(truth.before.splitlines()) - Counter(removed) + Counter(added) == Counter(
+        truth.after.splitlines()
+    )
     assert (answer["added"], answer["removed"]) == (len(added), len(removed))
     short = mcp_server.ok("diff_passes", trace=sm90["trace"], from_pass="tl.LayoutInference", limit=4)
     assert short["lines"] == 4 and "offset=4" in short["note"]
@@ -226,10 +228,15 @@ def test_buffer_facts_are_the_layout_map(mcp_server: McpServer) -> None:
     assert {b["name"] for b in everything["kernels"][0]["buffers"]} == {"A", "B", "C"} | {
         truth[line].name for line in lines
     }
-    assert "no buffer is declared on line 1" in mcp_server.call("buffer_facts", spec=GEMM, line=1).content[0].text  # type: ignore[union-attr]
+    assert (
+        "no buffer is declared on line 1"
+        in mcp_server.call("buffer_facts", spec=GEMM, line=1).content[0].text
+    )  # type: ignore[union-attr]
 
 
-def test_diagnostics_locate_the_compilers_errors(mcp_server: McpServer, capfd: pytest.CaptureFixture[str]) -> None:
+def test_diagnostics_locate_the_compilers_errors(
+    mcp_server: McpServer, capfd: pytest.CaptureFixture[str]
+) -> None:
     syntax = mcp_server.ok("diagnostics", spec=f"{TEST_DATA / 'syntax_error.py'}::broken()")
     ((diagnostic,),) = [syntax["diagnostics"]]
     source = (TEST_DATA / "syntax_error.py").read_text().splitlines()
@@ -247,7 +254,9 @@ def test_diagnostics_locate_the_compilers_errors(mcp_server: McpServer, capfd: p
     assert error["message"].splitlines()[0] in truth
     logged = re.findall(r"Warning: (.+?):.*?--> .*?bad_layout\.py:(\d+)", native_log, re.DOTALL)
     assert logged
-    warnings = {(d["message"].split(":")[0], d["line"]) for d in layout["diagnostics"] if d["severity"] == "warning"}
+    warnings = {
+        (d["message"].split(":")[0], d["line"]) for d in layout["diagnostics"] if d["severity"] == "warning"
+    }
     assert {(head, int(line)) for head, line in logged} <= warnings
     clean = mcp_server.ok("diagnostics", spec=GEMM)
     assert clean["diagnostics"] == [] and clean["kernels"][0]["status"] == "ok"

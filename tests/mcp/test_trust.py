@@ -99,6 +99,11 @@ def test_stdout_carries_only_the_protocol(guarded: McpServer, server_log: IO[str
     assert guarded.unparsed == []  # every line the client read was an MCP message
     server_log.flush()
     log = Path(server_log.name).read_text(encoding="utf-8")
-    for noise in ("print to sys.stdout", "raw write to file descriptor 1", "TileLang's logger", "print while building"):
+    for noise in (
+        "print to sys.stdout",
+        "raw write to file descriptor 1",
+        "TileLang's logger",
+        "print while building",
+    ):
         # it was written, and went to stderr: not to the worker's protocol pipe nor the client's
         assert f"NOISE: {noise}" in log
