@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from ..conftest import ROOT
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from ..conftest import EXAMPLES, ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -52,3 +58,26 @@ def test_the_server_process_imports_no_compiler() -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert not set(json.loads(done.stdout)) & {"tilelang", "tvm", "torch", "tvm_ffi"}
+
+
+def test_the_documented_client_configuration_starts_a_server() -> None:
+    """docs/mcp.md's first snippet, as a client reads it, gives a server the SDK's client can use."""
+    blocks = re.findall(r"```json\n(.*?)```", (ROOT / "docs" / "mcp.md").read_text(), re.DOTALL)
+    config = json.loads(blocks[0])["mcpServers"]["tilelang"]
+    assert config["command"] == "tilelang-mcp" and config["args"][0] == "--root"
+    args = [config["args"][0], str(EXAMPLES)]
+    # the console script where this checkout is installed; else the same entry point by module
+    command = shutil.which(config["command"])
+    if command is None:
+        command, args = sys.executable, ["-m", "tilelang_mcp", *args]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+    async def session() -> set[str]:
+        params = StdioServerParameters(command=command, args=args, env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            targets = await client.call_tool("list_targets", {})
+            assert not targets.isError
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    assert "lower_kernel" in asyncio.run(session())
