@@ -192,6 +192,7 @@ class TileLangMcp:
         self.config = config
         self.worker = worker or WorkerClient()
         self.traces: dict[str, StoredTrace] = {}
+        self.recorded = 0
         self.server = FastMCP("tilelang", instructions=INSTRUCTIONS, log_level="WARNING")
         for tool in (
             self.list_targets,
@@ -236,7 +237,8 @@ class TileLangMcp:
         trace, and why the job stopped early (``None`` when it did not)."""
         checked = self.kernel_spec(spec)
         names = backend.canonical_targets(targets)
-        trace_id = f"t{len(self.traces) + 1}"
+        self.recorded += 1  # before any await: concurrent calls get ids of their own
+        trace_id = f"t{self.recorded}"
         path = self.config.store / f"{trace_id}.jsonl"
         answer = await self.job(
             "record",

@@ -48,6 +48,12 @@ def oracle_sm90() -> list[OraclePass]:
 
 
 @pytest.fixture(scope="module")
+def oracle_no_ws() -> list[OraclePass]:
+    """Without warp specialization: tl.ProducerConsumerWarpSpecialized and its helpers do not run."""
+    return oracle_passes(gemm(), "cuda:sm_90", NO_WS)
+
+
+@pytest.fixture(scope="module")
 def oracle_ascend() -> list[OraclePass]:
     """The GEMM is no Ascend kernel: its pipeline fails in a semantic check."""
     return oracle_passes(gemm(), "ascend")
@@ -175,9 +181,8 @@ def test_diff_passes_is_the_change_the_pass_made(
 
 
 def test_diff_lowerings_finds_the_pass_a_config_removes(
-    mcp_server: McpServer, oracle_sm90: list[OraclePass]
+    mcp_server: McpServer, oracle_sm90: list[OraclePass], oracle_no_ws: list[OraclePass]
 ) -> None:
-    oracle_no_ws = oracle_passes(gemm(), "cuda:sm_90", NO_WS)
     held_b = {p.before for p in oracle_no_ws} | {p.after for p in oracle_no_ws}
     # the first pass of A whose module B never held, before or after any of its passes
     expected = next(p for p in oracle_sm90 if p.after not in held_b)
@@ -192,12 +197,13 @@ def test_diff_lowerings_finds_the_pass_a_config_removes(
     assert same["first_difference"] is None and same["source"]["equal"]
 
 
-def test_check_trace_against_a_baseline(mcp_server: McpServer, oracle_sm90: list[OraclePass]) -> None:
+def test_check_trace_against_a_baseline(
+    mcp_server: McpServer, oracle_sm90: list[OraclePass], oracle_no_ws: list[OraclePass]
+) -> None:
     baseline = mcp_server.ok("lower_kernel", spec=GEMM)["trace"]
     new = mcp_server.ok("lower_kernel", spec=GEMM, pass_configs=NO_WS)["trace"]
     answer = mcp_server.ok("check_trace", trace=new, baseline=baseline)
     (run,) = answer["runs"]
-    oracle_no_ws = oracle_passes(gemm(), "cuda:sm_90", NO_WS)
     held = {p.after for p in oracle_no_ws} | {p.before for p in oracle_no_ws}
     expected = next(p for p in oracle_sm90 if p.after not in held)
     assert run["outcome"] == "changed" and run["first_changed_pass"] == f"{expected.name}#1"
