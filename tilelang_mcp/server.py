@@ -176,6 +176,8 @@ def page(
     info: dict[str, Any] = {"offset": offset, "lines": len(chunk), "total_lines": total, "complete": False}
     if offset == 0 and end >= total:
         info["complete"] = True
+    elif offset >= total:
+        info["note"] = f"offset {offset} is past the end: the text has {total} lines"
     elif end < total:
         info["note"] = (
             f"showing lines {offset + 1}-{end} of {total}; {how_to_continue} with offset={end} for the rest"

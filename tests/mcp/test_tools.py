@@ -119,6 +119,8 @@ def test_get_ir_is_what_the_pass_printed(
         assert read_all_ir(mcp_server, trace=sm90["trace"], pass_name=wanted) == truth.after
         first = mcp_server.ok("get_ir", trace=sm90["trace"], pass_name=wanted, limit=5)
         assert not first["complete"] and "offset=5" in first["note"]
+        past = mcp_server.ok("get_ir", trace=sm90["trace"], pass_name=wanted, offset=10**6)
+        assert past["text"] == "" and "past the end" in past["note"]
         before = mcp_server.ok("get_ir", trace=sm90["trace"], pass_name=wanted, side="before", limit=2000)
         assert before["text"] == truth.before
 
