@@ -9,7 +9,9 @@ the protocol.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,3 +109,39 @@ def test_stdout_carries_only_the_protocol(guarded: McpServer, server_log: IO[str
     ):
         # it was written, and went to stderr: not to the worker's protocol pipe nor the client's
         assert f"NOISE: {noise}" in log
+
+
+def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it() -> None:
+    """The worker killed mid-job (as the OOM killer would): the call fails, the job's child does
+    not spin on, and the next call starts a new worker."""
+    from tilelang_mcp.worker_client import WorkerClient, WorkerError
+
+    def children(pid: int) -> set[int]:
+        found: set[int] = set()
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found |= {int(child) for child in (task / "children").read_text().split()}
+        return found
+
+    async def scenario() -> None:
+        client = WorkerClient()
+        params = {"spec": str(DATA / "hang.py"), "target": "cuda:sm_90", "line": None}
+        call = asyncio.create_task(client.request("facts", params, timeout_s=120, memory_mb=MEMORY_MB))
+        while client.process is None or not client.ready_info or not children(client.process.pid):
+            await asyncio.sleep(0.2)  # started, warm, and its child is running the file
+        (job,) = children(client.process.pid)
+        client.process.kill()
+        with pytest.raises(WorkerError, match="exited"):
+            await call
+        for _ in range(100):
+            if not Path(f"/proc/{job}").exists() or "Z" in Path(f"/proc/{job}/stat").read_text().split()[2]:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            os.kill(job, signal.SIGKILL)  # not left spinning after a failed test
+            raise AssertionError("the job's child outlived its worker")
+        params["spec"] = f"{DATA / 'noisy.py'}::scale()"
+        answer = await client.request("facts", params, timeout_s=120, memory_mb=MEMORY_MB)
+        assert answer["kernels"][0]["reached"] and client.restarts == 1
+        await client.stop()
+
+    asyncio.run(scenario())
