@@ -47,24 +47,33 @@ from irtrace.trace import (
 )
 from passdiff import NormalizeRules, RunComparison, TextDiff, compare_runs, diff_span, label_in_run
 
-__all__ = [
+__all__ = [  # what the server uses, irtrace's types included
+    "SOURCE",
     "IrtraceError",
     "JobError",
+    "JobLimits",
     "KernelRun",
     "KernelSpec",
     "RunComparison",
     "TextDiff",
     "Trace",
+    "canonical_targets",
     "check_report",
     "compare_lowerings",
     "coverage_document",
+    "describe_job_error",
+    "dump",
+    "failure_input",
     "find_ir",
     "load_trace",
     "parse_kernel_spec",
+    "pass_rows",
     "pass_span_diff",
+    "resource_lines",
     "run_job",
     "run_summary",
     "target_table",
+    "with_path",
 ]
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
@@ -90,7 +99,7 @@ def parse_kernel_spec(text: str) -> KernelSpec:
     """``path.py[::name[(args)]]`` parsed without importing anything; a module name is refused,
     since only files under the allowed roots may run."""
     spec = parse_spec(text)
-    if is_module_name(spec.path) and not spec.path.endswith(".py"):
+    if is_module_name(spec.path):
         raise JobError(
             f"{spec.path!r} is a module name; tilelang-mcp takes kernel files only (path.py::name(args))"
         )
