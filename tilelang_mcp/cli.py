@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     store = Path(tempfile.mkdtemp(prefix="tilelang-mcp-traces-"))
     config = ServerConfig(AllowedRoots(args.root), args.timeout, args.memory_limit, store)
+    # Clients end a server that does not exit at once with SIGTERM: leave as on Ctrl-C, cleaning up.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         anyio.run(serve, config)
     except KeyboardInterrupt:
@@ -76,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(store, ignore_errors=True)
     return ExitCode.OK
+
+
+def _interrupt(number: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

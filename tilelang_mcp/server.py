@@ -192,7 +192,11 @@ class TileLangMcp:
 
     def __init__(self, config: ServerConfig, worker: WorkerClient | None = None) -> None:
         self.config = config
-        self.worker = worker or WorkerClient()
+        if worker is None:
+            scratch = config.store / "scratch"
+            scratch.mkdir(parents=True, exist_ok=True)
+            worker = WorkerClient(scratch=scratch)
+        self.worker = worker
         self.traces: dict[str, StoredTrace] = {}
         self.recorded = 0
         self.server = FastMCP("tilelang", instructions=INSTRUCTIONS, log_level="WARNING")

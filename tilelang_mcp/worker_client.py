@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 START_TIMEOUT_S = 300.0
@@ -28,8 +30,10 @@ class WorkerError(Exception):
 class WorkerClient:
     """An asyncio client for ``python -m tilelang_mcp.worker``."""
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, scratch: Path | None = None) -> None:
         self.python = python or sys.executable
+        self.scratch = scratch
+        """The worker's ``TMPDIR``: its jobs' scratch files go where the server removes them."""
         self.process: asyncio.subprocess.Process | None = None
         self.ready_info: dict[str, Any] = {}
         self.restarts = 0
@@ -51,6 +55,7 @@ class WorkerClient:
             stdout=asyncio.subprocess.PIPE,
             stderr=None,
             limit=STREAM_LIMIT,
+            env={**os.environ, "TMPDIR": str(self.scratch)} if self.scratch is not None else None,
         )
         try:
             message = await asyncio.wait_for(self._read_message(), START_TIMEOUT_S)
@@ -140,7 +145,7 @@ class WorkerClient:
             return
         if process.stdin is not None:
             process.stdin.close()
-        try:
-            await asyncio.wait_for(process.wait(), 5)
+        try:  # a client waits about 2 s for the server to exit before it sends SIGTERM
+            await asyncio.wait_for(process.wait(), 1)
         except asyncio.TimeoutError:
             await self.kill()

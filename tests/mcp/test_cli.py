@@ -61,7 +61,8 @@ def test_the_server_process_imports_no_compiler() -> None:
 
 
 def test_the_documented_client_configuration_starts_a_server() -> None:
-    """docs/mcp.md's first snippet, as a client reads it, gives a server the SDK's client can use."""
+    """docs/mcp.md's first snippet, as a client reads it, gives a server the SDK's client can use;
+    closing the session removes the traces it recorded."""
     blocks = re.findall(r"```json\n(.*?)```", (ROOT / "docs" / "mcp.md").read_text(), re.DOTALL)
     config = json.loads(blocks[0])["mcpServers"]["tilelang"]
     assert config["command"] == "tilelang-mcp" and config["args"][0] == "--root"
@@ -72,12 +73,17 @@ def test_the_documented_client_configuration_starts_a_server() -> None:
         command, args = sys.executable, ["-m", "tilelang_mcp", *args]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
-    async def session() -> set[str]:
+    async def session() -> tuple[set[str], Path]:
         params = StdioServerParameters(command=command, args=args, env=env)
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
-            targets = await client.call_tool("list_targets", {})
-            assert not targets.isError
-            return {tool.name for tool in (await client.list_tools()).tools}
+            lowered = await client.call_tool("lower_kernel", {"spec": "gemm.py::matmul(256, 256, 256)"})
+            assert not lowered.isError and lowered.structuredContent is not None
+            trace = await client.read_resource(lowered.structuredContent["resource"])
+            file = Path(json.loads(trace.contents[0].text)["file"])  # type: ignore[union-attr]
+            assert file.is_file()
+            return {tool.name for tool in (await client.list_tools()).tools}, file
 
-    assert "lower_kernel" in asyncio.run(session())
+    tools, trace_file = asyncio.run(session())
+    assert "lower_kernel" in tools
+    assert not trace_file.parent.exists()  # the session's traces and scratch files went with it

@@ -111,7 +111,7 @@ def test_stdout_carries_only_the_protocol(guarded: McpServer, server_log: IO[str
         assert f"NOISE: {noise}" in log
 
 
-def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it() -> None:
+def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path) -> None:
     """The worker killed mid-job (as the OOM killer would): the call fails, the job's child does
     not spin on, and the next call starts a new worker."""
     from tilelang_mcp.worker_client import WorkerClient, WorkerError
@@ -123,7 +123,7 @@ def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it() -> None:
         return found
 
     async def scenario() -> None:
-        client = WorkerClient()
+        client = WorkerClient(scratch=tmp_path)
         params = {"spec": str(DATA / "hang.py"), "target": "cuda:sm_90", "line": None}
         call = asyncio.create_task(client.request("facts", params, timeout_s=120, memory_mb=MEMORY_MB))
         while client.process is None or not client.ready_info or not children(client.process.pid):
