@@ -265,7 +265,8 @@ def _analysis_job(
 
 
 def _units(params: Mapping[str, Any]) -> Iterator[Any]:
-    request = RecordRequest(parse_spec(params["spec"]), (params["target"],))
+    target = params.get("target")  # None: the dialect's default
+    request = RecordRequest(parse_spec(params["spec"]), (target,) if target else ())
     return lowering_units(request)
 
 

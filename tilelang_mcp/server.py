@@ -69,9 +69,16 @@ TraceRef = Annotated[
         description="A trace this session recorded (`t1`, from lower_kernel) or a trace file under the roots."
     ),
 ]
-Target = Annotated[str | None, Field(description="Target, e.g. cuda:sm_90, hip:gfx942, metal, ascend.")]
+Target = Annotated[
+    str | None,
+    Field(
+        description="Target, e.g. cuda:sm_90, hip:gfx942, metal, ascend (default: cuda:sm_90, ascend for "
+        "tilelang.ascend kernels)."
+    ),
+]
 Targets = Annotated[
-    list[str] | None, Field(description="Targets to lower for (default cuda:sm_90); `all` for every target.")
+    list[str] | None,
+    Field(description="Targets to lower for (default: cuda:sm_90, or ascend); `all` for every target."),
 ]
 Configs = Annotated[
     dict[str, Any] | None,
@@ -304,7 +311,7 @@ class TileLangMcp:
         if trace is not None:
             return await self.load(trace)
         assert spec is not None
-        trace_id, loaded, _ = await self.record(spec, [target or DEFAULT_TARGET], None, timeout_s)
+        trace_id, loaded, _ = await self.record(spec, [target] if target else [], None, timeout_s)
         return trace_id, loaded
 
     @staticmethod
@@ -334,9 +341,7 @@ class TileLangMcp:
         run's passes with their time, whether they changed the IR and +/- lines; for a failure,
         the failing pass, its error and the IR it received. Returns a trace id for get_ir,
         diff_passes and check_trace."""
-        trace_id, trace, stopped = await self.record(
-            spec, targets or [DEFAULT_TARGET], pass_configs, timeout_s
-        )
+        trace_id, trace, stopped = await self.record(spec, targets or [], pass_configs, timeout_s)
         runs = []
         lines = []
         rows_left = MAX_PASS_ROWS
@@ -458,7 +463,9 @@ class TileLangMcp:
     async def diff_lowerings(
         self,
         spec: Spec,
-        target_a: Annotated[str, Field(description="Target of lowering A.")] = DEFAULT_TARGET,
+        target_a: Annotated[
+            str | None, Field(description="Target of lowering A (default: the kernel dialect's default).")
+        ] = None,
         target_b: Annotated[str | None, Field(description="Target of lowering B (default target_a).")] = None,
         pass_configs_a: Configs = None,
         pass_configs_b: Configs = None,
@@ -477,10 +484,10 @@ class TileLangMcp:
         the kernel sources differ."""
         if target_b is None and pass_configs_b is None and spec_b is None:
             raise ToolError("give what B changes: target_b, pass_configs_b or spec_b")
-        trace_a_id, trace_a, _ = await self.record(spec, [target_a], pass_configs_a, timeout_s)
-        trace_b_id, trace_b, _ = await self.record(
-            spec_b or spec, [target_b or target_a], pass_configs_b, timeout_s
-        )
+        targets_a = [target_a] if target_a else []
+        targets_b = [target_b] if target_b else targets_a
+        trace_a_id, trace_a, _ = await self.record(spec, targets_a, pass_configs_a, timeout_s)
+        trace_b_id, trace_b, _ = await self.record(spec_b or spec, targets_b, pass_configs_b, timeout_s)
         run_a = self.run_of(trace_a, kernel, target_a)
         run_b = self.run_of(trace_b, kernel if spec_b is None else None, target_b or target_a)
         comparison = backend.compare_lowerings(trace_a, run_a, trace_b, run_b, normalize)
@@ -652,8 +659,9 @@ class TileLangMcp:
         # the counts and the verdict (render_text's second and last lines); the whole text follows
         return result(f"{lines[1]}\n{lines[-1]}", document, text)
 
-    def _target(self, target: str | None) -> str:
-        return backend.canonical_targets([target or DEFAULT_TARGET])[0]
+    def _target(self, target: str | None) -> str | None:
+        """A target as irtrace names it; ``None`` is the kernel dialect's default."""
+        return backend.canonical_targets([target])[0] if target else None
 
 
 def _run_line(data: dict[str, Any]) -> str:

@@ -242,6 +242,29 @@ def test_buffer_facts_are_the_layout_map(mcp_server: McpServer) -> None:
     )  # type: ignore[union-attr]
 
 
+def test_buffer_facts_of_an_ascend_kernel_on_its_default_target(mcp_server: McpServer) -> None:
+    """No target given: an Ascend kernel is analyzed for ``ascend``, up to its own layout pass."""
+    func = load_kernel_module(EXAMPLES / "ascend_vector.py").add_silu()
+    truth = {b.line: b for b in compiler_buffers(func, "ascend") if b.line is not None}
+    answer = mcp_server.ok("buffer_facts", spec="ascend_vector.py::add_silu()")
+    (kernel,) = answer["kernels"]
+    assert (kernel["target"], kernel["stop_pass"], kernel["reached"]) == (
+        "ascend",
+        "tl.AscendLayoutInference",
+        True,
+    )
+    assert {b["line"] for b in kernel["buffers"]} == set(truth)  # parameters and allocations
+    assert sum(b["role"] == "alloc" for b in kernel["buffers"]) == 3
+    for fact in kernel["buffers"]:
+        expected = truth[fact["line"]]
+        assert (fact["name"], tuple(fact["allocated_shape"]), fact["dtype"], fact["scope"]) == (
+            expected.name,
+            expected.allocated,
+            expected.dtype,
+            expected.scope,
+        )
+
+
 def test_diagnostics_locate_the_compilers_errors(
     mcp_server: McpServer, capfd: pytest.CaptureFixture[str]
 ) -> None:
