@@ -69,6 +69,7 @@ __all__ = [  # what the server uses, irtrace's types included
     "parse_kernel_spec",
     "pass_rows",
     "pass_span_diff",
+    "recorded_call",
     "resource_lines",
     "run_job",
     "run_summary",
@@ -104,6 +105,37 @@ def parse_kernel_spec(text: str) -> KernelSpec:
             f"{spec.path!r} is a module name; tilelang-mcp takes kernel files only (path.py::name(args))"
         )
     return spec
+
+
+MANIFEST = "irtrace.toml"
+
+
+def recorded_call(spec: KernelSpec, file: Path, root: Path) -> KernelSpec | None:
+    """For ``path.py::name`` given without arguments: the first call of that kernel that the
+    nearest ``irtrace.toml`` records (the project's own instance, as the language server reads
+    it), searched from the file's folder up to ``root``; ``None`` when none does. A manifest
+    that does not parse is passed over."""
+    from irtrace.manifest import load_manifest
+
+    if spec.name is None or spec.called:
+        return None
+    folder = file.parent
+    while True:
+        manifest = folder / MANIFEST
+        if manifest.is_file():
+            try:
+                requests = load_manifest(manifest)
+            except IrtraceError:
+                return None
+            for request in requests:
+                recorded = request.spec
+                location = ((request.base_dir or folder) / recorded.path).resolve()
+                if recorded.name == spec.name and recorded.called and location == file:
+                    return replace(recorded, path=str(file))
+            return None
+        if folder == root or folder.parent == folder:
+            return None
+        folder = folder.parent
 
 
 def with_path(spec: KernelSpec, path: Path) -> str:

@@ -23,6 +23,12 @@ class AllowedRoots:
     def describe(self) -> str:
         return ", ".join(str(folder) for folder in self.folders) or "none"
 
+    def root_of(self, path: Path) -> Path:
+        """The root a checked path lies under (the innermost, when roots nest)."""
+        return max(
+            (folder for folder in self.folders if path.is_relative_to(folder)), key=lambda f: len(f.parts)
+        )
+
     def check(self, path: str, what: str) -> Path:
         """The resolved file ``path`` names; ``RootError`` when it is outside every root or missing."""
         if not self.folders:

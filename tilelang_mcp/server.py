@@ -57,7 +57,8 @@ Spec = Annotated[
     str,
     Field(
         description="Kernel spec: path.py::factory(args), path.py::jit_kernel(kw=...), or path.py for its "
-        "module-level PrimFuncs. Relative paths start at the first allowed root."
+        "module-level PrimFuncs; path.py::name alone takes the arguments the project's irtrace.toml "
+        "records. Relative paths start at the first allowed root."
     ),
 ]
 OptionalSpec = Annotated[
@@ -224,9 +225,12 @@ class TileLangMcp:
     # --- helpers ------------------------------------------------------------------------------
 
     def kernel_spec(self, text: str) -> str:
-        """The spec with its file checked against the roots and made absolute."""
+        """The spec with its file checked against the roots and made absolute; a kernel named
+        without arguments gets those its project's ``irtrace.toml`` records, if it has them."""
         spec = backend.parse_kernel_spec(text)
-        return backend.with_path(spec, self.config.roots.check(spec.path, "kernel file"))
+        file = self.config.roots.check(spec.path, "kernel file")
+        recorded = backend.recorded_call(spec, file, self.config.roots.root_of(file))
+        return backend.with_path(recorded or spec, file)
 
     def timeout(self, asked: float | None) -> float:
         return min(asked, self.config.timeout_s) if asked else self.config.timeout_s

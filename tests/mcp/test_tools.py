@@ -106,6 +106,16 @@ def test_lower_kernel_passes_are_the_pipelines(sm90: dict[str, Any], oracle_sm90
     assert run["changed"] == sum(row["changed"] for row in sm90["runs"][0]["pass_list"])
 
 
+def test_a_kernel_named_without_arguments_gets_its_recorded_instance(mcp_server: McpServer) -> None:
+    """``gemm.py::matmul`` is lowered with the arguments examples/irtrace.toml records it with."""
+    import tomllib
+
+    entries = tomllib.loads((EXAMPLES / "irtrace.toml").read_text())["kernel"]
+    (recorded,) = [e["spec"] for e in entries if e["spec"].startswith("gemm.py::matmul(")]
+    (run,) = mcp_server.ok("lower_kernel", spec="gemm.py::matmul")["runs"]
+    assert run["spec"] == f"{EXAMPLES / recorded}" and run["status"] == "ok"
+
+
 def test_get_ir_is_what_the_pass_printed(
     mcp_server: McpServer, sm90: dict[str, Any], oracle_sm90: list[OraclePass]
 ) -> None:
