@@ -69,19 +69,29 @@ def record_in_child(
         raise outcome.error
     if outcome.stopped_by is None:
         return runs
-    ended = [run for run in runs if run.status != STATUS_INCOMPLETE]
-    open_runs = [run for run in runs if run.status == STATUS_INCOMPLETE]
-    if not open_runs:  # it died before lowering began: while building the kernel
+    if not any(run.status == STATUS_INCOMPLETE for run in runs):  # it died while building the kernel
         from irtrace.recorder import begin_run_record
 
         name = unit.request.name or unit.kernel.name
         target_detail = str(unit.tvm_target)
-        open_runs = [
+        runs = [
+            *runs,
             begin_run_record(
                 writer, unit.target.name, name, unit.spec.text, call.args_json(), target_detail, {}
-            )
+            ),
         ]
-    for run in open_runs:
+    return end_stopped_runs(writer, runs, outcome, timeout)
+
+
+def end_stopped_runs(
+    writer: TraceWriter, runs: Sequence[KernelRun], outcome: ChildOutcome, timeout: float | None
+) -> list[KernelRun]:
+    """The runs of a child that was killed at ``timeout`` or died: the ones it ended as they are,
+    each one it left open ended as failed, naming the pass that was running."""
+    ended = [run for run in runs if run.status != STATUS_INCOMPLETE]
+    for run in runs:
+        if run.status != STATUS_INCOMPLETE:
+            continue
         running = _running_pass(writer, run)
         where = f"while pass {running} was running" if running else "while the kernel was being built"
         if outcome.stopped_by == STOPPED_BY_TIMEOUT:
