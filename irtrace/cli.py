@@ -180,6 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     commands.add_parser("targets", help="list the targets by vendor, with aliases", **_with_exit_codes())
+    schema = commands.add_parser(
+        "schema",
+        help="the trace format, generated from the typed schema the reader checks",
+        **_with_exit_codes(),
+    )
+    schema.add_argument(
+        "--format",
+        choices=("json", "markdown"),
+        default="json",
+        help="json: a JSON Schema of one trace line (default); markdown: the record tables of docs",
+    )
     add_ci_commands(commands)
     return parser
 
@@ -686,6 +697,16 @@ def cmd_targets(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
+def cmd_schema(args: argparse.Namespace) -> ExitCode:
+    import json
+
+    from irtrace.core.schema_docs import json_schema, markdown
+
+    text = json.dumps(json_schema(), indent=2) + "\n" if args.format == "json" else markdown()
+    sys.stdout.write(text)
+    return ExitCode.OK
+
+
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     import json
 
@@ -728,6 +749,7 @@ COMMANDS = {
     "merge": cmd_merge,
     "targets": cmd_targets,
     "matrix": cmd_matrix,
+    "schema": cmd_schema,
     **CI_COMMANDS,
 }
 
