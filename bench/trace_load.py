@@ -2,7 +2,7 @@
 
 Writes a trace of 60,000 records with irtrace's own writer (runs of 80 passes each, a start and
 a pass record per pass, IR texts shared between runs as in a real recording), then loads it with
-``irtrace.trace.load_trace`` (every field type-checked) and, as the baseline measured in the same
+``irtrace.core.trace.load_trace`` (every field type-checked) and, as the baseline measured in the same
 run, decodes each line with ``json.loads`` and nothing else. Each figure is the best of several
 interleaved repeats.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irtrace.trace import STATUS_OK, KernelRun, PassRecord, TraceWriter, load_trace  # noqa: E402
+from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord, TraceWriter, load_trace  # noqa: E402
 
 PASSES_PER_RUN = 80
 DISTINCT_TEXTS = 200
@@ -32,7 +32,10 @@ def write_trace(path: Path, records: int) -> int:
     """A trace of about ``records`` records; returns how many lines it has."""
     runs = max(1, records // (2 * PASSES_PER_RUN + 2))
     writer = TraceWriter(path)
-    texts = [writer.add_text(f"# module {i}\n" + "x = T.alloc_buffer((128, 128))\n" * 40) for i in range(DISTINCT_TEXTS)]
+    texts = [
+        writer.add_text(f"# module {i}\n" + "x = T.alloc_buffer((128, 128))\n" * 40)
+        for i in range(DISTINCT_TEXTS)
+    ]
     for r in range(runs):
         run = writer.begin_run(
             KernelRun(

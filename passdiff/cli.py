@@ -1,6 +1,6 @@
 """The ``passdiff`` command: pass, runs, targets.
 
-Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code (table in ``--help``);
+Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit code (table in ``--help``);
 ``--debug`` shows the traceback instead. Exit 0 and 1 follow diff(1): same, different.
 """
 
@@ -13,10 +13,10 @@ import sys
 from collections.abc import Sequence
 
 from irtrace import __version__
-from irtrace.cli_edge import echo, load_trace_warning_if_cut, run_command
-from irtrace.errors import ExitCode, UsageError
-from irtrace.output import write_atomically
-from irtrace.trace import Trace
+from irtrace.core.errors import ExitCode, UsageError
+from irtrace.core.output import write_atomically
+from irtrace.core.trace import Trace
+from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
 from passdiff.compare import compare_targets, compare_traces, diff_span, resolve_pass
 from passdiff.errors import DiffOutcome, exit_codes_help
 from passdiff.normalize import NormalizeRules
@@ -201,7 +201,7 @@ def emit(report: DiffReport, args: argparse.Namespace) -> None:
         _write(render.render_html(report, args.context), output)
         print(f"wrote {output}", file=sys.stderr)
     else:
-        from irtrace.console import safe_console
+        from irtrace.edge.console import safe_console
 
         if args.output:
             # Drawn in memory, then written whole like every other output (never half a file).

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, TraceFormatError, UsageError
-from irtrace.errors import exit_codes_help as exit_code_table
+from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, TraceFormatError, UsageError
+from irtrace.core.errors import exit_codes_help as exit_code_table
 
 __all__ = [
     "DiffOutcome",

@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Header, Input, Tab, Tabs
 
-from irtrace.trace import KernelRun, PassRecord, Trace
+from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.model import (
     PassEntry,
     PassFilter,
@@ -135,7 +135,7 @@ class PassvizApp(App[None]):
 
     def __init__(self, traces: Sequence[Trace | str | Path], *, show_times: bool = True) -> None:
         super().__init__()
-        from irtrace.trace import load_trace
+        from irtrace.core.trace import load_trace
 
         self.traces = [terminal_view(t if isinstance(t, Trace) else load_trace(t)) for t in traces]
         self.show_times = show_times

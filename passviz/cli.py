@@ -1,6 +1,6 @@
 """The ``passviz`` command: the pass browser, ``dot`` drawings and the ``html`` report.
 
-Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code from irtrace's
+Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit code from irtrace's
 ``ExitCode``.
 """
 
@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from irtrace import __version__
-from irtrace.cli_edge import echo, load_trace_warning_if_cut, run_command
-from irtrace.errors import ExitCode, exit_codes_help
-from irtrace.targets import canonical_target_name
-from irtrace.trace import KernelRun, Trace
+from irtrace.core.errors import ExitCode, exit_codes_help
+from irtrace.core.targets import canonical_target_name
+from irtrace.core.trace import KernelRun, Trace
+from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
 from passviz.errors import PASSVIZ_EXIT_MEANINGS
 
 USAGE = """\
@@ -119,7 +119,7 @@ def _draw(trace: Trace, runs: Sequence[KernelRun], output: str, *, fold: bool) -
     kernels makes readable drawings rather than one image tens of thousands of pixels wide."""
     from pathlib import Path
 
-    from irtrace.output import file_name_parts
+    from irtrace.core.output import file_name_parts
     from passviz.drawing import drawable, pipeline_graph, render
     from passviz.errors import NothingToDrawError
 

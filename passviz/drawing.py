@@ -17,9 +17,9 @@ from pathlib import Path
 
 import graphviz
 
-from irtrace.errors import UsageError
-from irtrace.output import output_target, write_atomically
-from irtrace.trace import KernelRun, PassRecord, Trace
+from irtrace.core.errors import UsageError
+from irtrace.core.output import output_target, write_atomically
+from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.errors import GraphvizMissingError, RenderError
 from passviz.model import LineCounts, PassEntry, format_ms, line_counts, pass_entries
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irtrace.errors import ExitCode, IrtraceError
+from irtrace.core.errors import ExitCode, IrtraceError
 
 
 class GraphvizMissingError(IrtraceError):

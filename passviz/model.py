@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 from msgspec.structs import replace as replace_struct
 
-from irtrace.safe_text import terminal_safe
-from irtrace.trace import (
+from irtrace.core.safe_text import terminal_safe
+from irtrace.core.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
     PHASE_FINALIZE,

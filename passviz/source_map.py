@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from irtrace.trace import KernelRun, Trace
+from irtrace.core.trace import KernelRun, Trace
 
 _IDENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![.\w])([A-Za-z_]\w*)')
 _OP = re.compile(r"\bT\.([A-Za-z_]\w*)")
@@ -108,8 +108,8 @@ def kernel_source(trace: Trace, run: KernelRun) -> KernelSource | None:
     Only text stored in the trace (checked against its SHA-256 when read) is shown: a trace is
     data, and a file its spec names may be anything on this machine (``../settings.py``).
     """
-    from irtrace.errors import IrtraceError
-    from irtrace.specs import parse_spec
+    from irtrace.core.errors import IrtraceError
+    from irtrace.core.specs import parse_spec
 
     text = trace.kernel_file(run)
     if text is None:

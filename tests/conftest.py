@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.api import RecordRequest, record_requests
-from irtrace.specs import parse_spec
-from irtrace.trace import Trace, TraceWriter, load_trace
+from irtrace.core.specs import parse_spec
+from irtrace.core.trace import Trace, TraceWriter, load_trace
+from irtrace.recording.api import RecordRequest, record_requests
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

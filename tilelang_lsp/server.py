@@ -256,7 +256,7 @@ class TileLangLanguageServer(LanguageServer):
 
     async def _compile_machine_code(self, doc: DocumentState, version: int, summary: dict[str, Any]) -> None:
         """Compile each CUDA kernel of the full lowering with nvcc, in a thread, for the code lens."""
-        from irtrace.machine_code import CompilePlan, compile_source
+        from irtrace.recording.machine_code import CompilePlan, compile_source
 
         doc.machine, doc.machine_version = {}, version
         for kernel in summary.get("kernels", []):

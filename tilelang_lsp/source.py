@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irtrace.errors import UsageError
-from irtrace.specs import DtypeName, Expression, literal_value, parse_call_arguments
-from irtrace.targets import ALIASES, ASCEND, PORTABLE, TARGETS
+from irtrace.core.errors import UsageError
+from irtrace.core.specs import DtypeName, Expression, literal_value, parse_call_arguments
+from irtrace.core.targets import ALIASES, ASCEND, PORTABLE, TARGETS
 
 if sys.version_info >= (3, 11):
     import tomllib

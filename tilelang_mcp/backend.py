@@ -1,7 +1,7 @@
 """Everything tilelang-mcp takes from irtrace and passdiff, in one module.
 
 Two halves. The *jobs* (``run_job``) run in the worker and lower user kernels, each wholly in a
-forked child (``irtrace.isolation.run_in_child``) with a time and a memory limit: the worker
+forked child (``irtrace.recording.isolation.run_in_child``) with a time and a memory limit: the worker
 itself never imports or runs a kernel file. The *readers* work on trace files the jobs wrote and
 need no tilelang, so the server calls them directly. Importing this module imports no tilelang.
 """
@@ -17,25 +17,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from irtrace.api import RecordRequest, analyze_kernel, lowering_units, record_request
-from irtrace.check import check_traces
-from irtrace.check_report import render_text, report_document
-from irtrace.coverage import coverage_matrix, error_headline, failing_pass, matrix_document, matrix_markdown
-from irtrace.errors import IrtraceError, KernelSourceError
-from irtrace.facts import (
-    buffer_facts,
-    capture_native_stderr,
-    error_diagnostics,
-    layout_stop_pass,
-    native_log_diagnostics,
-    reached,
+from irtrace.ci.check import check_traces
+from irtrace.ci.check_report import render_text, report_document
+from irtrace.core.coverage import (
+    coverage_matrix,
+    error_headline,
+    failing_pass,
+    matrix_document,
+    matrix_markdown,
 )
-from irtrace.isolation import end_stopped_runs, run_in_child
-from irtrace.loader import is_module_name
-from irtrace.policy import Policy, load_policy
-from irtrace.specs import KernelSpec, parse_spec
-from irtrace.targets import TARGETS, aliases_of, get_target
-from irtrace.trace import (
+from irtrace.core.errors import IrtraceError, KernelSourceError
+from irtrace.core.policy import Policy, load_policy
+from irtrace.core.specs import KernelSpec, parse_spec
+from irtrace.core.targets import TARGETS, aliases_of, get_target
+from irtrace.core.trace import (
     STATUS_INCOMPLETE,
     STATUS_OK,
     KernelRun,
@@ -45,6 +40,17 @@ from irtrace.trace import (
     load_trace,
     occurrence_labels,
 )
+from irtrace.recording.api import RecordRequest, analyze_kernel, lowering_units, record_request
+from irtrace.recording.facts import (
+    buffer_facts,
+    capture_native_stderr,
+    error_diagnostics,
+    layout_stop_pass,
+    native_log_diagnostics,
+    reached,
+)
+from irtrace.recording.isolation import end_stopped_runs, run_in_child
+from irtrace.recording.loader import is_module_name
 from passdiff import NormalizeRules, RunComparison, TextDiff, compare_runs, diff_span, label_in_run
 
 __all__ = [  # what the server uses, irtrace's types included
@@ -115,7 +121,7 @@ def recorded_call(spec: KernelSpec, file: Path, root: Path) -> KernelSpec | None
     nearest ``irtrace.toml`` records (the project's own instance, as the language server reads
     it), searched from the file's folder up to ``root``; ``None`` when none does. A manifest
     that does not parse is passed over."""
-    from irtrace.manifest import load_manifest
+    from irtrace.recording.manifest import load_manifest
 
     if spec.name is None or spec.called:
         return None
@@ -247,8 +253,8 @@ def _isolated(
 
 def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int]) -> dict[str, Any]:
     """Lower a spec for its targets into ``params["output"]``: the CLI's ``irtrace record``."""
-    from irtrace.bench import bench_for
-    from irtrace.machine_code import machine_code_for
+    from irtrace.recording.bench import bench_for
+    from irtrace.recording.machine_code import machine_code_for
 
     request = RecordRequest(
         parse_spec(params["spec"]), tuple(params.get("targets") or ()), dict(params.get("pass_configs") or {})
@@ -496,7 +502,7 @@ def check_report(new: Trace, baseline: Trace, policy: str | None) -> tuple[dict[
 
 def resource_lines(run: KernelRun) -> list[str]:
     """One line per kernel function: registers, spills, shared memory, barriers, stack."""
-    from irtrace.machine_code import describe_resources
+    from irtrace.recording.machine_code import describe_resources
 
     return describe_resources(run.resources)
 

@@ -50,9 +50,9 @@ def send(out: IO[str], message: dict[str, Any]) -> None:
 
 def warm_up() -> float:
     """Lower the bundled warm-up kernel for the default target; seconds it took."""
-    from irtrace.api import RecordRequest, record_request
-    from irtrace.specs import parse_spec
-    from irtrace.trace import TraceWriter
+    from irtrace.core.specs import parse_spec
+    from irtrace.core.trace import TraceWriter
+    from irtrace.recording.api import RecordRequest, record_request
 
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tilelang-mcp-warmup-") as folder:

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 import msgspec
 from msgspec import Meta, Struct, field
 
-from irtrace.errors import NotInTraceError
-from irtrace.resources import BenchResult, KernelResources
+from irtrace.core.errors import NotInTraceError
+from irtrace.core.resources import BenchResult, KernelResources
 
 MAX_ID = 2**31 - 1
 """Largest run id or pass index a trace may hold."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from irtrace.trace import STATUS_OK, load_trace
+from irtrace.core.trace import STATUS_OK, load_trace
 
 from ..conftest import DATA, ROOT
 

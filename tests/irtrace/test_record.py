@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.api import RecordRequest, record_request
-from irtrace.errors import InputError, KernelSourceError, NotInTraceError, TraceFormatError
-from irtrace.recorder import RecordedLowering
-from irtrace.specs import parse_spec
-from irtrace.trace import (
+from irtrace.core.errors import InputError, KernelSourceError, NotInTraceError, TraceFormatError
+from irtrace.core.specs import parse_spec
+from irtrace.core.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
     PHASE_FINALIZE,
@@ -26,6 +24,8 @@ from irtrace.trace import (
     merge_traces,
     text_sha256,
 )
+from irtrace.recording.api import RecordRequest, record_request
+from irtrace.recording.recorder import RecordedLowering
 
 from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
 

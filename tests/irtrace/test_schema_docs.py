@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.cli import main
+from irtrace.cli.main import main
 from irtrace.core.schema_docs import BEGIN, END, markdown
-from irtrace.trace import load_trace
+from irtrace.core.trace import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from irtrace.specs import DtypeName, Expression
-from irtrace.targets import TARGETS
+from irtrace.core.specs import DtypeName, Expression
+from irtrace.core.targets import TARGETS
 from tilelang_lsp.options import InitializationOptions, InlayHintOptions, parse_options
 from tilelang_lsp.source import (
     ArgumentChoice,

@@ -19,7 +19,7 @@ import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from irtrace.trace import Trace
+from irtrace.core.trace import Trace
 from passdiff import NormalizeRules, diff_texts
 from passdiff.render import html_table, terminal_lines
 from passdiff.textdiff import (

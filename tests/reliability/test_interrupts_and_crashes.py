@@ -7,8 +7,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from irtrace.errors import ExitCode
-from irtrace.trace import (
+from irtrace.core.errors import ExitCode
+from irtrace.core.trace import (
     STATUS_FAILED,
     STATUS_INCOMPLETE,
     STATUS_OK,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.errors import ExitCode
-from irtrace.trace import Trace
+from irtrace.core.errors import ExitCode
+from irtrace.core.trace import Trace
 from tests.conftest import ROOT
 
 from .conftest import cli_command, one_line, run_tool

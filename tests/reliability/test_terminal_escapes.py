@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from irtrace.errors import ExitCode
-from irtrace.safe_text import terminal_safe
-from irtrace.trace import Trace, load_trace
+from irtrace.core.errors import ExitCode
+from irtrace.core.safe_text import terminal_safe
+from irtrace.core.trace import Trace, load_trace
 
 from .conftest import run_tool
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from irtrace.errors import ExitCode, TraceFormatError
-from irtrace.repro import ReproError, SavedModule, failing_step, pass_factory, render_script, target_json
-from irtrace.trace import KernelRun, PassRecord, Trace, load_trace
+from irtrace.ci.repro import ReproError, SavedModule, failing_step, pass_factory, render_script, target_json
+from irtrace.core.errors import ExitCode, TraceFormatError
+from irtrace.core.trace import KernelRun, PassRecord, Trace, load_trace
 from tests.conftest import EXAMPLES, record_to_file
 
 from .conftest import one_line, run_tool
@@ -309,11 +309,11 @@ def test_merge_keeps_the_recorded_source(recorded_then_deleted: tuple[Trace, str
 def test_the_recorded_source_is_the_text_imported_unsaved_editor_text_included(tmp_path: Path) -> None:
     """The language server lowers an editor's unsaved text: the trace holds that text, not the
     file on disk, since that is what the IR came from."""
-    from irtrace.api import analyze_kernel
-    from irtrace.loader import load_kernel_module, select_kernels
-    from irtrace.specs import parse_spec
-    from irtrace.targets import get_target
-    from irtrace.trace import TraceWriter
+    from irtrace.core.specs import parse_spec
+    from irtrace.core.targets import get_target
+    from irtrace.core.trace import TraceWriter
+    from irtrace.recording.api import analyze_kernel
+    from irtrace.recording.loader import load_kernel_module, select_kernels
 
     kernel = kernel_copy(tmp_path)
     unsaved = kernel.read_text() + "\n# an edit not saved yet\n"
