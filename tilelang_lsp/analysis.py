@@ -40,16 +40,14 @@ from irtrace.recording.loader import (
     load_kernel_module,
     target_context,
 )
-from tilelang_lsp.source import (
-    CallSite,
-    KernelSource,
+from tilelang_lsp.source.arguments import (
     ProjectConfig,
     read_project_config,
     resolve_arguments,
     resolve_target,
-    scan_kernels,
-    uses_tilelang,
 )
+from tilelang_lsp.source.kernels import CallSite, KernelSource, scan_kernels
+from tilelang_lsp.source.text import uses_tilelang
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
 NOT_TILELANG = "the file does not import tilelang, so it is not executed"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irtrace.core.targets import TARGETS
-from tilelang_lsp.source import normalize_target
+from tilelang_lsp.source.text import normalize_target
 
 
 @dataclass

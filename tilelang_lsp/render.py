@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilelang_lsp.options import InlayHintOptions
-from tilelang_lsp.source import ASCEND_SCOPE_NAMES, SourceBuffer
+from tilelang_lsp.source.buffers import ASCEND_SCOPE_NAMES, SourceBuffer
 
 SOURCE_ONLY = "source only"
 

@@ -22,7 +22,7 @@ from pygls.uris import to_fs_path
 
 from tilelang_lsp import __version__
 from tilelang_lsp.options import InitializationOptions
-from tilelang_lsp.source import detect_dialect, imports_tilelang, looks_like_tilelang, syntax_problem
+from tilelang_lsp.source.text import detect_dialect, imports_tilelang, looks_like_tilelang, syntax_problem
 from tilelang_lsp.worker_client import (
     RequestCancelled,
     RequestFailed,

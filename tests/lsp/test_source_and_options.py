@@ -12,20 +12,16 @@ import pytest
 from irtrace.core.specs import DtypeName, Expression
 from irtrace.core.targets import TARGETS
 from tilelang_lsp.options import InitializationOptions, InlayHintOptions, parse_options
-from tilelang_lsp.source import (
+from tilelang_lsp.source.arguments import (
     ArgumentChoice,
     ProjectConfig,
-    SourceBuffer,
-    imports_tilelang,
-    looks_like_tilelang,
     read_project_config,
     resolve_arguments,
     resolve_target,
-    scan_kernels,
-    source_buffers,
-    syntax_problem,
-    uses_tilelang,
 )
+from tilelang_lsp.source.buffers import SourceBuffer, source_buffers
+from tilelang_lsp.source.kernels import scan_kernels
+from tilelang_lsp.source.text import imports_tilelang, looks_like_tilelang, syntax_problem, uses_tilelang
 
 KERNEL = """
 import tilelang

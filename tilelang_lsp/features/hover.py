@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from tilelang_lsp.render import hover_markdown
-from tilelang_lsp.source import source_buffers
+from tilelang_lsp.source.buffers import source_buffers
 
 if TYPE_CHECKING:
     from tilelang_lsp.server import DocumentState, TileLangLanguageServer

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from tilelang_lsp.render import hint_label, source_hint_label
-from tilelang_lsp.source import hint_column, source_buffers
+from tilelang_lsp.source.buffers import hint_column, source_buffers
 
 if TYPE_CHECKING:
     from tilelang_lsp.server import DocumentState, TileLangLanguageServer
