@@ -51,10 +51,11 @@ demo: setup ## Record every bundled example on every backend, print the summary 
 test: setup editors-setup ## Run the test suite (with the editor tests' set-up)
 	$(PY) -m pytest -q
 
-lint: setup ## ruff (format and lint) and mypy (strict on every package)
+lint: setup ## ruff (format and lint), mypy (strict on every package) and the layer contracts
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 format: setup ## Apply ruff's formatting and fixes
 	$(VENV)/bin/ruff format .

@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from irtrace.core.specs import parse_spec  # noqa: E402
-from irtrace.core.trace import STATUS_OK, Trace, TraceWriter  # noqa: E402
+from irtrace.core.trace import STATUS_OK, Trace  # noqa: E402
+from irtrace.core.trace_writer import TraceWriter  # noqa: E402
 from irtrace.recording.api import RecordRequest, record_requests  # noqa: E402
 from passdiff import NormalizeRules, diff_texts, normalize_ir  # noqa: E402
 from passdiff.render import html_table, terminal_lines  # noqa: E402

@@ -22,7 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord, TraceWriter, load_trace  # noqa: E402
+from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord  # noqa: E402
+from irtrace.core.trace_reader import load_trace  # noqa: E402
+from irtrace.core.trace_writer import TraceWriter  # noqa: E402
 
 PASSES_PER_RUN = 80
 DISTINCT_TEXTS = 200

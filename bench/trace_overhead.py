@@ -32,7 +32,7 @@ def lower_untraced(func: Any, tvm_target: Any, configs: dict[str, Any]) -> float
 
 
 def lower_traced(func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path) -> float:
-    from irtrace.core.trace import TraceWriter
+    from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.recorder import record_lowering
 
     started = time.perf_counter()

@@ -6,7 +6,9 @@ import no tilelang; ``irtrace.recording.recorder``/``irtrace.recording.loader`` 
 
 from irtrace.core.errors import ExitCode, IrtraceError
 from irtrace.core.targets import TARGETS, TargetSpec, get_target
-from irtrace.core.trace import KernelRun, PassRecord, Trace, TraceWriter, load_trace
+from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 
 __all__ = [
     "TARGETS",

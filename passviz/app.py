@@ -135,7 +135,7 @@ class PassvizApp(App[None]):
 
     def __init__(self, traces: Sequence[Trace | str | Path], *, show_times: bool = True) -> None:
         super().__init__()
-        from irtrace.core.trace import load_trace
+        from irtrace.core.trace_reader import load_trace
 
         self.traces = [terminal_view(t if isinstance(t, Trace) else load_trace(t)) for t in traces]
         self.show_times = show_times

@@ -18,7 +18,7 @@ from typing import Any
 from irtrace.core.errors import IrtraceError, KernelSourceError
 from irtrace.core.specs import KernelSpec, format_value
 from irtrace.core.targets import TargetSpec, get_target
-from irtrace.core.trace import TraceWriter
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import analyze_kernel
 from irtrace.recording.facts import (
     CompilerDiagnostic,
@@ -459,7 +459,7 @@ def ir_after_pass(
             kernels_only=[kernel],
             trace_path=trace_file,
         )
-        from irtrace.core.trace import load_trace
+        from irtrace.core.trace_reader import load_trace
 
         trace = load_trace(trace_file)
     if not trace.runs:

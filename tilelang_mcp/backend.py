@@ -30,16 +30,9 @@ from irtrace.core.errors import IrtraceError, KernelSourceError
 from irtrace.core.policy import Policy, load_policy
 from irtrace.core.specs import KernelSpec, parse_spec
 from irtrace.core.targets import TARGETS, aliases_of, get_target
-from irtrace.core.trace import (
-    STATUS_INCOMPLETE,
-    STATUS_OK,
-    KernelRun,
-    PassRecord,
-    Trace,
-    TraceWriter,
-    load_trace,
-    occurrence_labels,
-)
+from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import RecordRequest, analyze_kernel, lowering_units, record_request
 from irtrace.recording.facts import (
     buffer_facts,

@@ -51,7 +51,7 @@ def send(out: IO[str], message: dict[str, Any]) -> None:
 def warm_up() -> float:
     """Lower the bundled warm-up kernel for the default target; seconds it took."""
     from irtrace.core.specs import parse_spec
-    from irtrace.core.trace import TraceWriter
+    from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest, record_request
 
     began = time.perf_counter()

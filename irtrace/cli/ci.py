@@ -146,7 +146,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_bless(args: argparse.Namespace) -> int:
     from irtrace.core.targets import canonical_target_name
-    from irtrace.core.trace import KernelRun, Trace, TraceWriter, load_trace
+    from irtrace.core.trace import KernelRun, Trace
+    from irtrace.core.trace_reader import load_trace
+    from irtrace.core.trace_writer import TraceWriter
 
     new = load_trace(args.new)
     if new.truncated:

@@ -235,7 +235,7 @@ def _console(stderr: bool = False) -> Any:
 def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
-    from irtrace.core.trace import TraceWriter
+    from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest
     from irtrace.recording.bench import bench_for
     from irtrace.recording.loader import parse_pass_config
@@ -460,7 +460,7 @@ def _first_line(text: str | None) -> str:
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.targets import get_target
-    from irtrace.core.trace import TraceWriter
+    from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.capture import ScriptOutcome, lower_for_targets, run_script, split_command
 
     command = list(args.script)
@@ -659,7 +659,7 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.trace import merge_warnings, write_merged
+    from irtrace.core.trace_writer import merge_warnings, write_merged
 
     traces = [_load(path) for path in args.traces]  # every input read before the output is touched
     for warning in merge_warnings(traces):

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from irtrace.core import interrupts
 from irtrace.core.errors import ExitCode, IrtraceError
 from irtrace.core.safe_text import terminal_safe
-from irtrace.core.trace import STATUS_INCOMPLETE, Trace, load_trace
+from irtrace.core.trace import STATUS_INCOMPLETE, Trace
+from irtrace.core.trace_reader import load_trace
 
 
 class Interrupted(KeyboardInterrupt):

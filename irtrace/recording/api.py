@@ -24,7 +24,8 @@ from irtrace.core.targets import (
     make_tvm_target,
     resolve_targets,
 )
-from irtrace.core.trace import KernelRun, TraceWriter
+from irtrace.core.trace import KernelRun
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.loader import (
     BuiltKernel,
     KernelCall,

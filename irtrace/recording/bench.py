@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from irtrace.core.errors import IrtraceError
 from irtrace.core.resources import BenchResult
-from irtrace.core.trace import KernelRun, TraceWriter, text_sha256
+from irtrace.core.trace import KernelRun, text_sha256
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.recorder import describe_error
 
 if TYPE_CHECKING:

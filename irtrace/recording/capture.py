@@ -30,15 +30,9 @@ from typing import Any, NoReturn
 from irtrace.core import interrupts
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
 from irtrace.core.targets import TargetSpec, auto_target_fallback, get_target
-from irtrace.core.trace import (
-    STATUS_FAILED,
-    STATUS_INCOMPLETE,
-    STATUS_OK,
-    KernelRun,
-    TraceWriter,
-    load_trace,
-    text_sha256,
-)
+from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 
 TOOL_NAME = "irtrace-capture"

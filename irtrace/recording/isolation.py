@@ -32,8 +32,8 @@ from irtrace.core.trace import (
     STOPPED_BY_CRASH,
     STOPPED_BY_TIMEOUT,
     KernelRun,
-    TraceWriter,
 )
+from irtrace.core.trace_writer import TraceWriter
 
 if TYPE_CHECKING:
     from irtrace.recording.api import LoweringUnit

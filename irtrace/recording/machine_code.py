@@ -32,15 +32,8 @@ from typing import Any
 from irtrace.core.errors import IrtraceError
 from irtrace.core.resources import KernelResources
 from irtrace.core.targets import TARGETS
-from irtrace.core.trace import (
-    PHASE_CODEGEN,
-    PHASE_MACHINE,
-    STATUS_FAILED,
-    STATUS_OK,
-    KernelRun,
-    PassRecord,
-    TraceWriter,
-)
+from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, STATUS_OK, KernelRun, PassRecord
+from irtrace.core.trace_writer import TraceWriter
 
 PTX_STAGE = "ptx"
 """The ``machine`` stage whose text is the PTX nvcc's front end made of the kernel source."""

@@ -41,9 +41,9 @@ from irtrace.core.trace import (
     STOPPED_BY_TIMEOUT,
     KernelRun,
     PassRecord,
-    TraceWriter,
-    load_trace,
 )
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import (
     AfterRun,
     LoweringUnit,

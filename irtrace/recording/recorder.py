@@ -28,10 +28,10 @@ from irtrace.core.trace import (
     STATUS_OK,
     KernelRun,
     PassRecord,
-    TraceWriter,
     host_facts,
     text_sha256,
 )
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.snapshots import ModuleState, Snapshot, SnapshotPrinter
 
 

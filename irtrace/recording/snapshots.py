@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from irtrace.core.schema import Scope
-from irtrace.core.trace import TraceWriter
+from irtrace.core.trace_writer import TraceWriter
 
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
 

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import PHASE_CODEGEN, KernelRun, Trace, TraceWriter, load_trace
+from irtrace.core.trace import PHASE_CODEGEN, KernelRun, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import prepare_request
 from irtrace.recording.manifest import load_manifest
 from irtrace.recording.recorder import record_failure, record_lowering

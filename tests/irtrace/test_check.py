@@ -22,7 +22,8 @@ from msgspec.structs import replace
 from irtrace.ci.check import check_traces
 from irtrace.core.errors import UsageError
 from irtrace.core.policy import PASS_TIME, TOTAL_TIME, Policy, load_policy
-from irtrace.core.trace import Trace, load_trace
+from irtrace.core.trace import Trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 

@@ -16,7 +16,7 @@ import yaml
 from irtrace.ci.check import check_traces
 from irtrace.cli.main import build_parser
 from irtrace.core.policy import load_policy
-from irtrace.core.trace import load_trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import ROOT
 from .conftest import Coverage

@@ -23,7 +23,9 @@ import pytest
 from irtrace.cli.main import main
 from irtrace.core.errors import ExitCode, InputError, KernelSourceError, UsageError
 from irtrace.core.specs import Expression, parse_spec
-from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace, TraceWriter, load_trace
+from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import RecordRequest, record_request
 from irtrace.recording.loader import parse_pass_config
 from irtrace.recording.manifest import load_manifest

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from irtrace.core.metrics import SHARED_SCOPE, SYNC_OPS, run_metrics
-from irtrace.core.trace import load_trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import EXAMPLES, SMALL_GEMM, record_to_file
 from ..passdiff.oracle import load_kernel_module

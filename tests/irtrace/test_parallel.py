@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import KernelRun, Trace, TraceWriter, load_trace
+from irtrace.core.trace import KernelRun, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.parallel import Shard, WorkItem, fastest_times
 
 from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM

@@ -19,11 +19,10 @@ from irtrace.core.trace import (
     STATUS_OK,
     UNFINISHED,
     Trace,
-    TraceWriter,
-    load_trace,
-    merge_traces,
     text_sha256,
 )
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter, merge_traces
 from irtrace.recording.api import RecordRequest, record_request
 from irtrace.recording.recorder import RecordedLowering
 

@@ -13,7 +13,7 @@ import pytest
 
 from irtrace.ci.repro import mask_targets
 from irtrace.core.coverage import error_headline
-from irtrace.core.trace import load_trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 from ..passdiff.oracle import load_kernel_module

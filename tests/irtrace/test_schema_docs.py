@@ -9,7 +9,7 @@ import pytest
 
 from irtrace.cli.main import main
 from irtrace.core.schema_docs import BEGIN, END, markdown
-from irtrace.core.trace import load_trace
+from irtrace.core.trace_reader import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

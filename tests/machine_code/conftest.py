@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import Trace, load_trace
+from irtrace.core.trace import Trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import EXAMPLES, ROOT
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, load_trace, text_sha256
+from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, text_sha256
+from irtrace.core.trace_reader import load_trace
 from irtrace.recording.machine_code import find_cuda_tools
 
 from ..conftest import EXAMPLES, ROOT
@@ -112,7 +113,7 @@ def test_show_prints_resources_and_json_holds_them(recorded: Recorded) -> None:
 
 
 def test_merge_keeps_machine_code(recorded: Recorded, tmp_path: Path) -> None:
-    from irtrace.core.trace import merge_traces
+    from irtrace.core.trace_writer import merge_traces
 
     merged = merge_traces([recorded.path], tmp_path / "merged.jsonl")
     again = load_trace(tmp_path / "merged.jsonl")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import load_trace
+from irtrace.core.trace_reader import load_trace
 from irtrace.recording.machine_code import find_cuda_tools
 
 from .conftest import (

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from irtrace.core.trace import Trace, TraceWriter, load_trace, text_sha256
+from irtrace.core.trace import Trace, text_sha256
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from passdiff import diff_texts
 from passviz.app import KEYS, PassvizApp, key_help
 from passviz.widgets.code_view import CodeView

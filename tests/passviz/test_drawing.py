@@ -145,7 +145,7 @@ def test_node_counts_are_the_diff_s_counts(three_target_trace: Trace) -> None:
 def test_lanes_of_two_configs_line_up_at_the_same_pipeline_point(
     three_target_trace: Trace, no_ws_trace: Trace, tmp_path
 ) -> None:
-    from irtrace.core.trace import merge_traces
+    from irtrace.core.trace_writer import merge_traces
 
     assert three_target_trace.path and no_ws_trace.path
     merged = merge_traces([three_target_trace.path, no_ws_trace.path], tmp_path / "both.jsonl")

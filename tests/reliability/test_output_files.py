@@ -11,7 +11,8 @@ import pytest
 
 from irtrace.core.errors import ExitCode
 from irtrace.core.safe_text import terminal_safe
-from irtrace.core.trace import Trace, load_trace
+from irtrace.core.trace import Trace
+from irtrace.core.trace_reader import load_trace
 
 from .conftest import one_line, run_tool
 

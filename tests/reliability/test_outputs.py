@@ -12,7 +12,9 @@ import pytest
 
 from irtrace.cli.main import main as irtrace_main
 from irtrace.core.errors import ExitCode
-from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, Trace, TraceWriter, load_trace
+from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from passviz.cli import main as passviz_main
 
 from .conftest import (

@@ -18,7 +18,8 @@ import pytest
 
 from irtrace.ci.repro import ReproError, SavedModule, failing_step, pass_factory, render_script, target_json
 from irtrace.core.errors import ExitCode, TraceFormatError
-from irtrace.core.trace import KernelRun, PassRecord, Trace, load_trace
+from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.core.trace_reader import load_trace
 from tests.conftest import EXAMPLES, record_to_file
 
 from .conftest import one_line, run_tool
@@ -311,7 +312,7 @@ def test_the_recorded_source_is_the_text_imported_unsaved_editor_text_included(t
     file on disk, since that is what the IR came from."""
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
-    from irtrace.core.trace import TraceWriter
+    from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import analyze_kernel
     from irtrace.recording.loader import load_kernel_module, select_kernels
 
