@@ -126,7 +126,7 @@ def test_bad_options_fall_back_to_defaults() -> None:
 
 def test_server_process_never_imports_tilelang() -> None:
     code = (
-        "import sys, tilelang_lsp.server as s; s.create_server(); "
+        "import sys, tilelang_lsp.app as s; s.create_server(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tilelang', 'tvm')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
