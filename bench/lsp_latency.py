@@ -4,7 +4,7 @@ For each example (and the eager ``@tilelang.jit`` GEMM in the style of TileLang'
 ``tests/lsp/data/styles/eager_gemm.py``): 20 edits (a comment line appended, so the kernel is
 analyzed again), timing from ``didChange`` until the inlay hints of that version arrive (p50, p95),
 against the bare analysis of the same texts measured in this process
-(``tilelang_lsp.analysis.analyze``, warm). Cold start is the time from starting the server to the
+(``tilelang_lsp.worker.analysis.analyze``, warm). Cold start is the time from starting the server to the
 first compiled hints of the GEMM; import time is a bare ``import tilelang`` in a fresh interpreter.
 Ends with a ``RESULT`` line for the GEMM and the eager GEMM.
 """
@@ -110,8 +110,8 @@ async def measure_server() -> tuple[float, dict[str, list[float]]]:
 
 
 def measure_bare() -> dict[str, list[float]]:
-    from tilelang_lsp.analysis import analyze
-    from tilelang_lsp.worker import WARMUP_KERNEL
+    from tilelang_lsp.worker.analysis import analyze
+    from tilelang_lsp.worker.loop import WARMUP_KERNEL
 
     analyze(str(ROOT / "bench" / "_lsp_warmup.py"), WARMUP_KERNEL)
     bare: dict[str, list[float]] = {}

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     from tilelang_lsp.worker_client import prestart_worker
 
     prestart_worker()  # tilelang imports in the worker while pygls imports here
-    from tilelang_lsp.server import create_server
+    from tilelang_lsp.app import create_server
 
     server = create_server()
     if address is not None:

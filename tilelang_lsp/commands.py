@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from tilelang_lsp.protocol import Trace, to_json
 from tilelang_lsp.render import provenance
 from tilelang_lsp.worker_client import RequestCancelled, RequestFailed, WorkerError
 
@@ -34,16 +35,16 @@ async def trace_kernel(
     stamp = time.strftime("%Y%m%d-%H%M%S")
     safe = re.sub(r"[^\w.-]", "_", f"{Path(doc.path).stem}-{kernel}-{target or 'default'}")
     output = str(folder / f"{safe}-{stamp}.trace.jsonl")
-    request = {
-        "path": doc.path,
-        "text": doc.text,
-        "kernel": kernel,
-        "target": target,
-        "output": output,
-        "default_target": server.options.default_target,
-    }
+    request = Trace(
+        path=doc.path,
+        text=doc.text,
+        kernel=kernel,
+        target=target,
+        output=output,
+        default_target=server.options.default_target,
+    )
     try:
-        result = await server.worker.request("trace", request, timeout=server.options.analysis_timeout_s * 3)
+        result = await server.worker.request(request, timeout=server.options.analysis_timeout_s * 3)
     except (WorkerError, RequestFailed, RequestCancelled) as error:
         message = f"tilelang-lsp: tracing {kernel} failed: {error}"
         server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
@@ -54,7 +55,7 @@ async def trace_kernel(
             message=f"Trace of {kernel} written to {output} (open it with passviz)",
         )
     )
-    return result
+    return to_json(result)
 
 
 async def kernel_summary(
@@ -64,8 +65,8 @@ async def kernel_summary(
     doc = server.documents.get(uri)
     if doc is None or doc.analysis is None:
         return None
-    for entry in doc.analysis.get("kernels", []):
-        if entry["name"] == kernel:
+    for entry in doc.analysis.kernels:
+        if entry.name == kernel:
             text = provenance(entry)
             server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
             return {"kernel": kernel, "message": text}

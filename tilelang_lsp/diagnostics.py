@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from lsprotocol import types
 
-if TYPE_CHECKING:
-    from tilelang_lsp.server import DocumentState, TileLangLanguageServer
+from tilelang_lsp.document import UNTRUSTED, Document
+from tilelang_lsp.protocol import Diagnostic
 
 SOURCE = "tilelang"
 _SEVERITY = {
@@ -29,30 +27,30 @@ def line_range(text: str, line: int | None) -> types.Range:
     )
 
 
-def to_lsp(doc: DocumentState, diag: dict[str, Any]) -> types.Diagnostic:
-    message = str(diag["message"])
-    if not diag.get("located", True):
+def to_lsp(doc: Document, diag: Diagnostic) -> types.Diagnostic:
+    message = diag.message
+    if not diag.located:
         message += "\n(the compiler gave no line in this file; shown at the kernel)"
     return types.Diagnostic(
-        range=line_range(doc.text, diag.get("line")),
+        range=line_range(doc.text, diag.line),
         message=message,
-        severity=_SEVERITY.get(str(diag.get("severity")), types.DiagnosticSeverity.Error),
-        code=diag.get("code"),
+        severity=_SEVERITY.get(diag.severity, types.DiagnosticSeverity.Error),
+        code=diag.code,
         source=SOURCE,
     )
 
 
-def document_diagnostics(server: TileLangLanguageServer, doc: DocumentState) -> list[types.Diagnostic]:
+def document_diagnostics(doc: Document) -> list[types.Diagnostic]:
     """Layout-stage diagnostics, errors the full lowering found later, and why analysis stopped."""
     found: list[types.Diagnostic] = []
     if not doc.uses_tilelang:
         return found
     if doc.failure is not None:
-        if doc.failure != "workspace not trusted":
+        if doc.failure.message != UNTRUSTED:
             found.append(
                 types.Diagnostic(
-                    range=line_range(doc.text, doc.failure_line),
-                    message=f"TileLang {doc.failure}; hints show what the source alone says",
+                    range=line_range(doc.text, doc.failure.line),
+                    message=f"TileLang {doc.failure.message}; hints show what the source alone says",
                     severity=types.DiagnosticSeverity.Warning,
                     code="analysis",
                     source=SOURCE,
@@ -60,15 +58,15 @@ def document_diagnostics(server: TileLangLanguageServer, doc: DocumentState) -> 
             )
         return found
     if doc.analysis is not None and doc.current(doc.analysis_version):
-        found.extend(to_lsp(doc, d) for d in doc.analysis.get("diagnostics", []) if _here(server, doc, d))
+        found.extend(to_lsp(doc, d) for d in doc.analysis.diagnostics if _here(doc, d))
     if doc.summary is not None and doc.current(doc.summary_version):
-        for diag in doc.summary.get("diagnostics", []):
-            if diag.get("severity") == "error" and _here(server, doc, diag):
+        for diag in doc.summary.diagnostics:
+            if diag.severity == "error" and _here(doc, diag):
                 lsp = to_lsp(doc, diag)
                 if all(lsp.range.start.line != f.range.start.line for f in found):
                     found.append(lsp)
     return found
 
 
-def _here(server: TileLangLanguageServer, doc: DocumentState, diag: dict[str, Any]) -> bool:
-    return diag.get("file") is None or server.file_matches(doc, diag.get("file"))
+def _here(doc: Document, diag: Diagnostic) -> bool:
+    return diag.file is None or doc.is_file(diag.file)

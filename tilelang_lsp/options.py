@@ -1,17 +1,24 @@
-"""Initialization options: a dataclass with defaults; a bad value is reported and its default used."""
+"""Initialization options: typed Structs with defaults, decoded option by option with msgspec.
+
+A value of the wrong type, out of range or naming no known target is reported (the option, the
+value, what it takes) and the default used; one bad option never costs the others, nor the server.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import msgspec
 
 from irtrace.core.targets import TARGETS
-from tilelang_lsp.source import normalize_target
+from tilelang_lsp.source.text import normalize_target
+
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]
 
 
-@dataclass
-class InlayHintOptions:
+class InlayHintOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Which parts of a buffer's facts inlay hints show."""
 
     shape: bool = True
@@ -22,26 +29,25 @@ class InlayHintOptions:
     """Hints on kernel parameters (global tensors), not only on allocations."""
 
 
-@dataclass
-class InitializationOptions:
-    """What a client may pass as ``initializationOptions`` (all optional)."""
+class InitializationOptions(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What a client may pass as ``initializationOptions`` (all optional; camelCase or snake_case)."""
 
     trusted: bool = False
     """Whether the workspace is trusted; analysis executes the user's module only when it is."""
     python: str | None = None
     """Interpreter for the worker (the user's environment); default: the server's own."""
     default_target: str = "cuda:sm_90"
-    extra_targets: list[str] = field(default_factory=lambda: ["hip:gfx942"])
+    extra_targets: tuple[str, ...] = ("hip:gfx942",)
     """Targets analyzed in the background for side-by-side layouts in hover."""
-    debounce_ms: int = 150
+    debounce_ms: NonNegativeInt = 150
     """Quiet time after a burst of edits before analysis starts (a lone edit starts at once)."""
-    analysis_timeout_s: float = 20.0
+    analysis_timeout_s: NonNegativeFloat = 20.0
     """A worker request running longer is cut off: the worker is killed and restarted."""
-    worker_memory_limit_mb: int = 6144
+    worker_memory_limit_mb: NonNegativeInt = 6144
     """The worker is restarted once its resident memory grows past this."""
-    hint_wait_s: float = 2.0
+    hint_wait_s: NonNegativeFloat = 2.0
     """How long an inlay-hint request waits for the running analysis before answering from source."""
-    background_delay_ms: int = 1000
+    background_delay_ms: NonNegativeInt = 1000
     """Idle time after fresh hints before extra targets and the full lowering run (typing cancels them)."""
     summary: bool = True
     """Run the whole pipeline in the background for the code lens summary."""
@@ -50,76 +56,78 @@ class InitializationOptions:
     registers, spills and shared memory, as ``irtrace record --machine-code`` does."""
     race_check: bool = True
     """Turn on TileLang's data-race check (off by default in TileLang itself)."""
-    trace_dir: str = ".tilelang-lsp"
+    trace_dir: Annotated[str, msgspec.Meta(min_length=1)] = ".tilelang-lsp"
     """Where the trace command writes trace files, relative to the workspace."""
-    inlay_hints: InlayHintOptions = field(default_factory=InlayHintOptions)
+    inlay_hints: InlayHintOptions = msgspec.field(default_factory=InlayHintOptions)
+
+
+class BadValue(ValueError):
+    """A value of the right type that the option does not take; the text says what it takes."""
+
+
+def _known_target(value: str) -> str:
+    target = normalize_target(value)
+    if target not in TARGETS:
+        known = ", ".join(TARGETS)
+        raise BadValue(f"{_shown(value)} is not a known target; one of {known}, or an alias (cuda, hip)")
+    return target
+
+
+def _known_targets(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_known_target(value) for value in values)
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {"default_target": _known_target, "extra_targets": _known_targets}
+"""Checks past the type, which normalize the value (target aliases to target names)."""
 
 
 def parse_options(raw: Any) -> tuple[InitializationOptions, list[str]]:
     """Options from the client's JSON and the problems found; unknown keys are reported too."""
-    options = InitializationOptions()
-    problems: list[str] = []
     if raw is None:
-        return options, problems
+        return InitializationOptions(), []
     if not isinstance(raw, dict):
-        return options, [f"initializationOptions should be an object, got {type(raw).__name__}"]
-    known = {f.name: f for f in dataclasses.fields(InitializationOptions)}
-    aliases = {_camel(name): name for name in known}
+        return InitializationOptions(), [
+            f"initializationOptions should be an object, got {type(raw).__name__}"
+        ]
+    return _decode(InitializationOptions, raw, "")
+
+
+def _decode(kind: type[Any], raw: dict[Any, Any], prefix: str) -> tuple[Any, list[str]]:
+    """``kind`` from ``raw`` one field at a time: what decodes is kept, the rest reported."""
+    fields = {f.name: f for f in msgspec.structs.fields(kind)}
+    names = {**{f.encode_name: f.name for f in fields.values()}, **{name: name for name in fields}}
+    accepted: dict[str, Any] = {}
+    problems: list[str] = []
     for key, value in raw.items():
-        name = aliases.get(key, key)
-        if name not in known:
-            problems.append(f"unknown option {key!r}")
+        name = names.get(key) if isinstance(key, str) else None
+        if name is None:
+            known = ", ".join(f.encode_name for f in fields.values())
+            problems.append(f"unknown option {_shown(f'{prefix}{key}')} (known: {known})")
             continue
-        default = getattr(options, name)
-        if name == "inlay_hints":
-            hints, hint_problems = _parse_hints(value)
-            options.inlay_hints = hints
-            problems.extend(hint_problems)
+        field = fields[name]
+        label = f"{prefix}{field.encode_name}"
+        if isinstance(field.type, type) and issubclass(field.type, msgspec.Struct):
+            if not isinstance(value, dict):
+                problems.append(f"option {label}: {_shown(value)} should be an object; using the defaults")
+                continue
+            accepted[name], inner = _decode(field.type, value, f"{label}.")
+            problems.extend(inner)
             continue
-        checked = _check(name, value, default)
-        if isinstance(checked, str) and checked.startswith("!"):
-            problems.append(checked[1:])
-        else:
-            setattr(options, name, checked)
-    return options, problems
+        try:
+            checked = msgspec.convert(value, type=field.type)
+            accepted[name] = _CHECKS[name](checked) if name in _CHECKS else checked
+        except (msgspec.ValidationError, BadValue) as error:
+            why = str(error)
+            why = why[:1].lower() + why[1:]
+            default = field.default if field.default is not msgspec.NODEFAULT else field.default_factory()
+            problems.append(f"option {label}: {_shown(value)} is not valid ({why}); using {_shown(default)}")
+    return kind(**accepted), problems
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def _check(name: str, value: Any, default: Any) -> Any:
-    bad = f"!option {name}: {value!r} is not valid; using {default!r}"
-    if name == "python":
-        return value if value is None or isinstance(value, str) else bad
-    if name == "default_target":
-        target = normalize_target(value) if isinstance(value, str) else None
-        return target if target in TARGETS else bad
-    if name == "extra_targets":
-        if not isinstance(value, list) or not all(isinstance(v, str) and normalize_target(v) for v in value):
-            return bad
-        return [normalize_target(v) for v in value]
-    if isinstance(default, bool):
-        return value if isinstance(value, bool) else bad
-    if isinstance(default, (int, float)):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-        return type(default)(value) if ok else bad
-    if isinstance(default, str):
-        return value if isinstance(value, str) and value else bad
-    return bad
-
-
-def _parse_hints(value: Any) -> tuple[InlayHintOptions, list[str]]:
-    hints = InlayHintOptions()
-    if not isinstance(value, dict):
-        return hints, [f"option inlay_hints: {value!r} should be an object; using the defaults"]
-    problems = []
-    for key, flag in value.items():
-        if not hasattr(hints, key):
-            problems.append(f"unknown inlay hint kind {key!r}")
-        elif not isinstance(flag, bool):
-            problems.append(f"inlay hint kind {key!r} should be true or false")
-        else:
-            setattr(hints, key, flag)
-    return hints, problems
+def _shown(value: Any) -> str:
+    """A value as JSON, as the client wrote it, cut short (it is the client's text)."""
+    try:
+        text = msgspec.json.encode(value).decode()
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"

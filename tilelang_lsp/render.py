@@ -1,11 +1,13 @@
-"""Text for hints, hovers and code lenses, from the worker's plain-data facts."""
+"""Text for hints, hovers and code lenses, from the worker's facts (``tilelang_lsp.protocol``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from irtrace.core.resources import KernelResources, resource_summary
 from tilelang_lsp.options import InlayHintOptions
-from tilelang_lsp.source import ASCEND_SCOPE_NAMES, SourceBuffer
+from tilelang_lsp.protocol import OK, Buffer, CompiledKernel, KernelAnalysis
+from tilelang_lsp.source.buffers import ASCEND_SCOPE_NAMES, SourceBuffer
 
 SOURCE_ONLY = "source only"
 
@@ -17,30 +19,30 @@ def scope_name(scope: str, target: str | None) -> str:
     return scope
 
 
-def shape_text(shape: Any) -> str:
+def shape_text(shape: Sequence[int | str]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def stages_suffix(fact: dict[str, Any]) -> str:
+def stages_suffix(fact: Buffer) -> str:
     """``×3`` when pipelining gave the buffer a leading stage dimension."""
-    shape, allocated = list(fact["shape"]), list(fact["allocated_shape"])
+    shape, allocated = fact.shape, fact.allocated_shape
     if len(allocated) == len(shape) + 1 and allocated[1:] == shape:
         return f" ×{allocated[0]}"
     return ""
 
 
-def hint_label(fact: dict[str, Any], target: str | None, options: InlayHintOptions) -> str:
+def hint_label(fact: Buffer, target: str | None, options: InlayHintOptions) -> str:
     """``[128, 32] ×3 float16 shared.dyn · swizzle 64B``, as the options allow."""
     parts = []
     if options.shape:
-        parts.append(shape_text(fact["shape"]) + stages_suffix(fact))
+        parts.append(shape_text(fact.shape) + stages_suffix(fact))
     if options.dtype:
-        parts.append(str(fact["dtype"]))
+        parts.append(fact.dtype)
     if options.scope:
-        parts.append(scope_name(fact["scope"], target))
+        parts.append(scope_name(fact.scope, target))
     label = " ".join(parts)
-    if options.layout and fact.get("layout_short"):
-        label = f"{label} · {fact['layout_short']}" if label else str(fact["layout_short"])
+    if options.layout and fact.layout_short:
+        label = f"{label} · {fact.layout_short}" if label else fact.layout_short
     return label
 
 
@@ -63,73 +65,65 @@ def _kib(size: int | None) -> str:
 
 
 def hover_markdown(
-    fact: dict[str, Any],
-    kernel: dict[str, Any],
-    others: list[tuple[str, dict[str, Any] | None, str | None]],
+    fact: Buffer,
+    kernel: KernelAnalysis,
+    others: list[tuple[str, Buffer | None, str | None]],
 ) -> str:
     """The buffer's facts, its layout in full, and its layout on the other targets."""
-    target = kernel["target"]
+    target = kernel.target
     lines = [
-        f"**{fact['name']}** — {'kernel parameter' if fact['role'] == 'param' else 'allocation'} "
-        f"in `{kernel['name']}`",
+        f"**{fact.name}** — {'kernel parameter' if fact.role == 'param' else 'allocation'} "
+        f"in `{kernel.name}`",
         "",
         "| | |",
         "|---|---|",
-        f"| shape | `{shape_text(fact['shape'])}` |",
+        f"| shape | `{shape_text(fact.shape)}` |",
     ]
-    if list(fact["allocated_shape"]) != list(fact["shape"]):
-        lines.append(f"| allocated | `{shape_text(fact['allocated_shape'])}` (after pipelining) |")
+    if fact.allocated_shape != fact.shape:
+        lines.append(f"| allocated | `{shape_text(fact.allocated_shape)}` (after pipelining) |")
     lines += [
-        f"| dtype | `{fact['dtype']}` |",
-        f"| scope | `{scope_name(fact['scope'], target)}`"
-        + (f" (`{fact['scope']}`)" if scope_name(fact["scope"], target) != fact["scope"] else "")
+        f"| dtype | `{fact.dtype}` |",
+        f"| scope | `{scope_name(fact.scope, target)}`"
+        + (f" (`{fact.scope}`)" if scope_name(fact.scope, target) != fact.scope else "")
         + " |",
-        f"| size | {_kib(fact.get('bytes'))} |",
+        f"| size | {_kib(fact.bytes)} |",
     ]
-    if fact.get("layout_short"):
-        lines.append(f"| layout | {fact['layout_short']} |")
-    if fact.get("layout_long"):
-        lines += ["", f"Layout on `{target}` after `{kernel.get('stop_pass') or 'layout inference'}`:", ""]
-        lines += ["```", _wrap_layout(str(fact["layout_long"])), "```"]
+    if fact.layout_short:
+        lines.append(f"| layout | {fact.layout_short} |")
+    if fact.layout_long:
+        lines += ["", f"Layout on `{target}` after `{kernel.stop_pass or 'layout inference'}`:", ""]
+        lines += ["```", _wrap_layout(fact.layout_long), "```"]
     if others:
         lines += ["", "| target | scope | layout |", "|---|---|---|"]
-        lines.append(
-            f"| **{target}** | `{scope_name(fact['scope'], target)}` | {fact.get('layout_short') or '—'} |"
-        )
+        lines.append(f"| **{target}** | `{scope_name(fact.scope, target)}` | {fact.layout_short or '—'} |")
         for name, other, problem in others:
             if other is None:
                 lines.append(f"| {name} | — | {problem or 'not analyzed yet'} |")
             else:
-                lines.append(
-                    f"| {name} | `{scope_name(other['scope'], name)}` | {other.get('layout_short') or '—'} |"
-                )
+                lines.append(f"| {name} | `{scope_name(other.scope, name)}` | {other.layout_short or '—'} |")
     lines += ["", provenance(kernel)]
     return "\n".join(lines)
 
 
-def provenance(kernel: dict[str, Any]) -> str:
+def provenance(kernel: KernelAnalysis) -> str:
     """Which arguments and target were used and where they came from."""
     text = (
-        f"Analyzed `{kernel['call']}` — arguments from {kernel['args_origin']}"
-        f"; target `{kernel['target']}` from {kernel['target_origin']}."
+        f"Analyzed `{kernel.call}` — arguments from {kernel.args_origin}"
+        f"; target `{kernel.target}` from {kernel.target_origin}."
     )
-    if kernel.get("args_autotune"):
-        values = ", ".join(f"{k}={v!r}" for k, v in kernel["args_autotune"].items())
+    if kernel.args_autotune:
+        values = ", ".join(f"{k}={v}" for k, v in kernel.args_autotune.items())
         text += f" From the first @autotune config: {values}."
-    if kernel.get("args_from_project"):
-        text += f" From pyproject.toml: {', '.join(kernel['args_from_project'])}."
-    if kernel.get("args_symbolic"):
-        text += f" Symbolic (T.const with no value found): {', '.join(kernel['args_symbolic'])}."
+    if kernel.args_from_project:
+        text += f" From pyproject.toml: {', '.join(kernel.args_from_project)}."
+    if kernel.args_symbolic:
+        text += f" Symbolic (T.const with no value found): {', '.join(kernel.args_symbolic)}."
     return text
 
 
-def machine_summary(resources: list[dict[str, Any]]) -> str:
-    """``regs 240 · spills 0 · smem 49.0 KiB`` from the JSON of ``KernelResources`` (the worst function)."""
-    from irtrace.core.resources import KernelResources, resource_summary
-
-    fields = ("function", "arch", "registers", "spill_stores", "spill_loads", "static_smem", "dynamic_smem")
-    items = [KernelResources(**{k: r[k] for k in (*fields, "barriers", "stack")}) for r in resources]
-    return resource_summary(items)
+def machine_summary(resources: Sequence[KernelResources]) -> str:
+    """``regs 240 · spills 0 · smem 49.0 KiB`` (the worst function)."""
+    return resource_summary(list(resources))
 
 
 def _first_error_line(error: str) -> str:
@@ -153,34 +147,31 @@ def _wrap_layout(text: str) -> str:
 
 
 def lens_title(
-    kernel: dict[str, Any],
-    summary: dict[str, Any] | None,
-    machine: dict[str, Any] | None = None,
+    kernel: KernelAnalysis,
+    summary: KernelAnalysis | None,
+    machine: CompiledKernel | None = None,
     *,
     compiling: bool = True,
 ) -> str:
     """``cuda:sm_90 · 85 passes · 312 ms · smem 48.0 KiB`` (the layout-stage figures until the summary);
     for CUDA, once nvcc compiled the source, ``cuda:sm_90a · 88 passes · 312 ms · regs 240 · spills 0
     · smem 49.0 KiB`` (registers and spills from ptxas, shared memory static plus dynamic)."""
-    if kernel.get("status") != "ok":
-        return f"{kernel['target']} · failed: {(kernel.get('error') or '')[:80]}"
-    if summary is not None and summary.get("status") == "ok":
-        head = (
-            f"{kernel['target']} · {summary.get('passes', 0)} passes · {summary.get('lowering_ms', 0):.0f} ms"
-        )
-        if machine is not None and machine.get("resources"):
-            return f"{head} · {machine_summary(machine['resources'])}"
-        tail = f"{head} · smem {_kib(kernel.get('shared_bytes'))}"
-        if machine is not None and machine.get("error"):
-            return f"{tail} · nvcc: {_first_error_line(machine['error'])[:80]}"
-        request = summary.get("machine_code")
-        if compiling and request and "error" not in request and machine is None:
+    if kernel.status != OK:
+        return f"{kernel.target} · failed: {(kernel.error or '')[:80]}"
+    if summary is not None and summary.status == OK:
+        head = f"{kernel.target} · {summary.passes} passes · {summary.lowering_ms:.0f} ms"
+        if machine is not None and machine.resources:
+            return f"{head} · {machine_summary(machine.resources)}"
+        tail = f"{head} · smem {_kib(kernel.shared_bytes)}"
+        if machine is not None and machine.error:
+            return f"{tail} · nvcc: {_first_error_line(machine.error)[:80]}"
+        if compiling and summary.machine_code is not None and machine is None:
             return f"{tail} · compiling…"
         return tail
     if summary is not None:
-        return f"{kernel['target']} · lowering failed in {summary.get('failed_pass') or 'the pipeline'}"
+        return f"{kernel.target} · lowering failed in {summary.failed_pass or 'the pipeline'}"
     return (
-        f"{kernel['target']} · {kernel.get('passes', 0)} passes to {kernel.get('stop_pass')} · "
-        f"{kernel.get('lowering_ms', 0):.0f} ms · smem {_kib(kernel.get('shared_bytes'))}"
+        f"{kernel.target} · {kernel.passes} passes to {kernel.stop_pass} · "
+        f"{kernel.lowering_ms:.0f} ms · smem {_kib(kernel.shared_bytes)}"
         " (full lowering pending)"
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tilelang_lsp.server import DocumentState, TileLangLanguageServer
+    from tilelang_lsp.document import Document
+    from tilelang_lsp.server import TileLangLanguageServer
 
 
 def field_of(params: Any, name: str) -> Any:
@@ -17,8 +18,8 @@ def field_of(params: Any, name: str) -> Any:
     return getattr(params, name, None)
 
 
-def document_of(server: TileLangLanguageServer, params: Any) -> DocumentState | None:
-    """The open document named by ``textDocument.uri`` (or ``uri``)."""
+def document_of(server: TileLangLanguageServer, params: Any) -> Document | None:
+    """The open document's latest snapshot, named by ``textDocument.uri`` (or ``uri``)."""
     document = field_of(params, "textDocument")
     uri = field_of(document, "uri") if document is not None else field_of(params, "uri")
     return server.documents.get(uri) if uri else None

@@ -1,6 +1,7 @@
 """The server's side of the worker: start it, send one request at a time, cut it off, restart it.
 
-The worker leads a session of its own, so whatever a kernel file forks is found and killed with it.
+Messages are ``tilelang_lsp.protocol``'s, one per line: the only definition of what goes over
+the pipes. The worker leads a session of its own, so whatever a kernel file forks is found and killed with it.
 A request that outlives its time limit kills the worker; so does memory: a watcher polls the
 resident memory of the worker's whole session while it lives. A worker that dies is replaced on the
 next request. Each restart is reported once through ``on_restart``.
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import os
 import shutil
@@ -21,9 +21,32 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
+import msgspec
 import psutil
+
+from tilelang_lsp.protocol import (
+    AnalysisResult,
+    Analyze,
+    Call,
+    Cancel,
+    Failure,
+    IrAfterPass,
+    IrText,
+    Progress,
+    ProtocolError,
+    Ready,
+    Result,
+    Trace,
+    TraceResult,
+    Warm,
+    WorkerRequest,
+    decode_body,
+    decode_from_worker,
+    encode,
+    message_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +61,7 @@ WATCH_IDLE_S = 0.5
 
 
 @dataclass
-class Progress:
+class Building:
     """The kernel a request is working on, from the worker's progress events."""
 
     kernel: str | None = None
@@ -52,9 +75,9 @@ class WorkerError(Exception):
 class WorkerKilled(WorkerError):
     """The server killed the worker during a request; ``progress`` says which kernel it was building."""
 
-    def __init__(self, message: str, progress: Progress | None = None) -> None:
+    def __init__(self, message: str, progress: Building | None = None) -> None:
         super().__init__(message)
-        self.progress = progress or Progress()
+        self.progress = progress or Building()
 
 
 class WorkerTimeout(WorkerKilled):
@@ -66,7 +89,8 @@ class WorkerOutOfMemory(WorkerKilled):
 
 
 class RequestFailed(Exception):
-    """The worker answered with an error (a bug in analysis, not in the user's kernel)."""
+    """The worker answered with an error (a bug in analysis, not in the user's kernel), or with a
+    message that does not follow the protocol."""
 
 
 class RequestCancelled(Exception):
@@ -242,16 +266,19 @@ class WorkerClient:
         self.warmup_target = warmup_target
         self.on_restart = on_restart
         self.process: asyncio.subprocess.Process | None = None
-        self.ready: asyncio.Future[dict[str, Any]] | None = None
-        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self.progress: dict[int, Progress] = {}
+        self.ready: asyncio.Future[Ready] | None = None
+        self.pending: dict[int, asyncio.Future[Result | Failure]] = {}
+        self.progress: dict[int, Building] = {}
         self.next_id = 0
         self.lock = asyncio.Lock()
         """One request in flight at a time."""
         self.starting = asyncio.Lock()
         """One start at a time: the early start from ``initialized`` races the first request."""
         self.restarts = 0
-        self.ready_info: dict[str, Any] = {}
+        self.ready_info: Ready | None = None
+        """What the running worker reported once tilelang was imported."""
+        self.warmup_s: float | None = None
+        """How long its warm-up lowering took, once done."""
         self._reader: asyncio.Task[None] | None = None
         self._stderr: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -319,30 +346,39 @@ class WorkerClient:
             line = await process.stdout.readline()
             if not line:
                 break
-            try:
-                message = json.loads(line)
-            except json.JSONDecodeError:
-                log.warning("worker wrote a line that is not JSON: %r", line[:200])
-                continue
-            event = message.get("event")
-            if event == "ready":
-                self.ready_info = message
-                if self.ready is not None and not self.ready.done():
-                    self.ready.set_result(message)
-            elif event == "warm":
-                self.ready_info = {**self.ready_info, "warmup_s": message.get("warmup_s")}
-            elif event == "progress":
-                self.progress[int(message["request"])] = Progress(message.get("kernel"), message.get("line"))
-            elif "id" in message:
-                future = self.pending.pop(int(message["id"]), None)
-                if future is not None and not future.done():
-                    future.set_result(message)
+            if line.strip():
+                self._receive(line)
         await process.wait()
         self._fail_all(
             self._kill_error or WorkerError(f"the TileLang worker exited (code {process.returncode})")
         )
         if self._restart_reason is None:
             self._restart_reason = f"the TileLang worker exited unexpectedly (code {process.returncode})"
+
+    def _receive(self, line: bytes) -> None:
+        """One line from the worker: an event, or the answer to a pending request. A line that does
+        not follow the protocol fails the request it names, if any; the reader carries on."""
+        try:
+            message = decode_from_worker(line)
+        except ProtocolError as error:
+            log.warning("%s: %r", error, line[:200])
+            request_id = message_id(line)
+            future = self.pending.pop(request_id, None) if request_id is not None else None
+            if future is not None and not future.done():
+                future.set_exception(RequestFailed(str(error)))
+            return
+        if isinstance(message, Ready):
+            self.ready_info, self.warmup_s = message, None
+            if self.ready is not None and not self.ready.done():
+                self.ready.set_result(message)
+        elif isinstance(message, Warm):
+            self.warmup_s = message.warmup_s
+        elif isinstance(message, Progress):
+            self.progress[message.request] = Building(message.kernel, message.line)
+        else:
+            future = self.pending.pop(message.id, None)
+            if future is not None and not future.done():
+                future.set_result(message)
 
     def _fail_all(self, error: Exception) -> None:
         if self.ready is not None and not self.ready.done():
@@ -366,7 +402,7 @@ class WorkerClient:
             if used <= limit:
                 continue
             current = self.current
-            progress = self.progress.get(current, Progress()) if current is not None else Progress()
+            progress = self.progress.get(current, Building()) if current is not None else Building()
             where = f" while building {progress.kernel}" if progress.kernel else ""
             await self.kill(
                 f"the TileLang worker grew to {used:.0f} MB{where}, past its limit of {limit:g} MB "
@@ -396,18 +432,21 @@ class WorkerClient:
         # Only now, with the worker reaped: the next request must not find it still running.
         self._fail_all(self._kill_error)
 
-    async def request(
-        self,
-        method: str,
-        params: dict[str, Any],
-        *,
-        timeout: float,
-    ) -> Any:
-        """Send one request once the worker is ready; at most one is in flight at a time.
+    @overload
+    async def request(self, request: Analyze, *, timeout: float) -> AnalysisResult: ...
+    @overload
+    async def request(self, request: Trace, *, timeout: float) -> TraceResult: ...
+    @overload
+    async def request(self, request: IrAfterPass, *, timeout: float) -> IrText: ...
+
+    async def request(self, request: WorkerRequest, *, timeout: float) -> msgspec.Struct:
+        """Send one request once the worker is ready; at most one is in flight at a time. The
+        answer is decoded as the type the request names (``Analyze.answer``).
 
         Raises ``WorkerTimeout`` (worker killed), ``WorkerError`` (worker died),
-        ``RequestCancelled`` or ``RequestFailed``. An asyncio cancellation of the caller asks the
-        worker to stop after its current pass and waits for that before letting the next one in.
+        ``RequestCancelled`` or ``RequestFailed`` (also for an answer that does not follow the
+        protocol). An asyncio cancellation of the caller asks the worker to stop after its
+        current pass and waits for that before letting the next one in.
         """
         async with self.lock:
             await self.start()
@@ -415,21 +454,21 @@ class WorkerClient:
             await asyncio.wait_for(asyncio.shield(self.ready), START_TIMEOUT_S)
             self.next_id += 1
             request_id = self.next_id
-            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            future: asyncio.Future[Result | Failure] = asyncio.get_running_loop().create_future()
             future.add_done_callback(_retrieve)
             self.pending[request_id] = future
             self.current = request_id
-            self._write({"id": request_id, "method": method, "params": params})
+            self._write(Call(id=request_id, request=request))
             try:
                 message = await asyncio.wait_for(asyncio.shield(future), timeout)
             except asyncio.TimeoutError:
-                progress = self.progress.pop(request_id, Progress())
+                progress = self.progress.pop(request_id, Building())
                 where = f" while building {progress.kernel}" if progress.kernel else ""
                 error = WorkerTimeout(f"analysis stopped after {timeout:g} s{where}", progress)
                 await self.kill(f"the TileLang worker ran past {timeout:g} s{where} and was restarted", error)
                 raise error from None
             except asyncio.CancelledError:
-                self._write({"cancel": request_id})
+                self._write(Cancel(id=request_id))
                 try:
                     await asyncio.wait_for(asyncio.shield(future), CANCEL_GRACE_S)
                 except (asyncio.TimeoutError, WorkerError):
@@ -438,18 +477,20 @@ class WorkerClient:
             finally:
                 self.progress.pop(request_id, None)
                 self.current = None
-        if "result" in message:
-            return message["result"]
-        if message.get("cancelled"):
-            raise RequestCancelled(message.get("error", "cancelled"))
-        raise RequestFailed(message.get("error", "the worker failed"))
+        if isinstance(message, Failure):
+            raise (RequestCancelled if message.cancelled else RequestFailed)(message.error)
+        method = type(request).__struct_config__.tag
+        try:
+            return decode_body(message.body, type(request).answer, str(method))
+        except ProtocolError as error:
+            raise RequestFailed(str(error)) from None
 
-    def _write(self, message: dict[str, Any]) -> None:
+    def _write(self, message: Call | Cancel) -> None:
         process = self.process
         if process is None or process.stdin is None or process.returncode is not None:
             return
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+            process.stdin.write(encode(message))
 
     async def stop(self) -> None:
         """End the worker and everything it forked at shutdown (no restart is reported)."""

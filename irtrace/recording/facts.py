@@ -1,4 +1,5 @@
-"""Buffer facts and diagnostics read from a real lowering, for editors (the language server's worker).
+"""Buffer facts and diagnostics read from a real lowering, for editors (the language server's worker
+and the MCP server's ``buffer_facts`` and ``diagnostics``).
 
 Buffers are read twice: as declared by the frontend (the built PrimFunc: the shape as written)
 and as they stand after the layout-inference pass, whose blocks carry a ``layout_map``; dtype,
@@ -121,7 +122,8 @@ def plain_text(value: Any) -> str:
     return text if type(text) is str else str.__new__(str, text)
 
 
-def _dims(shape: Any) -> tuple[int | str, ...]:
+def dims_of(shape: Any) -> tuple[int | str, ...]:
+    """A TVM shape as Python values: static sizes as ints, symbolic ones as their text."""
     dims: list[int | str] = []
     for dim in shape:
         try:
@@ -141,7 +143,8 @@ def _span_of(buffer: Any) -> tuple[str | None, int | None]:
     return (plain_text(name) if name else None), line
 
 
-def _byte_size(shape: tuple[int | str, ...], dtype: str) -> int | None:
+def byte_size(shape: tuple[int | str, ...], dtype: str) -> int | None:
+    """Bytes of a ``shape`` of ``dtype``; ``None`` when a size is symbolic."""
     import tvm
 
     if any(isinstance(dim, str) for dim in shape):
@@ -183,12 +186,13 @@ def _layouts(module: Any) -> dict[tuple[str, int | None], tuple[Any, Any]]:
         for buffer, layout in annotations["layout_map"].items():
             layouts.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), (buffer, layout))
 
-    for _, func in _functions(module):
+    for _, func in module_functions(module):
         post_order_visit(func.body, visit)
     return layouts
 
 
-def _functions(module: Any) -> list[tuple[Any, Any]]:
+def module_functions(module: Any) -> list[tuple[Any, Any]]:
+    """The module's functions that have a body (PrimFuncs), as ``(global var, function)``."""
     if module is None:
         return []
     return [(gv, f) for gv, f in module.functions.items() if hasattr(f, "body")]
@@ -232,7 +236,7 @@ def buffer_facts(func: Any, stopped_module: Any) -> list[BufferFact]:
     layouts = _layouts(stopped_module) if stopped_module is not None else {}
     lowered: dict[tuple[str, int | None], Any] = {}
     lowered_params: dict[str, Any] = {}
-    for _, lowered_func in _functions(stopped_module):
+    for _, lowered_func in module_functions(stopped_module):
         for buffer in _alloc_buffers(lowered_func):
             lowered.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), buffer)
         for param in lowered_func.params:
@@ -256,9 +260,9 @@ def _fact(buffer: Any, role: str, lowered: Any, found: tuple[Any, Any] | None) -
     """A buffer's fact: shape as declared; dtype, scope and allocated shape from the compiler's
     buffer (``lowered``, or the one in the ``layout_map``), falling back to the declaration."""
     file, line = _span_of(buffer)
-    shape = _dims(buffer.shape)
+    shape = dims_of(buffer.shape)
     compiled = found[0] if found is not None else lowered
-    allocated = _dims(compiled.shape) if compiled is not None else shape
+    allocated = dims_of(compiled.shape) if compiled is not None else shape
     short = long = None
     if found is not None:
         short, long = describe_layout(found[0], found[1])
@@ -275,33 +279,8 @@ def _fact(buffer: Any, role: str, lowered: Any, found: tuple[Any, Any] | None) -
         scope=plain_text(source.scope()),
         layout_short=short,
         layout_long=long,
-        bytes=_byte_size(allocated, dtype),
+        bytes=byte_size(allocated, dtype),
     )
-
-
-def shared_memory_bytes(module: Any) -> int | None:
-    """Bytes of shared memory the module allocates (``shared``/``shared.dyn`` buffers and allocates)."""
-    if module is None:
-        return None
-    from tvm.tirx.stmt_functor import post_order_visit
-
-    total = 0
-
-    def visit(node: Any) -> None:
-        nonlocal total
-        kind = type(node).__name__
-        if kind == "Allocate":
-            scope = str(node.buffer_var.type_annotation.storage_scope)
-            if scope.startswith("shared") and scope != "shared.barrier":
-                size = _byte_size(_dims(node.extents), str(node.dtype))
-                total += size or 0
-        for buffer in getattr(node, "alloc_buffers", None) or ():
-            if str(buffer.scope()) in ("shared", "shared.dyn"):
-                total += _byte_size(_dims(buffer.shape), str(buffer.dtype)) or 0
-
-    for _, func in _functions(module):
-        post_order_visit(func.body, visit)
-    return total
 
 
 # --- diagnostics -----------------------------------------------------------------------------

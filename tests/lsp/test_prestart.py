@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tilelang_lsp import worker_client
+from tilelang_lsp.protocol import Ready
 from tilelang_lsp.worker_client import (
     WorkerClient,
     WorkerError,
@@ -44,7 +45,7 @@ def test_client_adopts_the_early_worker_and_it_answers() -> None:
     early = worker_client._prestarted
     assert early is not None
 
-    async def adopt() -> dict[str, object]:
+    async def adopt() -> Ready:
         client = WorkerClient(sys.executable)
         await client.start()
         try:
@@ -56,7 +57,7 @@ def test_client_adopts_the_early_worker_and_it_answers() -> None:
             await client.stop()
 
     ready = asyncio.run(adopt())
-    assert ready["event"] == "ready" and ready["pid"] == early.pid
+    assert isinstance(ready, Ready) and ready.pid == early.pid
 
 
 def test_concurrent_starts_make_one_worker() -> None:

@@ -39,7 +39,10 @@ async def test_untrusted_workspace_gets_source_hints(client: LanguageClient) -> 
     status = await client.protocol.send_request_async("tilelang/workerStatus", {})
     assert status.pid is None  # no worker was ever started
     messages = [m.message for m in client.messages]
-    assert "tilelang-lsp: option debounce_ms: 'fast' is not valid; using 150" in messages
+    assert (
+        'tilelang-lsp: option debounceMs: "fast" is not valid (expected `int`, got `str`); using 150'
+        in messages
+    )
     assert any("workspace is not trusted" in m for m in messages)
     hover = await client.text_document_hover_async(
         types.HoverParams(

@@ -20,25 +20,23 @@ OPTIONS = types.CodeLensOptions(resolve_provider=False)
 async def handle(server: TileLangLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     """One summary lens and two command lenses above each analyzed kernel."""
     uri = params.text_document.uri
-    doc = server.documents.get(uri)
-    if doc is None:
+    if uri not in server.documents:
         return []
-    await server.wait_for_analysis(doc)
-    if doc.analysis is None or not doc.current(doc.analysis_version):
+    doc = await server.analyzed(uri)
+    if doc is None or doc.analysis is None or not doc.current(doc.analysis_version):
         return []
     summaries = {}
     if doc.summary is not None and doc.current(doc.summary_version):
-        summaries = {k["name"]: k for k in doc.summary.get("kernels", [])}
-    machine = doc.machine if doc.current(doc.machine_version) else {}
+        summaries = {k.name: k for k in doc.summary.kernels}
     lenses = []
-    for kernel in doc.analysis.get("kernels", []):
-        line = max((kernel.get("line") or 1) - 1, 0)
+    for kernel in doc.analysis.kernels:
+        line = max((kernel.line or 1) - 1, 0)
         where = types.Range(start=types.Position(line, 0), end=types.Position(line, 0))
-        arguments = [uri, kernel["name"], kernel["target"]]
+        arguments = [uri, kernel.name, kernel.target]
         title = lens_title(
             kernel,
-            summaries.get(kernel["name"]),
-            machine.get(kernel["name"]),
+            summaries.get(kernel.name),
+            doc.compiled(kernel.name),
             compiling=server.options.machine_code,
         )
         lenses += [

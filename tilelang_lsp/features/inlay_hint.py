@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from tilelang_lsp.document import Document
+from tilelang_lsp.protocol import AnalysisResult, KernelAnalysis
 from tilelang_lsp.render import hint_label, source_hint_label
-from tilelang_lsp.source import hint_column, source_buffers
+from tilelang_lsp.source.buffers import hint_column, source_buffers
 
 if TYPE_CHECKING:
-    from tilelang_lsp.server import DocumentState, TileLangLanguageServer
+    from tilelang_lsp.server import TileLangLanguageServer
 
 METHOD = types.TEXT_DOCUMENT_INLAY_HINT
 OPTIONS = types.InlayHintOptions(resolve_provider=False)
@@ -18,78 +20,79 @@ OPTIONS = types.InlayHintOptions(resolve_provider=False)
 
 async def handle(server: TileLangLanguageServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     """Hints from the current version's analysis (source-only where it has none), within the range."""
-    doc = server.documents.get(params.text_document.uri)
+    if params.text_document.uri not in server.documents:
+        return []
+    doc = await server.analyzed(params.text_document.uri)
     if doc is None:
         return []
-    await server.wait_for_analysis(doc)
     hints = document_hints(server, doc)
     first, last = params.range.start.line, params.range.end.line
     return [h for h in hints if first <= h.position.line <= last]
 
 
-def document_hints(server: TileLangLanguageServer, doc: DocumentState) -> list[types.InlayHint]:
-    """Every hint of the document, cached per analyzed version."""
-    key = (doc.version, doc.analysis_version, doc.failure, server.options.trusted, doc.uses_tilelang)
-    if doc.hints_cache is not None and doc.hints_cache[0] == key:
-        return doc.hints_cache[1]
+def document_hints(server: TileLangLanguageServer, doc: Document) -> list[types.InlayHint]:
+    """Every hint of the document, cached per snapshot (any new version or result replaces it)."""
+    cached = server.hint_cache.get(doc.uri)
+    if cached is not None and cached[0] is doc:
+        return cached[1]
     hints = _build_hints(server, doc)
-    doc.hints_cache = (key, hints)
+    server.hint_cache[doc.uri] = (doc, hints)
     return hints
 
 
-def _build_hints(server: TileLangLanguageServer, doc: DocumentState) -> list[types.InlayHint]:
+def _build_hints(server: TileLangLanguageServer, doc: Document) -> list[types.InlayHint]:
     if not doc.uses_tilelang:
         return []  # not a TileLang file: nothing, not even source-only hints
     options = server.options.inlay_hints
     lines = doc.text.splitlines()
     hints: list[types.InlayHint] = []
     covered: set[int] = set()
-    failed: list[dict[str, Any]] = []
+    failed: list[KernelAnalysis] = []
     analysis = doc.analysis if doc.current(doc.analysis_version) else None
     reason = _fallback_reason(server, doc, analysis)
-    if analysis is not None and not analysis.get("kernels"):
+    if analysis is not None and not analysis.kernels:
         analysis = None  # the module did not import: everything comes from the source
     if analysis is not None:
-        for kernel in analysis.get("kernels", []):
-            if not kernel.get("buffers"):
+        for kernel in analysis.kernels:
+            if not kernel.buffers:
                 failed.append(kernel)
-            for fact in kernel.get("buffers", []):
-                line = fact.get("line")
-                if line is None or not server.file_matches(doc, fact.get("file")) or line > len(lines):
+            for fact in kernel.buffers:
+                line = fact.line
+                if line is None or not doc.is_file(fact.file) or line > len(lines):
                     continue
-                if fact["role"] == "param" and not options.parameters:
+                if fact.role == "param" and not options.parameters:
                     continue
                 covered.add(line)
-                column = hint_column(lines[line - 1], fact["name"], fact["role"])
-                hints.append(_hint(line, column, hint_label(fact, kernel["target"], options), fact["role"]))
+                column = hint_column(lines[line - 1], fact.name, fact.role)
+                hints.append(_hint(line, column, hint_label(fact, kernel.target, options), fact.role))
     for buffer in source_buffers(doc.text):
         if buffer.line in covered or (buffer.role == "param" and not options.parameters):
             continue
         why = reason
         if analysis is not None:
-            kernel = _kernel_above(failed, analysis, buffer.line)
-            if kernel is None:
+            broken = _kernel_above(failed, analysis, buffer.line)
+            if broken is None:
                 continue
-            why = f"source only: {kernel['name']} did not build"
+            why = f"source only: {broken.name} did not build"
         hints.append(
             _hint(buffer.line, buffer.end_column, source_hint_label(buffer, options, why), buffer.role)
         )
     return hints
 
 
-def _kernel_above(failed: list[dict[str, Any]], analysis: dict[str, Any], line: int) -> dict[str, Any] | None:
+def _kernel_above(failed: list[KernelAnalysis], analysis: AnalysisResult, line: int) -> KernelAnalysis | None:
     """The failed kernel that ``line`` lies in, if the closest kernel above it is a failed one."""
-    kernels = [k for k in analysis.get("kernels", []) if k.get("line") and k["line"] <= line]
+    kernels = [k for k in analysis.kernels if k.line and k.line <= line]
     if not kernels:
         return None
-    closest = max(kernels, key=lambda k: k["line"])
+    closest = max(kernels, key=lambda k: k.line or 0)
     return closest if closest in failed else None
 
 
-def _fallback_reason(server: TileLangLanguageServer, doc: DocumentState, analysis: Any) -> str:
+def _fallback_reason(server: TileLangLanguageServer, doc: Document, analysis: AnalysisResult | None) -> str:
     if not server.options.trusted:
         return "source only: workspace not trusted"
-    if doc.failure:
+    if doc.failure is not None:
         return "source only: analysis stopped"
     if analysis is None:
         return "source only: analyzing"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from tilelang_lsp.protocol import IrAfterPass
 from tilelang_lsp.requests import document_of, field_of
 from tilelang_lsp.worker_client import RequestCancelled, RequestFailed, WorkerError
 
@@ -21,21 +22,25 @@ async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any] 
     kernel, pass_name = field_of(params, "kernel"), field_of(params, "passName")
     if doc is None or not kernel or not pass_name or not server.options.trusted or not doc.runnable:
         return None
-    request = {
-        "path": doc.path,
-        "text": doc.text,
-        "kernel": kernel,
-        "pass": pass_name,
-        "target": field_of(params, "target"),
-        "default_target": server.options.default_target,
-    }
+    target = field_of(params, "target")
+    request = IrAfterPass(
+        path=doc.path,
+        text=doc.text,
+        kernel=str(kernel),
+        pass_name=str(pass_name),
+        target=str(target) if target else None,
+        default_target=server.options.default_target,
+    )
     try:
-        result: dict[str, Any] = await server.worker.request(
-            "irAfterPass", request, timeout=server.options.analysis_timeout_s
-        )
+        ir = await server.worker.request(request, timeout=server.options.analysis_timeout_s)
     except (WorkerError, RequestFailed, RequestCancelled) as error:
         return {"kernel": kernel, "passName": pass_name, "error": str(error)}
-    result["passName"] = result.pop("pass")
-    name = f"{kernel}@{result['target']}/{result['index']:03d}-{result['passName']}.py"
-    result["uri"] = f"{SCHEME}:/{quote(name)}"
-    return result
+    name = f"{kernel}@{ir.target}/{ir.index:03d}-{ir.pass_name}.py"
+    return {
+        "kernel": ir.kernel,
+        "target": ir.target,
+        "passName": ir.pass_name,
+        "index": ir.index,
+        "text": ir.text,
+        "uri": f"{SCHEME}:/{quote(name)}",
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from irtrace.core.trace import occurrence_labels
@@ -22,15 +23,17 @@ async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any] 
     for _ in range(int(server.options.analysis_timeout_s * 10)):
         if doc.summary is not None and doc.current(doc.summary_version):
             break
-        await server.wait_for_analysis(doc)
-        import asyncio
-
+        doc = await server.analyzed(doc.uri) or doc
         await asyncio.sleep(0.1)
+        doc = server.documents.get(doc.uri) or doc
     summary = doc.summary if doc.current(doc.summary_version) else None
     if summary is None:
         return None
-    for entry in summary.get("kernels", []):
-        if kernel is None or entry["name"] == kernel:
-            labels = occurrence_labels(entry.get("pass_names", []))
-            return {"kernel": entry["name"], "target": entry["target"], "passes": labels}
+    for entry in summary.kernels:
+        if kernel is None or entry.name == kernel:
+            return {
+                "kernel": entry.name,
+                "target": entry.target,
+                "passes": occurrence_labels(entry.pass_names),
+            }
     return None

@@ -14,8 +14,5 @@ METHOD = types.SHUTDOWN
 
 async def handle(server: TileLangLanguageServer, params: None) -> None:
     """End the worker process so nothing outlives the server."""
-    for doc in server.documents.values():
-        for task in (doc.task, doc.background):
-            if task is not None:
-                task.cancel()
+    server.shutdown_jobs()
     await server.worker.stop()

@@ -14,12 +14,13 @@ async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any]:
     """``{pid, restarts, ready, importSeconds, warmupSeconds, prefix, tilelang}``: ``prefix`` is the
     worker's ``sys.prefix`` (its environment), ``tilelang`` the folder tilelang was imported from."""
     worker = server.worker
+    ready = worker.ready_info
     return {
         "pid": worker.pid,
         "restarts": worker.restarts,
         "ready": bool(worker.ready is not None and worker.ready.done() and not worker.ready.exception()),
-        "importSeconds": worker.ready_info.get("import_s"),
-        "warmupSeconds": worker.ready_info.get("warmup_s"),
-        "prefix": worker.ready_info.get("prefix"),
-        "tilelang": worker.ready_info.get("tilelang"),
+        "importSeconds": ready.import_s if ready is not None else None,
+        "warmupSeconds": worker.warmup_s,
+        "prefix": ready.prefix if ready is not None else None,
+        "tilelang": ready.tilelang if ready is not None else None,
     }

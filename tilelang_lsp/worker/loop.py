@@ -1,11 +1,11 @@
 """The analysis worker: ``python -m tilelang_lsp.worker``, one long-lived process per server.
 
-It imports tilelang once, warms up with a small kernel and answers line-delimited JSON on stdin
-and stdout. Requests are ``{"id": 1, "method": "analyze", "params": {...}}``; answers are
-``{"id": 1, "result": {...}, "rss_mb": 812}`` or ``{"id": 1, "error": "...", "cancelled": false}``.
-``{"cancel": 1}`` asks request 1 to stop after the pass it is in. Events without an id:
-``{"event": "ready", ...}`` once warm, ``{"event": "progress", "request": 1, "kernel": ..., "line": ...}``
-before each kernel is built. tilelang's own prints go to stderr: stdout carries only the protocol.
+It imports tilelang once, warms up with a small kernel and answers the messages of
+``tilelang_lsp.protocol``, one JSON object per line on stdin and stdout: each ``Call`` gets a
+``Result`` or a ``Failure``; a ``Cancel`` asks a call to stop after the pass it is in; ``Ready``
+(tilelang imported), ``Warm`` and ``Progress`` (before each kernel is built) are events. A request
+that does not follow the protocol is answered with a ``Failure`` saying which field is wrong.
+tilelang's own prints go to stderr: stdout carries only the protocol.
 
 The server starts the worker as the leader of a new session and process group. When its stdin
 closes (the server stopped it, exited, or was killed, even by SIGKILL) the worker kills its
@@ -14,7 +14,6 @@ whole process group, itself included, so nothing a kernel file forked outlives t
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -24,7 +23,29 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+
+import msgspec
+
+from tilelang_lsp.protocol import (
+    Analyze,
+    Call,
+    Cancel,
+    Failure,
+    IrAfterPass,
+    Progress,
+    ProtocolError,
+    Ready,
+    Request,
+    Result,
+    Trace,
+    TraceResult,
+    Warm,
+    decode_to_worker,
+    encode,
+    message_id,
+    raw,
+)
 
 WARMUP_KERNEL = """
 import tilelang.language as T
@@ -65,26 +86,32 @@ IDLE_BEFORE_WARMUP_S = 0.05
 class Worker:
     """Reads requests on a thread (so cancellations arrive while analyzing) and runs them in order."""
 
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: IO[bytes]) -> None:
         self.out = out
         self.lock = threading.Lock()
-        self.requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.requests: queue.Queue[Call | None] = queue.Queue()
         self.cancelled: set[int] = set()
         self.current: int | None = None
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: msgspec.Struct) -> None:
         with self.lock:
-            self.out.write(json.dumps(message) + "\n")
+            self.out.write(encode(message))
             self.out.flush()
 
-    def read(self, stream: IO[str]) -> None:
+    def read(self, stream: IO[bytes]) -> None:
         for line in stream:
-            try:
-                message = json.loads(line)
-            except json.JSONDecodeError:
+            if not line.strip():
                 continue
-            if "cancel" in message:
-                self.cancelled.add(int(message["cancel"]))
+            try:
+                message = decode_to_worker(line)
+            except ProtocolError as error:
+                print(f"tilelang-lsp worker: {error}", file=sys.stderr)
+                request_id = message_id(line)
+                if request_id is not None:
+                    self.send(Failure(id=request_id, error=str(error)))
+                continue
+            if isinstance(message, Cancel):
+                self.cancelled.add(message.id)
             else:
                 self.requests.put(message)
         end_process_group()
@@ -97,14 +124,12 @@ class Worker:
         import_s = time.perf_counter() - started
         default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", "cuda:sm_90")
         self.send(
-            {
-                "event": "ready",
-                "pid": os.getpid(),
-                "import_s": import_s,
-                "warmup_s": None,
-                "prefix": sys.prefix,
-                "tilelang": os.path.dirname(tilelang.__file__ or ""),
-            }
+            Ready(
+                pid=os.getpid(),
+                import_s=import_s,
+                prefix=sys.prefix,
+                tilelang=os.path.dirname(tilelang.__file__ or ""),
+            )
         )
         warm = False
         while True:
@@ -113,7 +138,7 @@ class Worker:
                 message = self.requests.get(timeout=None if warm else IDLE_BEFORE_WARMUP_S)
             except queue.Empty:
                 warm = True
-                self.send({"event": "warm", "warmup_s": self.warm_up(default)})
+                self.send(Warm(warmup_s=self.warm_up(default)))
                 continue
             if message is None:
                 return
@@ -122,7 +147,7 @@ class Worker:
 
     def warm_up(self, target: str) -> float:
         """Lower a tiny GEMM once: the first lowering in a process costs about a second more."""
-        from tilelang_lsp.analysis import analyze
+        from tilelang_lsp.worker.analysis import analyze
 
         began = time.perf_counter()
         with tempfile.TemporaryDirectory() as folder:
@@ -132,69 +157,67 @@ class Worker:
                 traceback.print_exc()
         return time.perf_counter() - began
 
-    def handle(self, message: dict[str, Any]) -> None:
-        request_id = int(message.get("id", -1))
-        method = message.get("method")
-        params = message.get("params") or {}
+    def handle(self, call: Call) -> None:
+        request_id = call.id
         self.current = request_id
         try:
             if request_id in self.cancelled:
                 raise _cancelled()
-            result = self.dispatch(request_id, method, params)
-            self.send({"id": request_id, "result": result, "rss_mb": _rss_mb()})
+            body = self.dispatch(request_id, call.request)
+            self.send(Result(id=request_id, body=raw(body), rss_mb=_rss_mb()))
         except Exception as error:
-            from tilelang_lsp.analysis import Cancelled
+            from tilelang_lsp.worker.analysis import Cancelled
 
             cancelled = isinstance(error, Cancelled)
             if not cancelled:
                 traceback.print_exc()
-            self.send({"id": request_id, "error": str(error), "cancelled": cancelled, "rss_mb": _rss_mb()})
+            self.send(Failure(id=request_id, error=str(error), cancelled=cancelled, rss_mb=_rss_mb()))
         finally:
             self.cancelled.discard(request_id)
             self.current = None
 
-    def dispatch(self, request_id: int, method: Any, params: dict[str, Any]) -> Any:
-        from tilelang_lsp import analysis
+    def dispatch(self, request_id: int, request: Request) -> msgspec.Struct:
+        from tilelang_lsp.worker import analysis
 
         def should_stop() -> bool:
             return request_id in self.cancelled
 
         def on_kernel(name: str, line: int) -> None:
-            self.send({"event": "progress", "request": request_id, "kernel": name, "line": line})
+            self.send(Progress(request=request_id, kernel=name, line=line))
 
-        if method == "analyze":
+        if isinstance(request, Analyze):
             return analysis.analyze(
-                params["path"],
-                params["text"],
-                default_target=params.get("default_target", "cuda:sm_90"),
-                override_target=params.get("target"),
-                full=bool(params.get("full", False)),
-                race_check=bool(params.get("race_check", True)),
+                request.path,
+                request.text,
+                default_target=request.default_target,
+                override_target=request.target,
+                full=request.full,
+                race_check=request.race_check,
                 should_stop=should_stop,
                 on_kernel=on_kernel,
             )
-        if method == "trace":
+        if isinstance(request, Trace):
             result = analysis.analyze(
-                params["path"],
-                params["text"],
-                default_target=params.get("default_target", "cuda:sm_90"),
-                override_target=params.get("target"),
+                request.path,
+                request.text,
+                default_target=request.default_target,
+                override_target=request.target,
                 full=True,
-                kernels_only=[params["kernel"]],
-                trace_path=params["output"],
+                kernels_only=[request.kernel],
+                trace_path=request.output,
                 on_kernel=on_kernel,
             )
-            return {"output": params["output"], "kernels": result["kernels"]}
-        if method == "irAfterPass":
+            return TraceResult(output=request.output, kernels=result.kernels)
+        if isinstance(request, IrAfterPass):
             return analysis.ir_after_pass(
-                params["path"],
-                params["text"],
-                params["kernel"],
-                params["pass"],
-                default_target=params.get("default_target", "cuda:sm_90"),
-                target=params.get("target"),
+                request.path,
+                request.text,
+                request.kernel,
+                request.pass_name,
+                default_target=request.default_target,
+                target=request.target,
             )
-        raise ValueError(f"unknown worker method {method!r}")
+        raise ValueError(f"unknown worker request {type(request).__name__}")
 
 
 def end_process_group() -> None:
@@ -205,21 +228,17 @@ def end_process_group() -> None:
 
 
 def _cancelled() -> Exception:
-    from tilelang_lsp.analysis import Cancelled
+    from tilelang_lsp.worker.analysis import Cancelled
 
     return Cancelled("cancelled before it started")
 
 
 def main() -> None:
     """Keep the protocol on the original stdout; everything else printed goes to stderr."""
-    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     worker = Worker(protocol)
-    reader = threading.Thread(target=worker.read, args=(sys.stdin,), daemon=True)
+    reader = threading.Thread(target=worker.read, args=(sys.stdin.buffer,), daemon=True)
     reader.start()
     worker.run()
-
-
-if __name__ == "__main__":
-    main()

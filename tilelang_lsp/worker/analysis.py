@@ -1,19 +1,19 @@
 """Analyze one document with TileLang's real frontend and pipeline; runs inside the worker only.
 
-Everything returned is plain JSON data (buffer facts, diagnostics, kernel summaries), so the
-server never needs tilelang. A ``should_stop`` callback is polled after every pass, which is how
-an edit cancels analysis of older text within one pass.
+Everything returned is a ``tilelang_lsp.protocol`` message (buffer facts, diagnostics, kernel
+summaries), so the server never needs tilelang. A ``should_stop`` callback is polled after every
+pass, which is how an edit cancels analysis of older text within one pass.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from irtrace.core.errors import IrtraceError, KernelSourceError
 from irtrace.core.specs import KernelSpec, format_value
@@ -28,7 +28,6 @@ from irtrace.recording.facts import (
     layout_stop_pass,
     native_log_diagnostics,
     reached,
-    shared_memory_bytes,
 )
 from irtrace.recording.loader import (
     AUTOTUNE,
@@ -40,16 +39,17 @@ from irtrace.recording.loader import (
     load_kernel_module,
     target_context,
 )
-from tilelang_lsp.source import (
-    CallSite,
-    KernelSource,
+from tilelang_lsp.protocol import FAILED, AnalysisResult, Diagnostic, IrText, KernelAnalysis
+from tilelang_lsp.source.arguments import (
     ProjectConfig,
     read_project_config,
     resolve_arguments,
     resolve_target,
-    scan_kernels,
-    uses_tilelang,
 )
+from tilelang_lsp.source.kernels import CallSite, KernelSource, scan_kernels
+from tilelang_lsp.source.text import uses_tilelang
+from tilelang_lsp.worker.facts import buffer_message, diagnostic_message, shared_memory_bytes
+from tilelang_lsp.worker.machine_code import compile_input
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
 NOT_TILELANG = "the file does not import tilelang, so it is not executed"
@@ -71,16 +71,6 @@ def tvm_target(target: TargetSpec) -> Any:
     return _TVM_TARGETS[target.name]
 
 
-def _diagnostic(diag: CompilerDiagnostic, fallback_line: int | None) -> dict[str, Any]:
-    data = asdict(diag)
-    if data["line"] is None:
-        data["line"] = fallback_line
-        data["located"] = False
-    else:
-        data["located"] = True
-    return data
-
-
 def _never() -> bool:
     return False
 
@@ -97,7 +87,7 @@ def analyze(
     should_stop: Callable[[], bool] = _never,
     on_kernel: Callable[[str, int], None] | None = None,
     trace_path: str | None = None,
-) -> dict[str, Any]:
+) -> AnalysisResult:
     """Load ``text`` as the file ``path``, build each kernel and lower it up to layout inference.
 
     ``full`` runs the whole pipeline instead (the kernel summary); ``override_target`` analyzes
@@ -105,22 +95,22 @@ def analyze(
     """
     started = time.perf_counter()
     file = Path(path)
-    result: dict[str, Any] = {"kernels": [], "diagnostics": [], "dialect": None}
     if not uses_tilelang(text):
         # decided from the text before anything runs: a script's top level never executes here
-        result["skipped"] = NOT_TILELANG
-        result["elapsed_ms"] = (time.perf_counter() - started) * 1000
-        return result
+        return AnalysisResult(skipped=NOT_TILELANG, elapsed_ms=(time.perf_counter() - started) * 1000)
     sources = {k.name: k for k in scan_kernels(text)}
     project = read_project_config(file)
     imported_before = set(sys.modules)
+    kernels: list[KernelAnalysis] = []
+    diagnostics: list[Diagnostic] = []
     try:
-        _analyze_module(
+        dialect = _analyze_module(
             file,
             text,
             sources,
             project,
-            result,
+            kernels,
+            diagnostics,
             default_target=default_target,
             override_target=override_target,
             full=full,
@@ -132,8 +122,12 @@ def analyze(
         )
     finally:
         forget_user_modules(imported_before)
-    result["elapsed_ms"] = (time.perf_counter() - started) * 1000
-    return result
+    return AnalysisResult(
+        kernels=tuple(kernels),
+        diagnostics=tuple(diagnostics),
+        dialect=dialect,
+        elapsed_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
 def _installed_folders() -> tuple[Path, ...]:
@@ -168,7 +162,8 @@ def _analyze_module(
     text: str,
     sources: dict[str, KernelSource],
     project: ProjectConfig,
-    result: dict[str, Any],
+    kernels: list[KernelAnalysis],
+    diagnostics: list[Diagnostic],
     *,
     default_target: str,
     override_target: str | None,
@@ -178,16 +173,17 @@ def _analyze_module(
     should_stop: Callable[[], bool],
     on_kernel: Callable[[str, int], None] | None,
     trace_path: str | None,
-) -> None:
+) -> str | None:
+    """Each kernel of the module analyzed into ``kernels``; the module's dialect, ``None`` when it
+    did not load."""
     try:
         loaded = load_kernel_module(file, text=text)
     except KernelSourceError as error:
         code = "syntax" if isinstance(error.__cause__, SyntaxError) else "import"
         diag = error_diagnostics(error, file, code=code)
-        result["diagnostics"].append(_diagnostic(diag, 1))
-        return
+        diagnostics.append(diagnostic_message(diag, 1))
+        return None
     try:
-        result["dialect"] = loaded.dialect
         for kernel in find_kernels(loaded):
             source = sources.get(kernel.name)
             if kernel.kind == FACTORY and source is None:
@@ -199,7 +195,7 @@ def _analyze_module(
             line = source.line if source is not None else kernel.line
             if on_kernel is not None:
                 on_kernel(kernel.name, line or 1)
-            result["kernels"].append(
+            kernels.append(
                 _analyze_kernel(
                     kernel,
                     source,
@@ -212,11 +208,12 @@ def _analyze_module(
                     race_check=race_check,
                     should_stop=should_stop,
                     trace_path=trace_path,
-                    diagnostics=result["diagnostics"],
+                    diagnostics=diagnostics,
                 )
             )
     finally:
         sys.modules.pop(loaded.module.__name__, None)
+    return loaded.dialect
 
 
 def _analyze_kernel(
@@ -232,8 +229,8 @@ def _analyze_kernel(
     race_check: bool,
     should_stop: Callable[[], bool],
     trace_path: str | None,
-    diagnostics: list[dict[str, Any]],
-) -> dict[str, Any]:
+    diagnostics: list[Diagnostic],
+) -> KernelAnalysis:
     file = loaded.path
     choice = (
         resolve_arguments(source, project, manifest_call(file, kernel.name)) if source is not None else None
@@ -256,24 +253,20 @@ def _analyze_kernel(
     call_text = ", ".join(
         [*(format_value(a) for a in args), *(f"{k}={format_value(v)}" for k, v in shown.items())]
     )
-    summary: dict[str, Any] = {
-        "name": kernel.name,
-        "kind": kernel.kind,
-        "line": line,
-        "target": target.name,
-        "target_origin": target_origin,
-        "call": f"{kernel.name}({call_text})" if spec.called else kernel.name,
-        "args_origin": choice.origin if choice else "module-level PrimFunc",
-        "args_from_project": list(choice.from_project) if choice else [],
-        "args_missing": list(choice.missing) if choice else [],
-        "args_symbolic": symbolic,
-        "args_autotune": {},
-        "args": {k: format_value(v) for k, v in shown.items()},
-        "status": "ok",
-        "error": None,
-        "buffers": [],
-        "full": full,
-    }
+    summary = KernelAnalysis(
+        name=kernel.name,
+        kind=str(kernel.kind),
+        line=line,
+        target=target.name,
+        target_origin=target_origin,
+        call=f"{kernel.name}({call_text})" if spec.called else kernel.name,
+        args_origin=choice.origin if choice else "module-level PrimFunc",
+        args_from_project=tuple(choice.from_project) if choice else (),
+        args_missing=tuple(choice.missing) if choice else (),
+        args_symbolic=tuple(symbolic),
+        args={k: format_value(v) for k, v in shown.items()},
+        full=full,
+    )
     missing = list(choice.missing) if choice else []
     if kernel.kind == AUTOTUNE:
         # What TileLang would tune over, the first config stands in for: the parameters the
@@ -283,19 +276,18 @@ def _analyze_kernel(
                 call = bind_call(kernel, spec, file)
         except IrtraceError as error:
             if not missing:  # else a configs function wanting the missing ones raised: say what is missing
-                summary["status"] = "failed"
-                summary["error"] = error.message
-                diagnostics.append(_diagnostic(error_diagnostics(error, file, code="arguments"), line))
-                return summary
+                diagnostics.append(diagnostic_message(error_diagnostics(error, file, code="arguments"), line))
+                return replace(summary, status=FAILED, error=error.message)
         else:
-            summary["args_autotune"] = {k: describe_value(v) for k, v in call.autotune_defaults.items()}
             missing = [name for name in missing if name not in call.autotune_defaults]
-            summary["args_missing"] = missing
+            summary = replace(
+                summary,
+                args_autotune={k: repr(describe_value(v)) for k, v in call.autotune_defaults.items()},
+                args_missing=tuple(missing),
+            )
     if missing:
-        summary["status"] = "failed"
-        summary["error"] = f"no value for {', '.join(missing)}"
         diagnostics.append(
-            _diagnostic(
+            diagnostic_message(
                 CompilerDiagnostic(
                     message=(
                         f"{kernel.name}: no value for parameter(s) {', '.join(missing)}; add a "
@@ -310,10 +302,10 @@ def _analyze_kernel(
                 line,
             )
         )
-        return summary
+        return replace(summary, status=FAILED, error=f"no value for {', '.join(missing)}")
     if source is not None and source.directive is not None and source.directive.error:
         diagnostics.append(
-            _diagnostic(
+            diagnostic_message(
                 CompilerDiagnostic(
                     message=source.directive.error,
                     code="directive",
@@ -342,66 +334,52 @@ def _analyze_kernel(
                     capture_ir=trace_path is not None,
                 )
             except IrtraceError as error:
-                summary["status"] = "failed"
-                summary["error"] = error.message
-                diagnostics.append(_diagnostic(error_diagnostics(error, file, code="frontend"), line))
-                return summary
+                diagnostics.append(diagnostic_message(error_diagnostics(error, file, code="frontend"), line))
+                return replace(summary, status=FAILED, error=error.message)
     finally:
         writer.close()
     built, recorded = analyzed.built, analyzed.recorded
-    summary["build_ms"] = analyzed.build_s * 1000
     if recorded.cancelled:
         raise Cancelled("cancelled by a newer edit")
     passes = recorded.run.passes
     ok = recorded.error is None and (full or reached(passes, stop))
-    summary["passes"] = len(passes)
-    summary["pass_names"] = [p.name for p in passes]
-    summary["lowering_ms"] = (recorded.run.total_s or 0.0) * 1000
-    summary["stop_pass"] = None if full else stop
+    summary = replace(
+        summary,
+        build_ms=analyzed.build_s * 1000,
+        passes=len(passes),
+        pass_names=tuple(p.name for p in passes),
+        lowering_ms=(recorded.run.total_s or 0.0) * 1000,
+        stop_pass=None if full else stop,
+    )
     if not full:
-        diagnostics.extend(_diagnostic(d, line) for d in native_log_diagnostics(log.text, file))
+        diagnostics.extend(diagnostic_message(d, line) for d in native_log_diagnostics(log.text, file))
     if not ok and recorded.error is not None:
         failed = next((p for p in passes if p.failed), None)
         code = "layout-inference" if failed is not None and "LayoutInference" in failed.name else "lowering"
         if failed is None:
             code = "semantic-check"
-        summary["status"] = "failed"
-        summary["error"] = (
-            str(recorded.error).strip().splitlines()[0] if str(recorded.error).strip() else code
+        summary = replace(
+            summary,
+            status=FAILED,
+            error=str(recorded.error).strip().splitlines()[0] if str(recorded.error).strip() else code,
+            failed_pass=failed.name if failed is not None else None,
         )
-        summary["failed_pass"] = failed.name if failed is not None else None
         diag = error_diagnostics(recorded.error, file, code=code)
-        diagnostics.append(_diagnostic(diag, line))
+        diagnostics.append(diagnostic_message(diag, line))
     stopped = recorded.stopped_module if ok else None
     if full:
-        summary["shared_bytes"] = shared_memory_bytes(recorded.stopped_module) if ok else None
+        summary = replace(summary, shared_bytes=shared_memory_bytes(recorded.stopped_module) if ok else None)
         if ok and target.backend == "cuda" and recorded.kernel_source is not None:
-            summary["machine_code"] = machine_code_request(recorded)
-    else:
-        facts = buffer_facts(built.func, stopped)
-        symbols = source.symbols if source is not None else {}
-        summary["buffers"] = [_named_in_source(asdict(f), symbols) for f in facts]
-        summary["shared_bytes"] = sum(
-            f.bytes or 0 for f in facts if f.role == "alloc" and f.scope.startswith("shared")
-        )
-    return summary
-
-
-def machine_code_request(recorded: Any) -> dict[str, Any]:
-    """What the server needs to compile a kernel's source for the code lens (nvcc runs there, in a
-    thread, so this worker is free for the next edit): TileLang's nvcc plan, the source and the
-    dynamic shared memory of each kernel function. ``error`` says why not (no nvcc)."""
-    from irtrace.recording.machine_code import MachineCodeError, dynamic_smem_from_module, plan_compile
-
-    try:
-        plan = plan_compile(recorded.run.target_detail, recorded.run.pass_configs)
-    except MachineCodeError as error:
-        return {"error": error.message}
-    return {
-        "plan": plan.to_json(),
-        "source": recorded.kernel_source,
-        "dynamic_smem": dynamic_smem_from_module(recorded.stopped_module),
-    }
+            plan, problem = compile_input(recorded)
+            summary = replace(summary, machine_code=plan, machine_code_error=problem)
+        return summary
+    facts = buffer_facts(built.func, stopped)
+    symbols = source.symbols if source is not None else {}
+    return replace(
+        summary,
+        buffers=tuple(buffer_message(f, symbols) for f in facts),
+        shared_bytes=sum(f.bytes or 0 for f in facts if f.role == "alloc" and f.scope.startswith("shared")),
+    )
 
 
 MANIFEST = "irtrace.toml"
@@ -431,22 +409,9 @@ def manifest_call(file: Path, kernel: str) -> CallSite | None:
     return None
 
 
-def _named_in_source(fact: dict[str, Any], symbols: dict[str, str]) -> dict[str, Any]:
-    """Symbolic dims under the names the source gives them (``M = T.dynamic("tokens")``: ``M``)."""
-    renamed = {ir: py for ir, py in symbols.items() if ir != py}
-    if not renamed:
-        return fact
-    pattern = re.compile(r"\b(" + "|".join(re.escape(name) for name in renamed) + r")\b")
-
-    def rename(dims: list[Any]) -> list[Any]:
-        return [pattern.sub(lambda m: renamed[m[0]], d) if isinstance(d, str) else d for d in dims]
-
-    return {**fact, "shape": rename(fact["shape"]), "allocated_shape": rename(fact["allocated_shape"])}
-
-
 def ir_after_pass(
     path: str, text: str, kernel: str, pass_name: str, *, default_target: str, target: str | None = None
-) -> dict[str, Any]:
+) -> IrText:
     """The IR after ``pass_name`` (``name`` or ``name#2`` for a later occurrence) of a full lowering."""
     import tempfile
 
@@ -465,13 +430,14 @@ def ir_after_pass(
 
         trace = load_trace(trace_file)
     if not trace.runs:
-        raise KeyError(f"kernel {kernel!r} could not be built: {result['diagnostics']}")
+        reasons = "; ".join(d.message for d in result.diagnostics) or "no run was recorded"
+        raise ValueError(f"kernel {kernel!r} could not be built: {reasons}")
     run = trace.runs[0]
     record = run.find_pass(pass_name)
-    return {
-        "kernel": kernel,
-        "target": run.target,
-        "pass": record.name,
-        "index": record.index,
-        "text": trace.ir_after(record) if record.ir_after else trace.ir_before(record),
-    }
+    return IrText(
+        kernel=kernel,
+        target=run.target,
+        pass_name=record.name,
+        index=record.index,
+        text=trace.ir_after(record) if record.ir_after else trace.ir_before(record),
+    )

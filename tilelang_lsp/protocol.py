@@ -1,0 +1,331 @@
+"""The messages between the language server and its worker, defined once for both sides.
+
+One JSON object per line on the worker's stdin and stdout, encoded and decoded with msgspec: the
+server sends a ``Call`` (an ``Analyze``, ``Trace`` or ``IrAfterPass`` request under an id) or a
+``Cancel``; the worker answers each call with a ``Result`` or a ``Failure`` and reports ``Ready``,
+``Warm`` and ``Progress`` events. A result's body stays raw until the caller decodes it with the
+type its request names (``Analyze.answer``), so a malformed answer fails that one request with a
+message naming the field, never the reader. Imports no tilelang: the server process uses it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final, Literal, TypeVar
+
+import msgspec
+
+from irtrace.core.resources import KernelResources
+
+OK: Final = "ok"
+FAILED: Final = "failed"
+
+# --- results -----------------------------------------------------------------------------------
+
+
+class Buffer(msgspec.Struct, frozen=True, kw_only=True):
+    """One buffer of a kernel as the compiler sees it after layout inference (hints and hover)."""
+
+    name: str
+    role: Literal["param", "alloc"]
+    """A kernel argument or a ``T.alloc_*``."""
+    file: str | None
+    """Source file of the allocation (a macro's file for buffers allocated in a macro)."""
+    line: int | None
+    """1-based source line; ``None`` for compiler-made buffers such as barriers."""
+    shape: tuple[int | str, ...]
+    """Shape as written, symbolic sizes under the names the source gives them."""
+    allocated_shape: tuple[int | str, ...]
+    """Shape after layout inference (pipelining may add a stage dimension)."""
+    dtype: str
+    scope: str
+    layout_short: str | None = None
+    """E.g. ``swizzle 128B`` or ``128 thr, 32 elem/thr``; ``None`` when no layout was inferred."""
+    layout_long: str | None = None
+    """The layout as TileLang prints it."""
+    bytes: int | None = None
+    """Size of the allocation in bytes, when static."""
+
+
+class Diagnostic(msgspec.Struct, frozen=True, kw_only=True):
+    """An error or warning from the frontend or the compiler, at a line of the document."""
+
+    message: str
+    severity: Literal["error", "warning", "info"] = "error"
+    code: str = "lowering"
+    """``syntax``, ``import``, ``frontend``, ``layout-inference``, ``data-race``, ``arguments``, ..."""
+    line: int | None = None
+    """1-based line; the kernel's line when the compiler gave none in the document."""
+    column: int | None = None
+    file: str | None = None
+    related: tuple[str, ...] = ()
+    """Further locations (``file:line``) the message names."""
+    located: bool = True
+    """Whether the compiler named the line (else it is the kernel's)."""
+
+
+class CompileInput(msgspec.Struct, frozen=True, kw_only=True):
+    """What compiling one CUDA kernel source for the code lens needs: TileLang's nvcc command as
+    the worker planned it (``irtrace.recording.machine_code.CompilePlan``), the source, and each
+    kernel function's dynamic shared memory (ptxas knows only the static part)."""
+
+    nvcc: str
+    disassembler: str
+    arch: str
+    options: tuple[str, ...]
+    timeout_s: float | None
+    source: str
+    dynamic_smem: dict[str, int | None] = {}
+
+
+class KernelAnalysis(msgspec.Struct, frozen=True, kw_only=True):
+    """One kernel of a document: the arguments and target it was analyzed with and what came out."""
+
+    name: str
+    kind: str
+    """How the file defines it (``irtrace.recording.loader``'s kernel kinds)."""
+    line: int | None
+    """1-based line of its definition."""
+    target: str
+    target_origin: str
+    """Where the target came from (``directive (line 7)``, ``default target``, ...)."""
+    call: str
+    """The call analyzed, ``matmul(1024, 1024, 1024, block_M=128)``."""
+    args_origin: str
+    args_from_project: tuple[str, ...] = ()
+    """Parameters filled from ``[tool.tilelang-lsp]`` in pyproject.toml."""
+    args_missing: tuple[str, ...] = ()
+    args_symbolic: tuple[str, ...] = ()
+    """``T.const`` sizes nobody gave a value for, analyzed as symbolic sizes."""
+    args_autotune: dict[str, str] = {}
+    """Parameters taken from the first ``@autotune`` config, each value's ``repr``."""
+    args: dict[str, str] = {}
+    """Keyword arguments as written in ``call``."""
+    status: Literal["ok", "failed"] = OK
+    error: str | None = None
+    buffers: tuple[Buffer, ...] = ()
+    full: bool = False
+    """Whether the whole pipeline ran (the code lens summary), not only up to layout inference."""
+    build_ms: float | None = None
+    passes: int = 0
+    pass_names: tuple[str, ...] = ()
+    lowering_ms: float = 0.0
+    stop_pass: str | None = None
+    """The pass the lowering stopped after (layout inference); ``None`` for a full lowering."""
+    failed_pass: str | None = None
+    shared_bytes: int | None = None
+    machine_code: CompileInput | None = None
+    """A full CUDA lowering's source and nvcc plan, for the resource lens."""
+    machine_code_error: str | None = None
+    """Why there is no plan (no nvcc)."""
+
+
+class AnalysisResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What analyzing one document gave: its kernels and the diagnostics found on the way."""
+
+    kernels: tuple[KernelAnalysis, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    dialect: str | None = None
+    skipped: str | None = None
+    """Why nothing ran (the text does not import tilelang)."""
+    elapsed_ms: float = 0.0
+
+
+class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A trace file written for passviz, and the kernels lowered into it."""
+
+    output: str
+    kernels: tuple[KernelAnalysis, ...] = ()
+
+
+class IrText(msgspec.Struct, frozen=True, kw_only=True):
+    """The IR of a kernel after one pass of its full lowering."""
+
+    kernel: str
+    target: str
+    pass_name: str
+    index: int
+    text: str
+
+
+class CompileJob(msgspec.Struct, frozen=True):
+    """One kernel for the nvcc job (``python -m tilelang_lsp.worker.machine_code``), which gets a
+    JSON array of them on stdin and answers each with a ``CompiledKernel`` line."""
+
+    kernel: str
+    input: CompileInput
+
+
+class CompiledKernel(msgspec.Struct, frozen=True, kw_only=True):
+    """What nvcc and ptxas said of one kernel's source: its functions' resources, or its error."""
+
+    kernel: str
+    resources: tuple[KernelResources, ...] = ()
+    error: str | None = None
+
+
+# --- requests (server to worker) ---------------------------------------------------------------
+
+
+class Request(msgspec.Struct, frozen=True, kw_only=True, tag_field="method", forbid_unknown_fields=True):
+    """A document's text to run in the worker (it is not read from disk: it may be unsaved)."""
+
+    answer: ClassVar[type[msgspec.Struct]]
+    """The type of the worker's answer."""
+    path: str
+    text: str
+    default_target: str = "cuda:sm_90"
+    target: str | None = None
+    """Analyze for this target instead of each kernel's own."""
+
+
+class Analyze(Request, frozen=True, kw_only=True, tag="analyze"):
+    """Each kernel built and lowered up to layout inference, or the whole pipeline (``full``)."""
+
+    answer = AnalysisResult
+    full: bool = False
+    race_check: bool = True
+
+
+class Trace(Request, frozen=True, kw_only=True, tag="trace"):
+    """One kernel lowered through the whole pipeline into the trace file ``output``."""
+
+    answer = TraceResult
+    kernel: str
+    output: str
+
+
+class IrAfterPass(Request, frozen=True, kw_only=True, tag="irAfterPass"):
+    """The IR after ``pass_name`` (``name`` or ``name#2``) of one kernel's full lowering."""
+
+    answer = IrText
+    kernel: str
+    pass_name: str
+
+
+WorkerRequest = Analyze | Trace | IrAfterPass
+
+
+class Call(msgspec.Struct, frozen=True, tag="call", tag_field="kind", forbid_unknown_fields=True):
+    id: int
+    request: WorkerRequest
+
+
+class Cancel(msgspec.Struct, frozen=True, tag="cancel", tag_field="kind", forbid_unknown_fields=True):
+    """Stop call ``id`` after the pass it is in."""
+
+    id: int
+
+
+ToWorker = Call | Cancel
+
+
+# --- answers and events (worker to server) -----------------------------------------------------
+
+
+class Ready(msgspec.Struct, frozen=True, kw_only=True, tag="ready", tag_field="kind"):
+    """tilelang is imported: the worker takes requests."""
+
+    pid: int
+    import_s: float
+    prefix: str
+    """The worker's ``sys.prefix`` (its environment)."""
+    tilelang: str
+    """The folder tilelang was imported from."""
+
+
+class Warm(msgspec.Struct, frozen=True, kw_only=True, tag="warm", tag_field="kind"):
+    """The warm-up lowering is done."""
+
+    warmup_s: float
+
+
+class Progress(msgspec.Struct, frozen=True, kw_only=True, tag="progress", tag_field="kind"):
+    """Call ``request`` starts building the kernel ``kernel`` (defined at ``line``)."""
+
+    request: int
+    kernel: str
+    line: int
+
+
+class Result(msgspec.Struct, frozen=True, kw_only=True, tag="result", tag_field="kind"):
+    id: int
+    body: msgspec.Raw
+    """The request's ``answer`` type, decoded by the caller."""
+    rss_mb: float
+
+
+class Failure(msgspec.Struct, frozen=True, kw_only=True, tag="failure", tag_field="kind"):
+    id: int
+    error: str
+    cancelled: bool = False
+    """Stopped by a ``Cancel``, not failed."""
+    rss_mb: float | None = None
+
+
+FromWorker = Ready | Warm | Progress | Result | Failure
+
+# --- encoding ----------------------------------------------------------------------------------
+
+
+class ProtocolError(Exception):
+    """A message that does not follow the protocol; the text says which field and why."""
+
+
+T = TypeVar("T")
+
+_encoder = msgspec.json.Encoder()
+_to_worker: msgspec.json.Decoder[Call | Cancel] = msgspec.json.Decoder(ToWorker)
+_from_worker: msgspec.json.Decoder[Ready | Warm | Progress | Result | Failure] = msgspec.json.Decoder(
+    FromWorker
+)
+
+
+def encode(message: msgspec.Struct) -> bytes:
+    """One protocol line, newline included."""
+    return _encoder.encode(message) + b"\n"
+
+
+def raw(value: msgspec.Struct) -> msgspec.Raw:
+    """A result body for ``Result``."""
+    return msgspec.Raw(_encoder.encode(value))
+
+
+def decode_to_worker(line: bytes | str) -> Call | Cancel:
+    try:
+        return _to_worker.decode(line)
+    except msgspec.DecodeError as error:
+        raise ProtocolError(f"malformed request: {error}") from None
+
+
+def decode_from_worker(line: bytes | str) -> Ready | Warm | Progress | Result | Failure:
+    try:
+        return _from_worker.decode(line)
+    except msgspec.DecodeError as error:
+        raise ProtocolError(f"malformed worker message: {error}") from None
+
+
+def decode_body(body: msgspec.Raw | bytes, kind: type[T], method: str) -> T:
+    """A ``Result``'s body as ``kind``, the type its request named."""
+    try:
+        return msgspec.json.decode(body, type=kind)
+    except msgspec.DecodeError as error:
+        raise ProtocolError(f"malformed answer to {method}: {error}") from None
+
+
+class Envelope(msgspec.Struct):
+    """Only the id of a message that failed to decode, to answer it with the reason."""
+
+    id: int | None = None
+
+
+def message_id(line: bytes | str) -> int | None:
+    """The ``id`` of a malformed message, when it has a readable one."""
+    try:
+        return msgspec.json.decode(line, type=Envelope).id
+    except msgspec.DecodeError:
+        return None
+
+
+def to_json(value: msgspec.Struct) -> object:
+    """Plain JSON data (for an LSP answer: pygls does not know msgspec's Structs)."""
+    return msgspec.to_builtins(value)

@@ -1,0 +1,420 @@
+"""The kernels a document defines, as its source shows them: ``# tilelang:`` directives,
+decorators, eager ``@tilelang.jit`` declarations and the first call whose arguments are known.
+
+Pure Python (``ast``); the worker uses it to pick each kernel's arguments and target.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from irtrace.core.errors import UsageError
+from irtrace.core.specs import parse_call_arguments
+from tilelang_lsp.source.folding import Unknown, own_nodes
+from tilelang_lsp.source.module_scope import ModuleScope
+from tilelang_lsp.source.scope import Found
+from tilelang_lsp.source.text import normalize_target
+
+DIRECTIVE = re.compile(r"#\s*tilelang:\s*(?P<body>.*)$")
+_DIRECTIVE_ARGS = re.compile(r"args\s*\(")
+_DIRECTIVE_TARGET = re.compile(r"target\s*=\s*(?P<target>[\w:.\-]+)")
+
+_TENSOR_TYPES = ("Tensor", "Buffer", "StridedTensor", "FragmentBuffer", "SharedBuffer", "LocalBuffer")
+"""Annotations that make an eager ``@tilelang.jit`` parameter a tensor (it takes no value)."""
+_SIZE_DECLARATIONS = ("const", "dynamic", "symbolic")
+"""``T.const(...)``, ``T.dynamic(...)``, ``T.symbolic(...)``: size variables declared by name."""
+_KERNEL_METHODS = ("compile", "get_tir", "get_kernel_source")
+"""``kernel.compile(M=1024, ...)``: calls of a jit kernel's methods that take its arguments."""
+
+
+@dataclass(frozen=True)
+class Directive:
+    """``# tilelang: args(M=1024, ...) target=cuda:sm_90`` above a kernel."""
+
+    line: int
+    """1-based line of the comment."""
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    has_args: bool = False
+    target: str | None = None
+    error: str | None = None
+    """Why the directive could not be read, for a diagnostic."""
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of the kernel in the same file whose arguments are known without running it:
+    ``matmul(1024, 1024, 1024)``, ``matmul.compile(M=1024, ...)``, ``gemm(a, b, block_M=64)``."""
+
+    line: int
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    """Literals, names bound to literals in the caller's scope (substituted), or ``Expression``s
+    over module-level names (``1 << 20``, ``HIDDEN``, ``determine_fp8_type()``)."""
+    target: str | None = None
+    """``target=`` of the ``tilelang.compile(...)`` call around it, if any."""
+    origin: str | None = None
+    """Where the call is written when not in this file (``the spec in /path/irtrace.toml``)."""
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A top-level function that builds a kernel, as the source shows it."""
+
+    name: str
+    line: int
+    """1-based line of the ``def``."""
+    is_jit: bool
+    params: tuple[str, ...]
+    required: tuple[str, ...]
+    """Parameters without a default."""
+    directive: Directive | None = None
+    call_site: CallSite | None = None
+    decorator_target: str | None = None
+    """``target=`` in ``@tilelang.jit(...)``."""
+    is_autotune: bool = False
+    """Decorated with ``@autotune(...)``/``@tilelang.autotune(...)``: missing arguments may come
+    from its first config."""
+    tensor_params: tuple[str, ...] = ()
+    """Eager ``@tilelang.jit``: parameters declared tensors in the body (``A: T.Tensor((M, K), dtype)``);
+    they take no value."""
+    consts: tuple[str, ...] = ()
+    """Eager ``@tilelang.jit``: ``T.const`` size names, given by keyword (``.compile(M=1024)``)."""
+    symbols: dict[str, str] = field(default_factory=dict)
+    """Size variables' names in the IR (``T.dynamic("tokens")``) to the Python names the source
+    uses for them (``M``)."""
+
+    @property
+    def eager(self) -> bool:
+        """An eager-style ``@tilelang.jit`` kernel (tensors and sizes declared in the body)."""
+        return self.is_jit and (bool(self.tensor_params) or bool(self.consts))
+
+
+def parse_directive(comment: str, line: int) -> Directive | None:
+    """Read a directive comment; ``None`` when the comment is not one."""
+    match = DIRECTIVE.search(comment)
+    if not match:
+        return None
+    body = match["body"]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+    has_args = False
+    error = None
+    start = _DIRECTIVE_ARGS.search(body)
+    if start:
+        depth, end = 0, None
+        for index in range(start.end() - 1, len(body)):
+            depth += {"(": 1, ")": -1}.get(body[index], 0)
+            if depth == 0:
+                end = index + 1
+                break
+        if end is None:
+            error = "unclosed args( in the tilelang directive"
+        else:
+            try:
+                args, kwargs = parse_call_arguments(body[start.start() : end], "directive")
+                has_args = True
+            except UsageError as problem:
+                error = problem.message
+            body = body[: start.start()] + body[end:]
+    target_match = _DIRECTIVE_TARGET.search(body)
+    target = None
+    if target_match:
+        target = normalize_target(target_match["target"])
+        if target is None:
+            error = f"unknown target {target_match['target']!r} in the tilelang directive"
+    return Directive(line=line, args=args, kwargs=kwargs, has_args=has_args, target=target, error=error)
+
+
+def _is_prim_func_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return (isinstance(target, ast.Attribute) and target.attr == "prim_func") or (
+        isinstance(target, ast.Name) and target.id == "prim_func"
+    )
+
+
+def _is_jit_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    name = ast.unparse(target)
+    return name in ("tilelang.jit", "jit", "tl.jit")
+
+
+def _is_autotune_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    name = ast.unparse(target)
+    return name == "autotune" or name.endswith(".autotune")
+
+
+def _keyword_target(call: ast.Call) -> str | None:
+    for keyword in call.keywords:
+        if keyword.arg == "target" and isinstance(keyword.value, ast.Constant):
+            return normalize_target(str(keyword.value.value))
+    return None
+
+
+def _is_tensor_annotation(node: ast.expr) -> bool:
+    """``T.Tensor((M, K), dtype)``, ``T.Tensor[[M, K], dtype]``, ``T.Buffer``, a bare ``T.Tensor``."""
+    head = (
+        node.func if isinstance(node, ast.Call) else node.value if isinstance(node, ast.Subscript) else node
+    )
+    name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
+    return name in _TENSOR_TYPES
+
+
+def _size_names(call: ast.expr) -> tuple[str, list[str]] | None:
+    """``("const", ["M", "N"])`` for ``T.const("M, N")``; ``None`` for anything else."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    if call.func.attr not in _SIZE_DECLARATIONS or not call.args:
+        return None
+    first = call.args[0]
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return None
+    # TileLang splits on commas, else on spaces (tilelang.language.eager.builder.const)
+    text = first.value.strip()
+    names = re.split(r"\s*,\s*", text) if "," in text else re.split(r"\s+", text)
+    return call.func.attr, [n for n in names if n]
+
+
+@dataclass(frozen=True)
+class _EagerDeclarations:
+    """What an eager ``@tilelang.jit`` function's signature and body declare."""
+
+    tensors: tuple[str, ...]
+    consts: tuple[str, ...]
+    symbols: dict[str, str]
+    shapes: dict[str, tuple[str | None, ...]]
+    """Each tensor parameter's declared shape as the ``T.const`` name at each position (``None``
+    where it is not one): ``A: T.Tensor((M, K), dtype)`` is ``("M", "K")``."""
+
+
+def _eager_declarations(function: ast.FunctionDef, params: list[str]) -> _EagerDeclarations:
+    """Tensor parameters, ``T.const`` names and size-variable names of a jit function's body."""
+    tensors: list[str] = []
+    consts: list[str] = []
+    symbols: dict[str, str] = {}
+    annotations: dict[str, ast.expr] = {}
+    aliases: dict[str, str] = {}
+    for argument in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]:
+        if argument.annotation is not None and _is_tensor_annotation(argument.annotation):
+            tensors.append(argument.arg)
+            annotations[argument.arg] = argument.annotation
+    for node in own_nodes(function):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.value is None
+            and node.target.id in params
+            and _is_tensor_annotation(node.annotation)
+        ):
+            tensors.append(node.target.id)
+            annotations.setdefault(node.target.id, node.annotation)
+        if not isinstance(node, ast.Assign):
+            continue
+        aliases.update(_name_aliases(node))
+        declared = _size_names(node.value)
+        if declared is None:
+            continue
+        kind, names = declared
+        if kind == "const":
+            consts.extend(n for n in names if n not in consts)
+        target = node.targets[0] if len(node.targets) == 1 else None
+        python_names = (
+            [e.id if isinstance(e, ast.Name) else "" for e in target.elts]
+            if isinstance(target, (ast.Tuple, ast.List))
+            else [target.id]
+            if isinstance(target, ast.Name)
+            else []
+        )
+        if len(python_names) == len(names):
+            symbols.update({ir: py for ir, py in zip(names, python_names, strict=True) if py})
+    ordered_tensors = tuple(p for p in params if p in tensors)
+    const_of = {symbols.get(c, c): c for c in consts}  # the source's name for each T.const
+
+    def const_at(node: ast.expr) -> str | None:
+        name = node.id if isinstance(node, ast.Name) else None
+        for _ in range(len(aliases) + 1):  # KH, KW = K, K
+            if name is None or name in const_of:
+                break
+            name = aliases.get(name)
+        return const_of.get(name) if name is not None else None
+
+    shapes = {
+        name: tuple(const_at(e) for e in dims)
+        for name, annotation in annotations.items()
+        if (dims := _annotated_shape(annotation)) is not None
+    }
+    return _EagerDeclarations(ordered_tensors, tuple(consts), symbols, shapes)
+
+
+def _name_aliases(node: ast.Assign) -> dict[str, str]:
+    """``KH, KW = K, K`` as ``{"KH": "K", "KW": "K"}``."""
+    if len(node.targets) != 1:
+        return {}
+    target, value = node.targets[0], node.value
+    pairs = (
+        zip(target.elts, value.elts, strict=True)
+        if isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+        else [(target, value)]
+    )
+    return {t.id: v.id for t, v in pairs if isinstance(t, ast.Name) and isinstance(v, ast.Name)}
+
+
+def _annotated_shape(annotation: ast.expr) -> list[ast.expr] | None:
+    """The shape of ``T.Tensor((M, K), dtype)`` or ``T.Tensor[[M, K], dtype]``."""
+    shape: ast.expr | None = None
+    if isinstance(annotation, ast.Call):
+        keywords = {k.arg: k.value for k in annotation.keywords}
+        shape = annotation.args[0] if annotation.args else keywords.get("shape")
+    elif isinstance(annotation, ast.Subscript):
+        index = annotation.slice
+        shape = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
+    if shape is None:
+        return None
+    return list(shape.elts) if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
+
+
+def scan_kernels(text: str) -> list[KernelSource]:
+    """Top-level functions that define a ``@T.prim_func`` inside or are ``@tilelang.jit`` kernels
+    (eager or not, under ``@autotune`` or not)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    lines = text.splitlines()
+    module = ModuleScope(tree)
+    kernels = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        is_jit = any(_is_jit_decorator(d) for d in node.decorator_list)
+        is_autotune = any(_is_autotune_decorator(d) for d in node.decorator_list)
+        builds = any(
+            isinstance(inner, ast.FunctionDef)
+            and any(_is_prim_func_decorator(d) for d in inner.decorator_list)
+            for inner in ast.walk(node)
+            if inner is not node
+        )
+        top = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        directive = _directive_above(lines, top)
+        if not (is_jit or is_autotune or builds or directive):
+            continue
+        params = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+        declared = _eager_declarations(node, params)
+        symbols = declared.symbols
+        tensors = declared.tensors if is_jit or is_autotune else ()
+        consts = declared.consts if is_jit or is_autotune else ()
+        shapes = declared.shapes if is_jit or is_autotune else {}
+        positional = [*node.args.posonlyargs, *node.args.args]
+        required = [a.arg for a in positional[: len(positional) - len(node.args.defaults)]]
+        required += [
+            a.arg for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d is None
+        ]
+        required = [name for name in required if name not in tensors]
+        decorator_target = None
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call) and _is_jit_decorator(decorator):
+                decorator_target = _keyword_target(decorator)
+        kernels.append(
+            KernelSource(
+                name=node.name,
+                line=node.lineno,
+                is_jit=is_jit or is_autotune,
+                params=tuple(params),
+                required=tuple(required),
+                directive=directive,
+                call_site=_call_site(module, node.name, params, tensors, shapes),
+                decorator_target=decorator_target,
+                is_autotune=is_autotune,
+                tensor_params=tensors,
+                consts=consts,
+                symbols=symbols,
+            )
+        )
+    return kernels
+
+
+def _directive_above(lines: list[str], top: int) -> Directive | None:
+    """The directive in the comment block right above line ``top`` (1-based)."""
+    index = top - 2
+    while index >= 0 and lines[index].strip().startswith("#"):
+        directive = parse_directive(lines[index], index + 1)
+        if directive is not None:
+            return directive
+        index -= 1
+    return None
+
+
+def _kernel_call(node: ast.AST, name: str) -> ast.Call | None:
+    """``node`` if it calls the kernel ``name`` or one of its argument-taking methods."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == name:
+        return node
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in _KERNEL_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id == name
+    ):
+        return node
+    return None
+
+
+def _call_site(
+    module: ModuleScope,
+    name: str,
+    params: list[str],
+    tensors: tuple[str, ...],
+    shapes: dict[str, tuple[str | None, ...]],
+) -> CallSite | None:
+    """The first call of ``name`` (in source order) whose arguments are all known, with an
+    enclosing ``tilelang.compile``'s target. Tensor arguments of an eager kernel take no value but
+    may give its ``T.const`` sizes (``shapes``: each tensor's declared shape, by ``T.const`` name);
+    the rest are bound to parameter names."""
+    calls = sorted(
+        (call for call in (_kernel_call(n, name) for n in ast.walk(module.tree)) if call is not None),
+        key=lambda call: (call.lineno, call.col_offset),
+    )
+    for call in calls:
+        scope = module.scope_of(call)
+        try:
+            positional, keywords = module.expand(call, scope)
+            if tensors and len(positional) > len(params):
+                raise Unknown(name)
+            args: list[Any] = []
+            kwargs: dict[str, Any] = {}
+            passed_tensors: list[tuple[str, Found]] = []
+            for index, (argument, where) in enumerate(positional):
+                parameter = params[index] if index < len(params) else None
+                if parameter is not None and parameter in tensors:
+                    passed_tensors.append((parameter, (argument, where)))
+                    continue
+                value = module.argument(argument, where, name)
+                if tensors and parameter is not None:
+                    kwargs[parameter] = value
+                else:
+                    args.append(value)
+            for keyword, (argument, where) in keywords.items():
+                if keyword in tensors:
+                    passed_tensors.append((keyword, (argument, where)))
+                elif keyword != "target":
+                    kwargs[keyword] = module.argument(argument, where, name)
+            for parameter, (argument, where) in passed_tensors:
+                sizes = module.tensor_sizes(argument, where, shapes.get(parameter, ()), name)
+                for size_name, size in sizes.items():
+                    kwargs.setdefault(size_name, size)
+        except Unknown:
+            continue
+        if tensors and not args and not kwargs:
+            continue  # only tensors made where their sizes are unknown: says nothing about the sizes
+        enclosing = module.parents.get(call)
+        target = _keyword_target(enclosing) if isinstance(enclosing, ast.Call) else None
+        return CallSite(line=call.lineno, args=tuple(args), kwargs=kwargs, target=target)
+    return None
