@@ -160,7 +160,14 @@ def test_missing_tools_are_named_with_the_way_to_get_them(tmp_path: Path) -> Non
         "from irtrace.recording.machine_code import MachineCodeError, find_cuda_tools\n"
         "try:\n    print(find_cuda_tools())\nexcept MachineCodeError as error:\n    print(error.message)\n"
     )
-    env = {"CUDA_HOME": str(tmp_path / "no-cuda"), "PATH": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    import shutil
+
+    import msgspec
+
+    # the one package irtrace needs from site-packages, copied alone so nvidia-cuda-* stay unseen
+    deps = tmp_path / "deps"
+    shutil.copytree(Path(msgspec.__file__).parent, deps / "msgspec")
+    env = {"CUDA_HOME": str(tmp_path / "no-cuda"), "PATH": str(tmp_path), "PYTHONPATH": f"{ROOT}:{deps}"}
     done = subprocess.run(
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, check=True
     )
