@@ -20,28 +20,6 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-WARMUP_KERNEL = """
-import tilelang.language as T
-
-
-def warmup(M=64, N=64, K=32):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(1, 1, threads=128) as (bx, by):
-            A_s = T.alloc_shared((M, K), T.float16)
-            B_s = T.alloc_shared((K, N), T.float16)
-            C_f = T.alloc_fragment((M, N), T.float32)
-            T.clear(C_f)
-            T.copy(A, A_s)
-            T.copy(B, B_s)
-            T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C)
-
-    return main
-"""
-"""Our own kernel, lowered here once: the first lowering in a process costs about a second more,
-and every child forked afterwards starts warm."""
-
 
 def send(out: IO[str], message: dict[str, Any]) -> None:
     out.write(json.dumps(message) + "\n")
@@ -53,6 +31,7 @@ def warm_up() -> float:
     from irtrace.core.specs import parse_spec
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest, record_request
+    from irtrace.recording.warmup import WARMUP_KERNEL
 
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tilelang-mcp-warmup-") as folder:

@@ -47,26 +47,6 @@ from tilelang_lsp.protocol import (
     raw,
 )
 
-WARMUP_KERNEL = """
-import tilelang.language as T
-
-
-def warmup(M=64, N=64, K=32):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(1, 1, threads=128) as (bx, by):
-            A_s = T.alloc_shared((M, K), T.float16)
-            B_s = T.alloc_shared((K, N), T.float16)
-            C_f = T.alloc_fragment((M, N), T.float32)
-            T.clear(C_f)
-            T.copy(A, A_s)
-            T.copy(B, B_s)
-            T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C)
-
-    return main
-"""
-
 
 def _rss_mb() -> float:
     try:
@@ -147,6 +127,7 @@ class Worker:
 
     def warm_up(self, target: str) -> float:
         """Lower a tiny GEMM once: the first lowering in a process costs about a second more."""
+        from irtrace.recording.warmup import WARMUP_KERNEL
         from tilelang_lsp.worker.analysis import analyze
 
         began = time.perf_counter()
