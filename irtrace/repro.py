@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from irtrace.compat import require_supported_tilelang
 from irtrace.coverage import error_headline
 from irtrace.errors import InputError, IrtraceError, NotInTraceError, UsageError
 from irtrace.trace import PHASE_CODEGEN, STATUS_OK, KernelRun, PassRecord, Trace, text_sha256
@@ -152,6 +153,7 @@ class SavedModule:
 def capture_modules(run: KernelRun, indexes: Sequence[int], base_dir: Path | None) -> dict[int, SavedModule]:
     """Lower ``run``'s kernel again for its target and keep the module each pass in ``indexes``
     (the trace's pass indexes) received."""
+    require_supported_tilelang()  # before the hooks: an old TileLang has none
     import tilelang
     import tvm
     from tilelang.instrumentation import compile_pass_instrumentation
