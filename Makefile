@@ -68,8 +68,8 @@ test-wheel: setup ## Build the wheel, install it into a fresh venv with torch an
 # that release and this checkout (editable); the `versions` tests run in each. A release inside
 # the range is kept by the project's install; one outside it is put back afterwards (pip's
 # conflict warning hidden), as a user who pins it would have it.
-# 0.1.13 is outside the range: its tests check that it is refused in one line.
-TILELANG_VERSIONS ?= 0.1.13 0.1.14 0.1.15
+# 0.1.12 is outside the range: its tests check that it is refused in one line.
+TILELANG_VERSIONS ?= 0.1.12 0.1.13 0.1.14 0.1.15
 VERSIONS_DIR ?= out/versions
 test-versions: ## Run the version-sensitive tests once per TileLang release (TILELANG_VERSIONS)
 	@set -e; mkdir -p $(VERSIONS_DIR); \

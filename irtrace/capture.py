@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from irtrace import interrupts
-from irtrace.compat import require_supported_tilelang
+from irtrace.compat import require_instrumentation
 from irtrace.errors import InputError, UsageError
 from irtrace.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 from irtrace.targets import TargetSpec, auto_target_fallback, get_target
@@ -152,7 +152,7 @@ def run_script(
     """
     kind, target, args = split_command(command)
     os.environ["TILELANG_DISABLE_CACHE"] = "1"  # a cached kernel would lower nothing to capture
-    require_supported_tilelang()  # before the hooks: an old TileLang has none
+    require_instrumentation("irtrace run")  # TileLang attaches our tool to the script's compilations
     from tilelang.instrumentation import (
         register_pass_instrumentation_tool,
         unregister_pass_instrumentation_tool,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from irtrace import interrupts
+from irtrace.compat import compile_session, stacked_pass_instrument
 from irtrace.pass_names import display_name
 from irtrace.snapshots import ModuleState, Snapshot, SnapshotPrinter
 from irtrace.targets import TargetSpec, make_tvm_target
@@ -291,9 +292,7 @@ class PassRecorder:
     # --- TileLang PassInstrumentationTool --------------------------------------------------
 
     def create_pass_instrument(self) -> Any:
-        from tilelang.instrumentation import StackedPassInstrument
-
-        return StackedPassInstrument(self, capture_nested=True)
+        return stacked_pass_instrument(self)
 
     @contextmanager
     def pipeline_scope(self, base_phase: str) -> Iterator[None]:
@@ -407,7 +406,6 @@ def record_lowering(
     """
     import tilelang
     import tvm
-    from tilelang.instrumentation import compile_pass_instrumentation
 
     target_object = tvm_target or make_tvm_target(target)
     configs = dict(pass_configs or {})
@@ -425,9 +423,7 @@ def record_lowering(
     started = time.perf_counter()
     try:
         with (
-            compile_pass_instrumentation(
-                name=f"irtrace:{kernel}", tools=[recorder], include_default_tools=False, reuse_existing=False
-            ),
+            compile_session(f"irtrace:{kernel}", [recorder]),
             tvm.transform.PassContext(
                 opt_level=3,
                 config=configs,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from irtrace.compat import require_supported_tilelang
+from irtrace.compat import compile_session, require_supported_tilelang, stacked_pass_instrument
 from irtrace.coverage import error_headline
 from irtrace.errors import InputError, IrtraceError, NotInTraceError, UsageError
 from irtrace.trace import PHASE_CODEGEN, STATUS_OK, KernelRun, PassRecord, Trace, text_sha256
@@ -153,21 +153,15 @@ class SavedModule:
 def capture_modules(run: KernelRun, indexes: Sequence[int], base_dir: Path | None) -> dict[int, SavedModule]:
     """Lower ``run``'s kernel again for its target and keep the module each pass in ``indexes``
     (the trace's pass indexes) received."""
-    require_supported_tilelang()  # before the hooks: an old TileLang has none
+    require_supported_tilelang()
     import tilelang
     import tvm
-    from tilelang.instrumentation import compile_pass_instrumentation
 
     prepared = _prepare(run, base_dir)
     capture = ModuleCapture(set(indexes))
     try:
         with (
-            compile_pass_instrumentation(
-                name=f"irtrace-repro:{run.kernel}",
-                tools=[capture],
-                include_default_tools=False,
-                reuse_existing=False,
-            ),
+            compile_session(f"irtrace-repro:{run.kernel}", [capture]),
             tvm.transform.PassContext(
                 opt_level=3, config=prepared.pass_configs, instruments=[capture.create_pass_instrument()]
             ),
@@ -222,9 +216,7 @@ class ModuleCapture:
 
     # TileLang PassInstrumentationTool
     def create_pass_instrument(self) -> Any:
-        from tilelang.instrumentation import StackedPassInstrument
-
-        return StackedPassInstrument(self, capture_nested=True)
+        return stacked_pass_instrument(self)
 
     def pipeline_scope(self, base_phase: str) -> Any:
         import contextlib

@@ -61,7 +61,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The sdist and the wheel built from it, as ``python -m build`` makes them."""
     source = copy_source(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "-o", str(out), str(source)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "-o", str(out), str(source)], check=True, capture_output=True
+    )
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}
@@ -90,14 +92,18 @@ def test_wheel_holds_the_packages_and_their_data_and_nothing_else(dist: dict[str
     assert tracked <= set(names), sorted(tracked - set(names))
     assert {n for n in names if n.endswith(".tcss")} == {n for n in tracked if n.endswith(".tcss")} != set()
     assert not [n for n in names if n.endswith((".pyc", ".jsonl", ".jsonl.gz", ".html", ".svg"))]
-    metadata = zipfile.ZipFile(dist["wheel"]).read(
-        next(n for n in names if n.endswith(".dist-info/METADATA"))
-    ).decode()
+    metadata = (
+        zipfile.ZipFile(dist["wheel"])
+        .read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+        .decode()
+    )
     (requirement,) = [line for line in metadata.splitlines() if line.startswith("Requires-Dist: tilelang")]
     assert "<" in requirement and ">=" in requirement, requirement  # a tested range, not one release
-    entry_points = zipfile.ZipFile(dist["wheel"]).read(
-        next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    ).decode()
+    entry_points = (
+        zipfile.ZipFile(dist["wheel"])
+        .read(next(n for n in names if n.endswith(".dist-info/entry_points.txt")))
+        .decode()
+    )
     for tool in ("irtrace", "passdiff", "passviz", "tilelang-lsp"):
         assert f"{tool} = " in entry_points
 
@@ -142,7 +148,9 @@ def test_pip_install_into_an_env_with_tilelang_and_torch_changes_neither(
     _pip(venv, "--find-links", str(dist["wheel"].parent), "tilelang-devtools")
     after = _freeze(venv)
     assert after["tilelang-devtools"] == dist["wheel"].name.split("-")[1]
-    changed = {name: (version, after.get(name)) for name, version in before.items() if after.get(name) != version}
+    changed = {
+        name: (version, after.get(name)) for name, version in before.items() if after.get(name) != version
+    }
     assert not changed, f"installing tilelang-devtools changed packages already there: {changed}"
 
     # The venv's own irtrace, run outside the checkout, so nothing is imported from here.

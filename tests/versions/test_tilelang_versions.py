@@ -1,5 +1,5 @@
 """What depends on the installed TileLang release: `make test-versions` runs these in one venv per
-release (0.1.13, outside the range, included: it must be refused in one line), `make test` in .venv.
+release, 0.1.13 to 0.1.15 and 0.1.12 (outside the range: it must be refused in one line).
 
 Inside the range, each claim is checked against an oracle TileLang computes by another route:
 pass order and IR against a synchronous TVM instrument, kernel source against an untraced
@@ -73,10 +73,10 @@ def test_range_is_written_once() -> None:
     assert requirement.replace(" ", "") == f"tilelang{compat.SUPPORTED}"
     low, high = (".".join(map(str, bound)) for bound in (compat.OLDEST, compat.BEYOND))
     assert compat.SUPPORTED == f">={low},<{high}"
-    for version in ("0.1.12", "0.1.13", high, "0.2.0", "nightly"):
+    for version in ("0.1.12", high, "0.2.0", "nightly"):
         reason = compat.unsupported_reason(version)
         assert reason is not None and compat.SUPPORTED in reason and "\n" not in reason, version
-    for version in (low, "0.1.15", "0.1.15.post1", "0.1.15+cu128"):
+    for version in (low, "0.1.14", "0.1.15", "0.1.15.post1", "0.1.15+cu128"):
         assert compat.unsupported_reason(version) is None, version
 
 
@@ -127,7 +127,10 @@ def test_recording_matches_the_oracles_on_this_release(tmp_path: Path) -> None:
 @in_range
 def test_jit_kernels_of_both_styles_record_on_this_release(tmp_path: Path) -> None:
     """The loader reads ``@tilelang.jit`` internals (``JITImpl``), which TileLang moves between releases."""
-    lazy, eager = f"{DATA / 'jit_kernels.py'}::lazy_add()", f"{DATA / 'jit_kernels.py'}::eager_scale(M=64, N=256)"
+    lazy, eager = (
+        f"{DATA / 'jit_kernels.py'}::lazy_add()",
+        f"{DATA / 'jit_kernels.py'}::eager_scale(M=64, N=256)",
+    )
     done = irtrace("record", lazy, eager, "-t", "cuda:sm_90", "-o", "jit.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     from irtrace.trace import load_trace
@@ -139,11 +142,19 @@ def test_jit_kernels_of_both_styles_record_on_this_release(tmp_path: Path) -> No
 
 
 @in_range
-def test_irtrace_run_captures_a_script_on_this_release(tmp_path: Path) -> None:
-    """``irtrace run`` hooks TileLang's instrumentation session, which came in 0.1.14."""
+def test_irtrace_run_captures_a_script_or_says_it_needs_0_1_14(tmp_path: Path) -> None:
+    """``irtrace run`` needs TileLang to attach its tool to the script's own compilations
+    (``tilelang.instrumentation``, from 0.1.14 on); before that it says so in one line."""
     done = irtrace(
         "run", "-o", "run.jsonl", "--", sys.executable, str(DATA / "capture_script.py"), cwd=tmp_path
     )
+    if not compat.has_instrumentation():
+        assert done.returncode == ExitCode.ENVIRONMENT, done.stderr
+        assert done.stderr.strip() == (
+            f"irtrace: error: irtrace run needs tilelang>=0.1.14 (tilelang.instrumentation); "
+            f"tilelang {INSTALLED} is installed"
+        )
+        return
     assert done.returncode == 0, done.stderr
     from irtrace.trace import load_trace
 
@@ -160,7 +171,7 @@ def test_ascend_records_or_is_refused_by_release(tmp_path: Path) -> None:
     if reason is None:
         assert done.returncode == 0, done.stderr
         return
-    # 0.1.14: no Ascend backend, so the example's `import tilelang.ascend` fails, or the target is refused
+    # before 0.1.15: no Ascend backend, so the example's `import tilelang.ascend` fails, or the target is refused
     assert done.returncode in (ExitCode.ENVIRONMENT, ExitCode.KERNEL_SOURCE), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     made = irtrace("record", GEMM, "-t", "ascend", "-o", "a.jsonl", cwd=tmp_path)
