@@ -72,7 +72,7 @@ def test_range_is_written_once() -> None:
     (requirement,) = [d for d in project["dependencies"] if re.match(r"tilelang\b", d)]
     assert requirement.replace(" ", "") == f"tilelang{compat.SUPPORTED}"
     low, high = (".".join(map(str, bound)) for bound in (compat.OLDEST, compat.BEYOND))
-    assert compat.SUPPORTED == f">={low},<{high}"
+    assert f">={low},<{high}" == compat.SUPPORTED
     for version in ("0.1.12", high, "0.2.0", "nightly"):
         reason = compat.unsupported_reason(version)
         assert reason is not None and compat.SUPPORTED in reason and "\n" not in reason, version
@@ -171,7 +171,7 @@ def test_ascend_records_or_is_refused_by_release(tmp_path: Path) -> None:
     if reason is None:
         assert done.returncode == 0, done.stderr
         return
-    # before 0.1.15: no Ascend backend, so the example's `import tilelang.ascend` fails, or the target is refused
+    # before 0.1.15: no Ascend backend; the example's `import tilelang.ascend` fails, or the target is refused
     assert done.returncode in (ExitCode.ENVIRONMENT, ExitCode.KERNEL_SOURCE), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     made = irtrace("record", GEMM, "-t", "ascend", "-o", "a.jsonl", cwd=tmp_path)
