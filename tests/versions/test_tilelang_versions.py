@@ -177,3 +177,37 @@ def test_ascend_records_or_is_refused_by_release(tmp_path: Path) -> None:
     made = irtrace("record", GEMM, "-t", "ascend", "-o", "a.jsonl", cwd=tmp_path)
     assert made.returncode == ExitCode.ENVIRONMENT
     assert made.stderr.strip() == f"irtrace: error: {reason}"
+
+
+@in_range
+@pytest.mark.parametrize("target", ["cuda:sm_90", "hip:gfx942"])
+def test_language_server_facts_equal_the_compilers_on_this_release(target: str) -> None:
+    """The hints' buffer facts (tilelang-lsp's analysis, through the recorder) against a plain TVM
+    instrument reading the module after layout inference (tests/lsp/oracle.py)."""
+    import importlib.util
+
+    from tilelang_lsp.analysis import analyze
+
+    from ..lsp.oracle import compiler_buffers, tilelang_target
+
+    path = EXAMPLES / "gemm.py"
+    result = analyze(str(path), path.read_text(), default_target=target)
+    assert result["diagnostics"] == []
+    (kernel,) = result["kernels"]
+    assert kernel["status"] == "ok", kernel
+    got = {
+        (b["name"], b["line"]): (tuple(b["allocated_shape"]), b["dtype"], b["scope"], b["layout_short"])
+        for b in kernel["buffers"]
+    }
+    spec = importlib.util.spec_from_file_location("gemm_oracle_copy", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tilelang_target(target):
+        func = module.matmul()
+    expected = {
+        (b.name, b.line): (b.allocated, b.dtype, b.scope, b.layout)
+        for b in compiler_buffers(func, target)
+        if b.line is not None
+    }
+    assert expected and got == expected
