@@ -67,7 +67,8 @@ test-wheel: setup ## Build the wheel, install it into a fresh venv with torch an
 # One venv per TileLang release, made once under VERSIONS_DIR (not committed), each with torch,
 # that release and this checkout (editable); the `versions` tests run in each. A release inside
 # the range is kept by the project's install; one outside it is put back afterwards (pip's
-# conflict warning hidden), as a user who pins it would have it.
+# conflict warning hidden), as a user who pins it would have it. --no-compile: byte-compiling
+# torch's files took most of a venv's set-up time here.
 # 0.1.12 is outside the range: its tests check that it is refused in one line.
 TILELANG_VERSIONS ?= 0.1.12 0.1.13 0.1.14 0.1.15
 VERSIONS_DIR ?= out/versions
@@ -79,10 +80,10 @@ test-versions: ## Run the version-sensitive tests once per TileLang release (TIL
 	  if [ ! -f $$venv/.stamp ] || [ pyproject.toml -nt $$venv/.stamp ]; then \
 	    echo "== making $$venv"; \
 	    test -x $$venv/bin/python || python3 -m venv $$venv; \
-	    $$venv/bin/python -m pip install -q torch==2.13.0; \
-	    $$venv/bin/python -m pip install -q tilelang==$$v; \
-	    $$venv/bin/python -m pip install -q -c $(VERSIONS_DIR)/constraints.txt -e '.[dev]'; \
-	    $$venv/bin/python -m pip install -q tilelang==$$v 2>/dev/null; \
+	    $$venv/bin/python -m pip install -q --no-compile torch==2.13.0; \
+	    $$venv/bin/python -m pip install -q --no-compile tilelang==$$v; \
+	    $$venv/bin/python -m pip install -q --no-compile -c $(VERSIONS_DIR)/constraints.txt -e '.[dev]'; \
+	    $$venv/bin/python -m pip install -q --no-compile tilelang==$$v 2>/dev/null; \
 	    touch $$venv/.stamp; \
 	  fi; \
 	  echo "== tilelang $$v"; \
