@@ -58,7 +58,7 @@ PYTEST_JOBS ?= auto
 test: setup editors-setup ## Run the test suite in parallel (without sweeps, wheel and versions)
 	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
 
-test-sweeps: setup ## Every bundled example on every target: exactness, identical source, coverage
+test-sweeps: setup ## Every example on every target (exactness, identical source, coverage) and through nvcc
 	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m sweep
 
 test-wheel: setup ## Build the wheel, install it into a fresh venv with torch and tilelang 0.1.14, record

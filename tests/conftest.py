@@ -35,9 +35,11 @@ def gemm_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90", "hip:gfx942"])
 
 
-SWEEP_FIXTURES = ("coverage",)
-"""Fixtures that lower every bundled example on every target: a test using one is a ``sweep``
-(``make test-sweeps`` and its own CI job; the quick ``make test`` leaves it out)."""
+SWEEP_FIXTURES = ("coverage", "recorded")
+"""Fixtures that lower every bundled example on every target (``coverage``), or every CUDA
+example through nvcc (``recorded``, machine code): a test using one is a ``sweep`` (``make
+test-sweeps`` and its own CI job; the quick ``make test`` leaves it out). Measured with -n 2 on
+the shared 2-core machine, the machine-code group alone took over 400 s of one worker."""
 SHARED_GROUPS = {"coverage": "coverage", "recorded": "machine-code"}
 """Session fixtures too costly to make twice (every example on every target; nvcc on each CUDA
 run): every test using one runs in the same xdist worker, which makes it once."""
