@@ -15,6 +15,7 @@ CORE = [
     "irtrace.errors",
     "irtrace.cli_edge",
     "irtrace.resources",
+    "irtrace.compat",  # reads the installed release from package metadata, without importing it
 ]
 LAZY = [
     "irtrace.loader",
