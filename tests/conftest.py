@@ -35,6 +35,14 @@ def gemm_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90", "hip:gfx942"])
 
 
+@pytest.fixture(scope="session")
+def gemm_no_ws_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    """The GEMM on cuda:sm_90 with ``tl.disable_warp_specialized=True``: another pass config
+    (passdiff's run-to-run tests and passviz's --compare share this one recording)."""
+    path = tmp_path_factory.mktemp("traces") / "gemm_no_ws.jsonl"
+    return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90"], **{"tl.disable_warp_specialized": True})
+
+
 SWEEP_FIXTURES = ("coverage", "recorded")
 """Fixtures that lower every bundled example on every target (``coverage``), or every CUDA
 example through nvcc (``recorded``, machine code): a test using one is a ``sweep`` (``make
