@@ -26,9 +26,12 @@ from tests.editors.test_vscode import QUIET, SETTINGS, free_port, setup_report
 from tests.packaging.test_wheel import copy_source
 
 DRIVER = Path(__file__).parent / "vscode" / "install_offer.cjs"
+OUTSIDE = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+"""The environment without what would put this checkout's packages on the venv's path."""
 
 
 def build_wheel(folder: Path) -> Path:
+    (folder / "source").mkdir()
     source = copy_source(folder / "source")
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "-o", str(folder / "wheels"), str(source)],
@@ -46,6 +49,7 @@ def server_dependencies_only(venv: Path) -> Path:
     constraints = Path(__file__).resolve().parents[2] / "constraints.txt"
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "-c", str(constraints), "pygls", "lsprotocol"],
+        env=OUTSIDE,
         check=True,
         capture_output=True,
     )
@@ -59,7 +63,7 @@ def test_missing_server_is_offered_then_installed_by_pip_only_when_asked(
     wheel = build_wheel(tmp_path)
     python = server_dependencies_only(tmp_path / "venv")
     has_server = [str(python), "-c", "import tilelang_lsp"]
-    assert subprocess.run(has_server, cwd=tmp_path, capture_output=True).returncode != 0
+    assert subprocess.run(has_server, cwd=tmp_path, env=OUTSIDE, capture_output=True).returncode != 0
 
     env = {k: v for k, v in isolated_env(home).items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{Path(tools['node']).parent}{os.pathsep}{env['PATH']}"
@@ -85,7 +89,14 @@ def test_missing_server_is_offered_then_installed_by_pip_only_when_asked(
     port = free_port()
     log = (tmp_path / "code-server.log").open("w")
     server = subprocess.Popen(
-        [tools["code_server"], *common, "--auth=none", f"--bind-addr=127.0.0.1:{port}", *QUIET, str(workspace)],
+        [
+            tools["code_server"],
+            *common,
+            "--auth=none",
+            f"--bind-addr=127.0.0.1:{port}",
+            *QUIET,
+            str(workspace),
+        ],
         env=env,
         cwd=tmp_path,  # not the checkout: `import tilelang_lsp` must not find it there
         stdout=log,
@@ -137,9 +148,13 @@ def test_missing_server_is_offered_then_installed_by_pip_only_when_asked(
     # "Not now": no server, so no hints at all, and nothing installed
     assert not any("source only" in line for line in report["lines_after_not_now"])
     # "Install": pip put this checkout's wheel into that interpreter, and its server drew the hints
-    assert subprocess.run(has_server, cwd=tmp_path, capture_output=True).returncode == 0
+    assert subprocess.run(has_server, cwd=tmp_path, env=OUTSIDE, capture_output=True).returncode == 0
     shown = subprocess.run(
-        [str(python), "-m", "pip", "show", "tilelang-devtools"], capture_output=True, text=True, check=True
+        [str(python), "-m", "pip", "show", "tilelang-devtools"],
+        env=OUTSIDE,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert f"Version: {wheel.name.split('-')[1]}" in shown
     assert any("source only" in line for line in report["lines_after_install"])
