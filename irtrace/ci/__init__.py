@@ -1,0 +1,1 @@
+"""Checks of traces against a baseline and policy, their reports, and reproducers."""

@@ -1,0 +1,5 @@
+"""``python -m irtrace.cli``."""
+
+from irtrace.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,758 @@
+"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets, and for CI check, bless, repro.
+
+Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit code from
+``ExitCode``; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from irtrace import __version__
+from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
+from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
+from irtrace.core.native_log import hide_harmless_native_warnings
+from irtrace.core.safe_text import terminal_safe
+from irtrace.core.targets import target_names
+from irtrace.core.trace import STATUS_OK, STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun, Trace
+from irtrace.edge.command import (
+    Interrupted,
+    echo,
+    load_trace_warning_if_cut,
+    run_command,
+)
+
+DEFAULT_OUTPUT = "irtrace.jsonl"
+RUN_EPILOG = """\
+Kernels lowered in processes it starts (os.fork, multiprocessing with fork, spawn or
+forkserver) are captured too and merged into the trace when the script ends; -t lowers
+again only the kernels of the script's own process.
+
+How the script ended decides the exit code, and whatever was captured is written to the
+trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
+(a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
+os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
+irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
+
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="irtrace",
+        description="Record every lowering pass of TileLang kernels on CUDA, ROCm, Ascend and Metal.",
+        epilog=exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    parser.add_argument("--version", action="version", version=f"irtrace {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    targets_help = f"target to lower for; repeatable. One of: {', '.join(target_names())}"
+    record = commands.add_parser(
+        "record",
+        help="lower kernels through the real pipelines and write a trace",
+        description="Lower kernels through TileLang's real pipelines, recording every pass.",
+        epilog="specs: path.py | path.py::name | path.py::factory(1024, dtype=T.float16)\n\n"
+        + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    record.add_argument("specs", nargs="*", metavar="SPEC", help="kernel spec")
+    record.add_argument("-t", "--target", action="append", default=[], help=targets_help)
+    record.add_argument("-m", "--manifest", help="irtrace.toml listing kernels, arguments and targets")
+    record.add_argument(
+        "-c",
+        "--pass-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra pass config, typed as in irtrace.toml: true/false, numbers, Python literals, "
+        "else a string (e.g. tl.disable_warp_specialized=true); repeatable",
+    )
+    record.add_argument(
+        "-o", "--output", default=DEFAULT_OUTPUT, help=f"trace file (default {DEFAULT_OUTPUT})"
+    )
+    record.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    record.add_argument(
+        "--isolate",
+        action="store_true",
+        help="build and lower each kernel in a child process: a crash (segfault) in a pass fails that "
+        "run only, naming the pass, and recording goes on",
+    )
+    record.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="give each kernel (factory and lowering) at most S seconds, then kill it and mark the run "
+        "timed out; implies --isolate",
+    )
+    record.add_argument(
+        "--machine-code",
+        action="store_true",
+        help="also compile each CUDA run's kernel source as TileLang does (nvcc): its PTX and SASS become "
+        "stages ptx and sass, and registers, spills and shared memory per kernel are kept; needs nvcc and "
+        "nvdisasm or cuobjdump (pip install 'tilelang-devtools[cuda]'); no GPU needed",
+    )
+    record.add_argument(
+        "--bench",
+        action="store_true",
+        help="also run each CUDA kernel on the GPU with TileLang's profiler on random inputs and keep its "
+        "latency; needs an NVIDIA GPU",
+    )
+    record.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="lower kernels in N worker processes (a crash or --timeout ends that run only, as with "
+        "--isolate); the trace is the same as with one",
+    )
+    record.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="record only the Ith of N equal slices of the kernel x target list (for a CI matrix); "
+        "irtrace merge of shards 1..N equals one unsharded recording",
+    )
+    record.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
+    )
+
+    run = commands.add_parser(
+        "run",
+        help="capture every kernel a script lowers: irtrace run -- python script.py ARGS",
+        description="Run a Python script and capture every kernel it lowers, without editing it.",
+        epilog=RUN_EPILOG + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("-t", "--target", action="append", default=[], help="also lower each kernel for it")
+    run.add_argument("-o", "--output", default=DEFAULT_OUTPUT)
+    run.add_argument("-q", "--quiet", action="store_true")
+    run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
+
+    show = commands.add_parser(
+        "show", help="print the passes of a trace with times and +/- lines", **_with_exit_codes()
+    )
+    show.add_argument("trace")
+    show.add_argument("-k", "--kernel")
+    show.add_argument("-t", "--target")
+    show.add_argument("--json", action="store_true", help="print the documented JSON document")
+    show.add_argument("--by-pass", action="store_true", help="total time per pass name")
+    show.add_argument("--changed", action="store_true", help="only passes that changed the module")
+
+    ir = commands.add_parser(
+        "ir", help="print the IR after one pass (or the final kernel source)", **_with_exit_codes()
+    )
+    ir.add_argument("trace")
+    ir.add_argument("-k", "--kernel")
+    ir.add_argument("-t", "--target")
+    group = ir.add_mutually_exclusive_group(required=True)
+    group.add_argument("-p", "--pass", dest="pass_name", metavar="NAME[#N]")
+    group.add_argument("--source", action="store_true", help="the final kernel source")
+    group.add_argument("--input", action="store_true", help="the module handed to the pipeline")
+    ir.add_argument("--before", action="store_true", help="the IR the pass received")
+
+    merge = commands.add_parser("merge", help="join trace files into one", **_with_exit_codes())
+    merge.add_argument("traces", nargs="+")
+    merge.add_argument("-o", "--output", required=True)
+
+    matrix = commands.add_parser(
+        "matrix",
+        help="backend coverage: kernels x targets with ok or the failing pass, one line per root cause",
+        description="Print which kernel lowers on which target, and why not where it fails.",
+        epilog="record the coverage first, e.g.\n"
+        "  irtrace record --manifest irtrace.toml -t all -o coverage.jsonl\n"
+        "  irtrace matrix coverage.jsonl --format markdown >> $GITHUB_STEP_SUMMARY\n\n" + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    matrix.add_argument("trace")
+    matrix.add_argument("-k", "--kernel", action="append", default=[], help="only these kernels; repeatable")
+    matrix.add_argument(
+        "--format", choices=("table", "markdown", "json"), default="table", help="default: a terminal table"
+    )
+
+    commands.add_parser("targets", help="list the targets by vendor, with aliases", **_with_exit_codes())
+    schema = commands.add_parser(
+        "schema",
+        help="the trace format, generated from the typed schema the reader checks",
+        **_with_exit_codes(),
+    )
+    schema.add_argument(
+        "--format",
+        choices=("json", "markdown"),
+        default="json",
+        help="json: a JSON Schema of one trace line (default); markdown: the record tables of docs",
+    )
+    add_ci_commands(commands)
+    return parser
+
+
+def _with_exit_codes() -> dict[str, Any]:
+    """A subcommand's --help ends with the exit-code table, as the tool's does."""
+    return {"epilog": exit_codes_help(), "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return int(ExitCode.USAGE)
+    return run_command(
+        "irtrace",
+        lambda: COMMANDS[args.command](args),
+        debug=args.debug,
+        interrupted="interrupted",
+        catch_signals=True,
+    )
+
+
+def escape(text: object) -> str:
+    """``text`` shown as it is: Rich would take ``C_local[i, j]`` or ``[/x]`` for markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
+
+
+def _console(stderr: bool = False) -> Any:
+    """Rich's console, with the text of a trace unable to drive the terminal (``irtrace.edge.console``)."""
+    from irtrace.edge.console import safe_console
+
+    return safe_console(stderr=stderr)
+
+
+# ----------------------------------------------------------------------------- record
+
+
+def cmd_record(args: argparse.Namespace) -> ExitCode:
+    from irtrace.core.specs import parse_spec
+    from irtrace.core.targets import get_target
+    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.recording.api import RecordRequest
+    from irtrace.recording.bench import bench_for
+    from irtrace.recording.loader import parse_pass_config
+    from irtrace.recording.machine_code import machine_code_for
+    from irtrace.recording.manifest import load_manifest
+    from irtrace.recording.parallel import Shard, record_all
+
+    if not args.specs and not args.manifest:
+        raise UsageError("give a kernel spec (path.py::name(args)) or --manifest irtrace.toml")
+    if args.timeout is not None and not (0 < args.timeout < 1e9):
+        raise UsageError(f"--timeout {args.timeout:g}: give a number of seconds above 0")
+    for name in args.target:
+        if name != "all":
+            get_target(name)
+    _check_machine_code_and_bench(args)
+    if args.jobs < 1 or args.repeat < 1:
+        raise UsageError("--jobs and --repeat take a number from 1 up")
+    if args.bench and args.jobs > 1:
+        raise UsageError("--bench launches the kernels in this process; leave out --jobs")
+    shard = Shard.parse(args.shard) if args.shard is not None else None
+    configs = dict(parse_pass_config(item) for item in args.pass_config)
+    requests = [RecordRequest(parse_spec(s), tuple(args.target), configs) for s in args.specs]
+    if args.manifest:
+        for request in load_manifest(args.manifest):
+            targets = tuple(args.target) or request.targets
+            merged = {**request.pass_configs, **configs}
+            requests.append(RecordRequest(request.spec, targets, merged, request.name, request.base_dir))
+    for request in requests:
+        _check_kernel_file(request)
+    # Inputs are checked; only now is the output touched, and it is replaced only when done.
+    writer = TraceWriter(args.output, partial=True)
+    _note_stale_partial(writer)
+    try:
+        with (
+            hide_harmless_native_warnings(debug=args.debug) as native,
+            machine_code_for(writer, args.machine_code) as compiler,
+            bench_for(writer, args.bench) as bench,
+        ):
+            hooks = [hook for hook in (compiler.after_run if compiler else None, bench) if hook is not None]
+
+            def after_run(run: KernelRun, prepared: Any) -> None:
+                for hook in hooks:
+                    hook(run, prepared)
+
+            runs, errors = record_all(
+                requests,
+                writer,
+                jobs=args.jobs,
+                shard=shard,
+                repeat=args.repeat,
+                isolate=args.isolate or args.timeout is not None,
+                timeout=args.timeout,
+                after_run=after_run if hooks else None,
+            )
+        runs = [writer.run(run.run_id) for run in runs]  # with their machine code and latency
+    except KeyboardInterrupt:
+        raise _interrupted(writer, args.output) from None
+    except BaseException:
+        writer.abandon(keep=False)
+        raise
+    if runs or shard is not None:  # a shard with no work still leaves a trace for `irtrace merge`
+        writer.close()
+    else:
+        writer.abandon(keep=False)
+    written = bool(runs or shard is not None)
+    if not args.quiet:
+        print_summary(runs, args.output if written else None)
+        if compiler is not None:
+            print(
+                f"machine code: {compiler.compiled} CUDA run(s) compiled, {compiler.compile_s:.1f} s of nvcc "
+                f"in the background, {compiler.waited_s:.1f} s waited for at the end",
+                file=sys.stderr,
+            )
+    if not written and not errors:
+        print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
+    for error in errors:
+        echo(f"irtrace: error: {error.message}", stderr=True, one_line=True)
+    note = native.note("irtrace")
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
+    return _outcome(runs, errors)
+
+
+def _check_machine_code_and_bench(args: argparse.Namespace) -> None:
+    """A missing CUDA tool or GPU is said before anything is lowered."""
+    if args.machine_code:
+        from irtrace.recording.machine_code import find_cuda_tools
+
+        find_cuda_tools()
+    if args.bench:
+        from irtrace.recording.bench import require_gpu
+
+        if args.isolate or args.timeout is not None:
+            raise UsageError(
+                "--bench launches the kernels in this process; leave out --isolate and --timeout"
+            )
+        require_gpu()
+
+
+def _check_kernel_file(request: Any) -> None:
+    """A spec naming a file that is not there fails before anything is written."""
+    from pathlib import Path
+
+    from irtrace.recording.loader import is_module_name, resolve_kernel_file
+
+    path = Path(request.spec.path).expanduser()
+    if request.base_dir is not None and not path.is_absolute():
+        path = request.base_dir / path
+    if path.exists() or not is_module_name(request.spec.path):
+        resolve_kernel_file(path)
+
+
+def _note_stale_partial(writer: Any) -> None:
+    if writer.replaced_stale_partial:
+        print(
+            f"irtrace: note: replacing {writer.partial_path}, left by an earlier run that was cut short",
+            file=sys.stderr,
+        )
+
+
+def _interrupted(writer: Any, output: str) -> Interrupted:
+    """Stop writing; what was recorded stays in ``OUTPUT.partial`` and the output is untouched."""
+    count = len(writer.trace().runs)
+    kept = writer.abandon(keep=True)
+    if kept is None:
+        return Interrupted(f"interrupted; {output} was left as it was")
+    return Interrupted(
+        f"interrupted; the {count} run(s) begun so far are in {kept} (cut short); {output} was left as it was"
+    )
+
+
+def _outcome(runs: Sequence[KernelRun], errors: Sequence[IrtraceError]) -> ExitCode:
+    if errors:
+        return errors[0].exit_code
+    if any(run.status != STATUS_OK for run in runs):
+        return ExitCode.LOWERING
+    return ExitCode.OK
+
+
+def print_summary(runs: Sequence[KernelRun], output: str | None) -> None:
+    from rich.table import Table
+
+    console = _console()
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    machine = any(run.resources for run in runs)
+    benched = any(run.bench is not None for run in runs)
+    columns = ["kernel", "target", "status", "passes", "changed", "lower ms", "source"]
+    columns += ["regs", "spills", "smem"] if machine else []
+    columns += ["latency"] if benched else []
+    for column in columns:
+        table.add_column(
+            column, justify="left" if column in ("kernel", "target", "status", "source") else "right"
+        )
+    for run in runs:
+        status = run.status if run.status == STATUS_OK else f"[red]{_status(run)}[/red]"
+        cells = [
+            escape(run.kernel),
+            escape(run.target),
+            status,
+            str(len(run.passes)),
+            str(sum(p.changed for p in run.passes)),
+            f"{run.total_s * 1000:.0f}" if run.total_s is not None else "-",
+            (run.source_sha256 or "-")[:12],
+        ]
+        if machine:
+            cells += _resource_cells(run)
+        if benched:
+            cells.append(_latency(run))
+        table.add_row(*cells)
+    if runs:
+        console.print(table)
+    for run in runs:
+        if run.status != STATUS_OK:
+            failed = next((p for p in run.passes if p.failed), None)
+            where = f" in pass {failed.name}" if failed else ""
+            console.print(
+                f"[red]{_status(run)}[/red] "
+                + escape(f"{run.kernel} on {run.target}{where}: {_first_line(run.error)}")
+            )
+    if output is not None:
+        console.print(escape(f"trace written to {output}"))
+
+
+def _resource_cells(run: KernelRun) -> list[str]:
+    """Registers, spilled bytes and shared memory; the largest over the run's kernel functions."""
+    from irtrace.core.resources import format_bytes
+
+    if not run.resources:
+        return ["-", "-", "-"]
+    spills = max(item.spills for item in run.resources)
+    return [
+        str(max(item.registers for item in run.resources)),
+        f"[red]{spills} B[/red]" if spills else "0",
+        format_bytes(max(item.smem for item in run.resources)),
+    ]
+
+
+def _latency(run: KernelRun) -> str:
+    if run.bench is None:
+        return "-"
+    if run.bench.latency_ms is None:
+        return "[red]failed[/red]"
+    return f"{run.bench.latency_ms * 1000:.1f} µs"
+
+
+def _status(run: KernelRun) -> str:
+    """``ok``, ``failed``, ``timed out``, ``crashed`` or ``incomplete``."""
+    if run.stopped_by == STOPPED_BY_TIMEOUT:
+        return "timed out"
+    if run.stopped_by == STOPPED_BY_CRASH:
+        return "crashed"
+    return run.status
+
+
+def _first_line(text: str | None) -> str:
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def cmd_run(args: argparse.Namespace) -> ExitCode:
+    from irtrace.core.targets import get_target
+    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.recording.capture import ScriptOutcome, lower_for_targets, run_script, split_command
+
+    command = list(args.script)
+    if command and command[0] == "--":
+        command = command[1:]
+    targets = [get_target(name) for name in args.target]
+    split_command(command)  # the script is there: checked before the output is touched
+    writer = TraceWriter(args.output, partial=True)
+    _note_stale_partial(writer)
+
+    def finish(outcome: ScriptOutcome) -> ExitCode:
+        for warning in outcome.warnings:
+            print(f"irtrace: warning: {warning}", file=sys.stderr)
+        runs = list(outcome.runs)
+        try:
+            if targets:
+                runs += lower_for_targets(outcome.captured, targets, writer)
+        except KeyboardInterrupt:
+            raise _interrupted(writer, args.output) from None
+        except BaseException:
+            writer.abandon(keep=False)
+            raise
+        return _finish_run(args, writer, runs, outcome)
+
+    def finish_at_os_exit(outcome: ScriptOutcome) -> int:
+        """The script called ``os._exit``: finish as if it had ended, then exit with our status."""
+        return run_command("irtrace", lambda: finish(outcome), debug=args.debug)
+
+    try:
+        outcome = run_script(
+            command, writer, auto_target=targets[0] if targets else None, on_os_exit=finish_at_os_exit
+        )
+    except KeyboardInterrupt:
+        raise _interrupted(writer, args.output) from None
+    except BaseException:
+        writer.abandon(keep=False)
+        raise
+    return finish(outcome)
+
+
+def _finish_run(args: argparse.Namespace, writer: Any, runs: list[KernelRun], outcome: Any) -> ExitCode:
+    """Put the trace in place and say how the script went (7 when it failed or exited non-zero)."""
+    from irtrace.recording.capture import describe_script_failure
+
+    if runs:
+        writer.close()
+    else:
+        writer.abandon(keep=False)
+    if not args.quiet:
+        print_summary(runs, args.output if runs else None)
+    if not runs:
+        print(f"irtrace: the script lowered no kernel, so {args.output} was not written", file=sys.stderr)
+    if args.target and outcome.child_runs:
+        print(
+            f"irtrace: note: the {outcome.child_runs} run(s) lowered in other processes were not lowered "
+            "again for -t targets",
+            file=sys.stderr,
+        )
+    if outcome.error is not None:
+        print(
+            terminal_safe(
+                f"irtrace: error: the script failed after {len(runs)} captured run(s): "
+                f"{describe_script_failure(outcome.error)}",
+                newlines=False,
+            ),
+            file=sys.stderr,
+        )
+        return ExitCode.SCRIPT
+    return _outcome(runs, [])
+
+
+# ----------------------------------------------------------------------------- show / ir / merge
+
+
+def _load(path: str) -> Trace:
+    return load_trace_warning_if_cut(path, "irtrace")
+
+
+def cmd_show(args: argparse.Namespace) -> ExitCode:
+    from irtrace.core.summary import totals_by_pass, trace_document
+
+    trace = _load(args.trace)
+    runs = trace.select(args.kernel, args.target)
+    if args.json:
+        document: Any = trace_document(trace, runs)
+        if args.by_pass:
+            document["by_pass"] = [row.__dict__ for row in totals_by_pass(runs)]
+        print(json.dumps(document, indent=2))
+        return ExitCode.OK
+    if args.by_pass:
+        _print_totals(totals_by_pass(runs))
+    else:
+        labels = trace.run_labels()
+        for run in runs:
+            _print_run(trace, run, args.changed, labels[run.run_id])
+    return ExitCode.OK
+
+
+def _bar(share: float, width: int = 12) -> str:
+    filled = round(share * width)
+    return "█" * filled + "·" * (width - filled)
+
+
+def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> None:
+    from rich.table import Table
+
+    from irtrace.core.summary import pass_rows
+
+    console = _console()
+    total = f"{run.total_s * 1000:.0f} ms" if run.total_s is not None else "?"
+    status = run.status if run.status == STATUS_OK else f"[red]{_status(run)}[/red]"
+    if run.running:
+        status += escape(f" while pass {run.running} was running")
+    console.print(
+        f"[bold]{escape(label)}[/bold] on [bold]{escape(run.target)}[/bold]: {status}, "
+        + escape(
+            f"{len(run.passes)} passes, {total}, tilelang {run.tilelang_version}, "
+            f"source {(run.source_sha256 or '-')[:12]}"
+        )
+    )
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("#", "pass", "phase", "ms", "share", "+", "-"):
+        table.add_column(column, justify="right" if column in ("#", "ms", "+", "-") else "left")
+    for row in pass_rows(trace, run):
+        record = row.record
+        if changed_only and not record.changed and not record.failed:
+            continue
+        name = escape("  " * record.depth + row.label)
+        if record.failed:
+            name = f"[red]{name}  FAILED[/red]"
+        elif not record.changed:
+            name = f"[dim]{name}[/dim]"
+        table.add_row(
+            str(record.index),
+            name,
+            escape(record.phase if record.pipeline is None else f"{record.phase}:{record.pipeline}"),
+            f"{record.self_s * 1000:.2f}",
+            _bar(row.share),
+            f"[green]+{row.added}[/green]" if row.added else "",
+            f"[red]-{row.removed}[/red]" if row.removed else "",
+        )
+    console.print(table)
+    if run.resources:
+        from irtrace.recording.machine_code import describe_resources
+
+        for line in describe_resources(run.resources):
+            console.print("resources: " + escape(line))
+    bench = run.bench
+    if bench is not None and bench.latency_ms is not None:
+        console.print(
+            escape(f"latency: {bench.latency_ms * 1000:.2f} µs on {bench.device} ({bench.backend})")
+        )
+    elif bench is not None:
+        console.print("[red]bench failed:[/red] " + escape(_first_line(bench.error)))
+    if run.error:
+        console.print("[red]error:[/red] " + escape(_first_line(run.error)))
+    console.print()
+
+
+def _print_totals(rows: Sequence[Any]) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("pass", "count", "changed", "total ms", "share"):
+        table.add_column(column, justify="left" if column == "pass" else "right")
+    for row in rows:
+        table.add_row(
+            escape(row.name),
+            str(row.count),
+            str(row.changed),
+            f"{row.total_s * 1000:.2f}",
+            f"{row.share * 100:.1f}%",
+        )
+    _console().print(table)
+
+
+def cmd_ir(args: argparse.Namespace) -> ExitCode:
+    trace = _load(args.trace)
+    run = trace.find_run(args.kernel, args.target)
+    if args.source:
+        source = trace.kernel_source(run)
+        if source is None:
+            raise NotInTraceError(
+                f"{run.kernel} on {run.target} has no kernel source in the trace (status {run.status})"
+            )
+        text = source
+    elif args.input:
+        text = trace.text(run.input_ir)
+    else:
+        record = run.find_pass(args.pass_name)
+        text = trace.ir_before(record) if args.before else trace.ir_after(record)
+        if record.failed and not args.before:
+            echo(f"irtrace: {record.name} failed; showing the IR it received", stderr=True, one_line=True)
+    echo(text, end="" if text.endswith("\n") else "\n")
+    return ExitCode.OK
+
+
+def cmd_merge(args: argparse.Namespace) -> ExitCode:
+    from irtrace.core.trace_writer import merge_warnings, write_merged
+
+    traces = [_load(path) for path in args.traces]  # every input read before the output is touched
+    for warning in merge_warnings(traces):
+        echo(f"irtrace: warning: {warning}", stderr=True, one_line=True)
+    try:
+        merged = write_merged(traces, args.output)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; {args.output} was left as it was") from None
+    print(f"merged {len(merged.runs)} run(s) from {len(args.traces)} file(s) into {args.output}")
+    return ExitCode.OK
+
+
+def cmd_targets(args: argparse.Namespace) -> ExitCode:
+    from rich.table import Table
+
+    from irtrace.core.targets import aliases_of, target_patterns, targets_by_vendor
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("target", "family", "hardware", "source", "aliases"):
+        table.add_column(column)
+    for vendor, specs in targets_by_vendor().items():
+        table.add_row(f"[bold]{vendor}[/bold]", "", "", "", "")
+        for spec in specs:
+            table.add_row(
+                f"  {spec.name}",
+                spec.family,
+                spec.hardware,
+                spec.source_language,
+                ", ".join(aliases_of(spec.name)),
+            )
+    console = _console()
+    console.print(table)
+    patterns = ", ".join(target_patterns()[1:])
+    console.print(f"all: every target of the kernel's dialect; {patterns}: every architecture of a backend")
+    return ExitCode.OK
+
+
+def cmd_schema(args: argparse.Namespace) -> ExitCode:
+    import json
+
+    from irtrace.core.schema_docs import json_schema, markdown
+
+    text = json.dumps(json_schema(), indent=2) + "\n" if args.format == "json" else markdown()
+    sys.stdout.write(text)
+    return ExitCode.OK
+
+
+def cmd_matrix(args: argparse.Namespace) -> ExitCode:
+    import json
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from irtrace.core.coverage import cell_text, coverage_matrix, matrix_document, matrix_markdown
+
+    trace = _load(args.trace)
+    runs = [run for run in trace.runs if not args.kernel or run.kernel in args.kernel]
+    if not runs:
+        raise NotInTraceError(f"{args.trace} holds no run of {', '.join(args.kernel) or 'any kernel'}")
+    matrix = coverage_matrix(runs)
+    if args.format == "json":
+        print(json.dumps(matrix_document(matrix), indent=2))
+    elif args.format == "markdown":
+        echo(matrix_markdown(matrix), end="")
+    else:
+        table = Table(box=None, pad_edge=False)
+        table.add_column("kernel")
+        for target in matrix.targets:
+            table.add_column(target)
+        for kernel in matrix.kernels:
+            cells = [cell_text(matrix.cells.get((kernel, target))) for target in matrix.targets]
+            styled = [escape(c) if c in ("", "ok") else f"[red]{escape(c)}[/red]" for c in cells]
+            table.add_row(escape(kernel), *styled)
+        console = _console()
+        console.print(table)
+        for cause in matrix.causes:
+            where = cause.failed_pass or "building the kernel"
+            console.print(f"({cause.number}) {escape(where)}: {escape(cause.headline)} x{len(cause.cells)}")
+    return ExitCode.OK
+
+
+COMMANDS = {
+    "record": cmd_record,
+    "run": cmd_run,
+    "show": cmd_show,
+    "ir": cmd_ir,
+    "merge": cmd_merge,
+    "targets": cmd_targets,
+    "matrix": cmd_matrix,
+    "schema": cmd_schema,
+    **CI_COMMANDS,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

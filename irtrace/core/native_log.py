@@ -1,0 +1,92 @@
+"""TileLang's native log lines (TVM's C++ warnings on stderr): the known-harmless ones folded into
+one note, so a terminal and a language server show only what a kernel author can act on.
+Used by the command lines (``hide_harmless_native_warnings``) and by the analysis facts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+HARMLESS_NATIVE_WARNINGS: dict[str, re.Pattern[str]] = {
+    # TVM asks the ROCm driver for its version each time a hip target is made; lowering needs no
+    # driver, and the assumed version is the right one for every GPU TileLang supports.
+    "Unable to detect ROCm version, assuming >= 3.5": re.compile(
+        r"^(\[\d\d:\d\d:\d\d\] )?\S*: Warning: Unable to detect ROCm version, assuming >= 3\.5$"
+    ),
+}
+"""Lines TileLang's C++ logging prints to stderr that say nothing about the user's kernels."""
+
+FORWARD_JOIN_S = 5.0
+"""How long to wait for the last lines once the command is done (a child may hold the pipe)."""
+
+
+@dataclass
+class NativeStderr:
+    """What ``hide_harmless_native_warnings`` held back: how many lines of each known warning."""
+
+    hidden: Counter[str] = field(default_factory=Counter)
+
+    def note(self, tool: str) -> str | None:
+        """One line saying what was hidden and how to see it, or None when nothing was."""
+        if not self.hidden:
+            return None
+        total = sum(self.hidden.values())
+        kinds = "; ".join(f'{count}x "{text}"' for text, count in self.hidden.items())
+        return f"{tool}: note: hid {total} known-harmless TileLang warning(s) ({kinds}); --debug shows them"
+
+
+@contextlib.contextmanager
+def hide_harmless_native_warnings(*, debug: bool) -> Iterator[NativeStderr]:
+    """Filter file descriptor 2 while the block runs: known-harmless lines are counted, not shown.
+
+    TVM's C++ logging writes to ``std::cerr`` directly, out of Python's reach, so the descriptor
+    itself goes through a pipe; every other line (Python's own stderr included) is passed on as
+    it arrives. With ``debug`` nothing is filtered.
+    """
+    result = NativeStderr()
+    if debug:
+        yield result
+        return
+    sys.stderr.flush()
+    try:
+        original = os.dup(2)
+    except OSError:  # no stderr at all: nothing to keep clean
+        yield result
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    forwarder = threading.Thread(
+        target=_forward_lines, args=(read_end, original, result.hidden), name="irtrace-stderr", daemon=True
+    )
+    forwarder.start()
+    try:
+        yield result
+    finally:
+        sys.stderr.flush()
+        os.dup2(original, 2)  # closes the pipe's write end, so the forwarder reads to the end
+        forwarder.join(FORWARD_JOIN_S)
+        if not forwarder.is_alive():
+            os.close(original)
+
+
+def _forward_lines(read_end: int, original: int, hidden: Counter[str]) -> None:
+    with os.fdopen(read_end, "rb") as pipe:
+        for raw in pipe:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            known = next(
+                (name for name, pattern in HARMLESS_NATIVE_WARNINGS.items() if pattern.match(line)), None
+            )
+            if known is not None:
+                hidden[known] += 1
+                continue
+            with contextlib.suppress(OSError):
+                while raw:
+                    raw = raw[os.write(original, raw) :]

@@ -1,0 +1,160 @@
+"""What a CUDA run became past its kernel source: resource usage per kernel function (from
+ptxas) and the kernel's measured latency. Plain records; ``irtrace.recording.machine_code`` makes them,
+``irtrace.core.trace`` stores them (``machine`` and ``bench`` records). No tilelang here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+RESOURCE_COUNTS = (
+    "registers",
+    "spill_stores",
+    "spill_loads",
+    "static_smem",
+    "barriers",
+    "stack",
+)
+"""The integer fields of ``KernelResources`` that ptxas reports (``dynamic_smem`` may be null)."""
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What one kernel function of a run uses, as ``ptxas -v`` reports it."""
+
+    function: str
+    """The kernel function (``gemm_kernel``)."""
+    arch: str
+    """The architecture ptxas compiled it for (``sm_90a``)."""
+    registers: int
+    """Registers per thread."""
+    spill_stores: int
+    """Bytes per thread stored to local memory because registers ran out."""
+    spill_loads: int
+    """Bytes per thread loaded back from those spills."""
+    static_smem: int
+    """Bytes of static shared memory (``__shared__`` arrays, barriers, alignment padding)."""
+    dynamic_smem: int | None
+    """Bytes of dynamic shared memory TileLang launches the kernel with (``dyn_shared_memory_buf``);
+    ``None`` when it is symbolic."""
+    barriers: int
+    """Named barriers (``bar.sync`` ids) the kernel uses."""
+    stack: int
+    """Bytes of stack frame per thread."""
+
+    @property
+    def smem(self) -> int:
+        """Shared memory one block needs: static plus dynamic (dynamic counted 0 when symbolic)."""
+        return self.static_smem + (self.dynamic_smem or 0)
+
+    @property
+    def spills(self) -> int:
+        """Spilled bytes per thread, stores and loads together."""
+        return self.spill_stores + self.spill_loads
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's JSON object (the function name is its key in ``resources``)."""
+        data: dict[str, Any] = {"arch": self.arch}
+        for name in RESOURCE_COUNTS:
+            data[name] = getattr(self, name)
+        data["dynamic_smem"] = self.dynamic_smem
+        return data
+
+
+def resources_to_json(resources: Iterable[KernelResources]) -> dict[str, dict[str, Any]]:
+    """``{function: {arch, registers, ...}}`` in the order of the functions."""
+    return {item.function: item.to_json() for item in resources}
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """The compiled kernel's latency on a GPU, measured by TileLang's profiler on random inputs."""
+
+    latency_ms: float | None
+    """Mean latency of one launch in milliseconds; ``None`` when the benchmark failed."""
+    device: str
+    """The GPU it ran on (``NVIDIA H200``)."""
+    source_sha256: str | None = None
+    """SHA-256 of the kernel source that was measured (the run's own, unless lowering differed)."""
+    backend: str = ""
+    """TileLang's execution backend that launched it (``tvm_ffi``, ``cython``)."""
+    warmup: int = 0
+    """Milliseconds of warm-up launches before timing (TileLang's ``do_bench(warmup=...)``)."""
+    repeat: int = 0
+    """Milliseconds of timed launches (``do_bench(rep=...)``)."""
+    error: str | None = None
+    """Why the benchmark failed."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "latency_ms": self.latency_ms,
+            "device": self.device,
+            "source_sha256": self.source_sha256,
+            "backend": self.backend,
+            "warmup": self.warmup,
+            "repeat": self.repeat,
+            "error": self.error,
+        }
+
+
+def format_bytes(count: int | None) -> str:
+    """``48.0 KiB``, ``512 B``; ``?`` when unknown."""
+    if count is None:
+        return "?"
+    if count < 1024:
+        return f"{count} B"
+    return f"{count / 1024:.1f} KiB"
+
+
+def resource_summary(resources: Sequence[KernelResources]) -> str:
+    """``regs 240 · spills 0 · smem 49.0 KiB`` for one kernel function; the worst of several
+    (most registers, most spilled bytes, most shared memory), as a lens has room for one line."""
+    if not resources:
+        return ""
+    registers = max(item.registers for item in resources)
+    spills = max(item.spills for item in resources)
+    smem = max(item.smem for item in resources)
+    symbolic = any(item.dynamic_smem is None for item in resources)
+    text = f"regs {registers} · spills {spills} · smem {format_bytes(smem)}"
+    return text + " + symbolic" if symbolic else text
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    """A kernel function's resource that grew from one run to another (a regression to gate on)."""
+
+    function: str
+    resource: str
+    """``registers``, ``spill_stores``, ``spill_loads``, ``static_smem``, ``dynamic_smem``,
+    ``barriers`` or ``stack``."""
+    before: int | None
+    after: int | None
+
+    def describe(self) -> str:
+        return f"{self.function}: {self.resource} {self.before} -> {self.after}"
+
+
+def resource_regressions(
+    before: Sequence[KernelResources],
+    after: Sequence[KernelResources],
+    *,
+    watch: Sequence[str] = ("registers", "spill_stores", "spill_loads"),
+    tolerance: Mapping[str, int] | None = None,
+) -> list[ResourceChange]:
+    """Resources in ``watch`` that grew by more than ``tolerance`` (0 by default) in a function
+    both runs have: what a CI gate fails on. A function only ``after`` has is compared with 0."""
+    allowed = dict(tolerance or {})
+    old = {item.function: item for item in before}
+    changes = []
+    for item in after:
+        previous = old.get(item.function)
+        for name in watch:
+            now = getattr(item, name)
+            was = getattr(previous, name) if previous is not None else 0
+            if now is None or was is None:
+                continue
+            if now - was > allowed.get(name, 0):
+                changes.append(ResourceChange(item.function, name, was, now))
+    return changes

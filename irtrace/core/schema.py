@@ -1,0 +1,498 @@
+"""The trace file's records, written once.
+
+Each line of a trace is one of the tagged structs below (the ``record`` field names which). The
+writer encodes them, the reader decodes and validates them in one typed step (msgspec), and
+``docs/trace-format.md``'s field tables and the JSON Schema (``irtrace schema``) are generated
+from them. The models the tools use, ``PassRecord`` and ``KernelRun``, are the same structs, so a
+field is declared here and nowhere else. No tilelang here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal, TypeAlias
+
+import msgspec
+from msgspec import Meta, Struct, field
+
+from irtrace.core.errors import NotInTraceError
+from irtrace.core.resources import BenchResult, KernelResources
+
+MAX_ID = 2**31 - 1
+"""Largest run id or pass index a trace may hold."""
+MAX_DEPTH = 64
+"""Deepest pass nesting a trace may hold (TileLang's pipelines nest two or three levels)."""
+MAX_SECONDS = 1e9
+"""Largest time a trace may hold."""
+MAX_JSON_NESTING = 32
+"""Deepest nesting of objects and lists inside a field (``args``, ``pass_configs``)."""
+
+Id: TypeAlias = Annotated[int, Meta(ge=0, le=MAX_ID)]
+Depth: TypeAlias = Annotated[int, Meta(ge=0, le=MAX_DEPTH)]
+Seconds: TypeAlias = Annotated[float, Meta(ge=0, le=MAX_SECONDS)]
+Sha: TypeAlias = Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]
+Phase: TypeAlias = Literal["check", "lower", "finalize", "codegen", "machine"]
+Scope: TypeAlias = Literal["module", "host", "device"]
+PassStatus: TypeAlias = Literal["ok", "failed"]
+RunStatus: TypeAlias = Literal["ok", "failed", "incomplete"]
+StoppedBy: TypeAlias = Literal["timeout", "crash"]
+
+STATUS_OK: PassStatus = "ok"
+STATUS_FAILED: PassStatus = "failed"
+STATUS_INCOMPLETE: RunStatus = "incomplete"
+"""A run whose ``end`` record is missing: the recording process died midway."""
+STOPPED_BY_TIMEOUT: StoppedBy = "timeout"
+"""The lowering process was killed after ``--timeout`` seconds."""
+STOPPED_BY_CRASH: StoppedBy = "crash"
+"""The lowering process died (a native crash such as a segmentation fault)."""
+
+
+class SchemaError(ValueError):
+    """A record's fields do not fit together; the message names the fields."""
+
+
+def nesting(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (without recursion)."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            items: Any = item.values()
+        elif isinstance(item, list):
+            items = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_JSON_NESTING:
+            return deepest
+        stack.extend((child, depth + 1) for child in items)
+    return deepest
+
+
+def _shallow(name: str, value: Mapping[str, Any]) -> None:
+    if nesting(value) > MAX_JSON_NESTING:
+        raise SchemaError(f"{name!r} must be nested at most {MAX_JSON_NESTING} deep")
+
+
+class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="record"):
+    """One pass invocation, or the final codegen step. Written when the pass finishes (a failed pass when
+    the failure is seen), so records of nested passes come before their parent's; order by `index`.
+    """
+
+    run: Id = 0
+    """the run it belongs to"""
+    index: Id
+    """position in the run, in the order passes started (0-based)"""
+    name: str
+    """display name; TVM's anonymous `pass_fn` passes are named from the Python function that made them
+    (`NestedLoopChecker`)
+    """
+    raw_name: str
+    """the name TVM reported (`pass_fn`, `tl.LayoutInference`, or the codegen function for codegen)"""
+    phase: Phase
+    """`check` (semantic checks), `lower` (the backend pipeline), `finalize` (host/device split and device
+    preparation), `codegen`, `machine` (the stages `ptx` and `sass` of `--machine-code`, which come in a
+    `machine` record)
+    """
+    pipeline: str | None
+    """backend pipeline for `lower` passes: `cuda`, `hip`, `metal`, `ascend`"""
+    depth: Depth
+    """nesting depth, 0 for top-level passes"""
+    parent: Id | None
+    """`index` of the enclosing pass"""
+    start_s: Seconds
+    """seconds from the start of the run to the start of the pass"""
+    wall_s: Seconds
+    """inclusive wall time, with the recorder's own work subtracted"""
+    self_s: Seconds
+    """`wall_s` minus the `wall_s` of directly nested passes"""
+    changed: bool
+    """the printed IR after the pass differs from the IR it received"""
+    ir_before: Sha | None
+    """SHA-256 of the IR the pass received"""
+    ir_after: Sha | None
+    """SHA-256 of the IR after it (for codegen: of the kernel source); `null` when it failed"""
+    scope: Scope = "module"
+    """`module` until the host/device split, then `host` or `device`"""
+    status: PassStatus = STATUS_OK
+    """`ok` or `failed`"""
+    error: str | None = None
+    """the error of a failed pass"""
+
+    def __post_init__(self) -> None:
+        parent, depth = self.parent, self.depth
+        if (parent is None) != (depth == 0) or (parent is not None and parent >= self.index):
+            raise SchemaError(
+                f"pass {self.index}: parent {parent} and depth {depth} do not fit (a nested pass "
+                "has depth >= 1 and a parent that started before it)"
+            )
+
+    @property
+    def failed(self) -> bool:
+        return self.status == STATUS_FAILED
+
+
+class StartRecord(Struct, frozen=True, kw_only=True, tag="start", tag_field="record"):
+    """Written before each pass runs (and before codegen), so a process that dies inside a pass leaves a
+    trace that names it. It holds what is known of the pass then: `run`, `index`, `name`,
+    `raw_name`, `phase`, `pipeline`, `depth`, `parent`, `start_s`, `ir_before` and `scope`, as in
+    `pass`. A `start` with no `pass` record of the same index is a pass that was running when the
+    recording stopped: readers keep it as a pass with status `failed`, `ir_after` `null` and the
+    error `did not finish: the recording stopped while this pass was running`, and the run's
+    `running` is the innermost such pass. Readers that predate `start` skip it.
+    """
+
+    run: Id
+    index: Id
+    name: str
+    raw_name: str | None = None
+    """The name TVM reported (the display name when absent)."""
+    phase: Phase = "lower"
+    pipeline: str | None = None
+    depth: Depth = 0
+    parent: Id | None = None
+    start_s: Seconds | None = None
+    ir_before: Sha | None = None
+    scope: Scope = "module"
+
+    def __post_init__(self) -> None:
+        parent, depth = self.parent, self.depth
+        if (parent is None) != (depth == 0) or (parent is not None and parent >= self.index):
+            raise SchemaError(f"start record {self.index}: parent {parent} and depth {depth} do not fit")
+
+
+UNFINISHED = "did not finish: the recording stopped while this pass was running"
+"""The error of a pass that started and has no record: it was running when the recording stopped."""
+
+
+def unfinished_pass(start: StartRecord) -> PassRecord:
+    """The record of a pass that started and never ended: failed, with the IR it received."""
+    return PassRecord(
+        run=start.run,
+        index=start.index,
+        name=start.name,
+        raw_name=start.raw_name if start.raw_name is not None else start.name,
+        phase=start.phase,
+        pipeline=start.pipeline,
+        depth=start.depth,
+        parent=start.parent,
+        start_s=start.start_s or 0.0,
+        wall_s=0.0,
+        self_s=0.0,
+        changed=False,
+        ir_before=start.ir_before,
+        ir_after=None,
+        scope=start.scope,
+        status=STATUS_FAILED,
+        error=UNFINISHED,
+    )
+
+
+def start_of(record: PassRecord) -> StartRecord:
+    """The ``start`` record of a pass: every field known before it runs."""
+    return StartRecord(
+        run=record.run,
+        index=record.index,
+        name=record.name,
+        raw_name=record.raw_name,
+        phase=record.phase,
+        pipeline=record.pipeline,
+        depth=record.depth,
+        parent=record.parent,
+        start_s=record.start_s,
+        ir_before=record.ir_before,
+        scope=record.scope,
+    )
+
+
+class ResourceCounts(Struct, frozen=True, kw_only=True):
+    """What one kernel function uses, as ``ptxas -v`` reports it (``KernelResources`` in memory)."""
+
+    arch: str
+    registers: Id
+    spill_stores: Id
+    spill_loads: Id
+    static_smem: Id
+    barriers: Id
+    stack: Id
+    dynamic_smem: Id | None = None
+
+
+class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="record"):
+    """The kernel's measured latency (``irtrace record --bench``, on a GPU). Like `machine`, it
+    comes after the run's `end` and older readers skip it.
+    """
+
+    run: Id
+    """the run"""
+    latency_ms: Seconds | None = None
+    """mean latency of one launch (TileLang's `do_bench`); `null` when the benchmark failed"""
+    device: str = ""
+    """the GPU"""
+    source_sha256: Sha | None = None
+    """SHA-256 of the kernel source `tilelang.compile` built and timed"""
+    backend: str = ""
+    """TileLang's execution backend (`tvm_ffi`, ...)"""
+    warmup: Id = 0
+    """`do_bench`'s `warmup` (milliseconds)"""
+    repeat: Id = 0
+    """`do_bench`'s `rep` (milliseconds)"""
+    error: str | None = None
+    """why the benchmark failed"""
+
+
+class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field="record"):
+    """The run's kernel source compiled by nvcc: its two stages and what each kernel function uses.
+    Written after the run's `end` (the compile overlaps the next kernel's lowering), so runs of other
+    kernels may come between. Readers that do not know it skip it and see the run as it ended.
+    A failed stage makes a run whose `end` said `ok` read as `failed`, with the stage's error.
+    """
+
+    run: Id
+    """the run"""
+    passes: list[PassRecord] = []
+    """`pass` objects (the fields of a `pass` record, without `record` and `run`) with phase `machine`: `ptx`
+    (`raw_name` `nvcc`; `ir_before` the kernel source, `ir_after` the PTX) and `sass` (`raw_name` `ptxas`;
+    `ir_before` the PTX, `ir_after` the disassembly), indexes after the run's last pass. A stage that
+    failed has status `failed` and nvcc's error; the stages after it are absent
+    """
+    resources: dict[str, ResourceCounts] = {}
+    """per kernel function name: `arch` (`sm_90a`), `registers`, `spill_stores`, `spill_loads` (bytes per
+    thread), `static_smem` (bytes, as ptxas reports), `dynamic_smem` (bytes TileLang launches with; `null`
+    when symbolic), `barriers`, `stack` (bytes per thread)
+    """
+
+
+class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"):
+    """Starts one kernel lowered for one target. The record holds the run's header (the fields up
+    to `kernel_file_sha256`); the `pass`, `end`, `machine` and `bench` records fill in the rest in
+    memory. A run with no `end` (the recording was cut short) keeps status `incomplete`. Traces
+    written before the typed schema also hold `status`, `error`, `total_s`, `input_ir` and
+    `source_sha256` here, always null or `incomplete`; readers take them from `end`.
+
+    A kernel whose factory raised for a target is a run with no passes, an empty `target_detail`
+    and empty `pass_configs` (no target object or configs were made), and an `end` with status
+    `failed` whose `error` is the factory's error.
+    """
+
+    run_id: Id = field(name="run")
+    """run id, unique in the file"""
+    kernel: str
+    """kernel name (the Python name, or a manifest `name`)"""
+    spec: str
+    """the kernel spec, e.g. `examples/gemm.py::matmul(1024, 1024, 1024)`; `captured:NAME` for `irtrace run`
+    """
+    args: dict[str, Any]
+    """`{"args": [...], "kwargs": {...}}`: the spec's arguments, evaluated; dtypes appear as `"T.float16"`,
+    other objects as their `repr`. An `@autotune` kernel adds `"autotune_defaults": {...}`, the parameters
+    taken from its first config
+    """
+    target: str
+    """short target name (`cuda:sm_90`, `hip:gfx942`, `ascend`, `metal`, ...)"""
+    target_detail: str
+    """the full TVM target JSON the pipeline ran with; `""` when the kernel's factory raised before lowering
+    began (and for a kernel `irtrace run` captured with no current target)
+    """
+    pass_configs: dict[str, Any]
+    """pass configs in effect (the PrimFunc's own, the jit decorator's, the manifest's and `--pass-config`
+    ones); `{}` when the factory raised
+    """
+    tilelang_version: str
+    """version of tilelang that lowered it"""
+    host: dict[str, str]
+    """`hostname`, `platform`, `python`"""
+    kernel_file_sha256: Sha | None = None
+    """SHA-256 of the kernel's Python file as it was imported (an editor's unsaved text for the language
+    server), stored as an `ir` record: the source passviz shows beside the IR. `null` for runs captured by
+    `irtrace run`; absent in traces written before it existed (readers then show no source)
+    """
+    passes: tuple[PassRecord, ...] = ()
+    status: RunStatus = STATUS_INCOMPLETE
+    """always `"incomplete"` here: the run has only started"""
+    error: str | None = None
+    """Why the run failed (frontend, pass or codegen error)."""
+    total_s: Seconds | None = None
+    """Wall time of the whole lowering, recorder overhead included."""
+    input_ir: Sha | None = None
+    """SHA-256 of the module handed to the pipeline."""
+    source_sha256: Sha | None = None
+    """SHA-256 of the final kernel source; null if codegen did not finish."""
+    running: str | None = None
+    """The pass that was running when the recording stopped (cut short, crashed or timed out)."""
+    stopped_by: StoppedBy | None = None
+    """``timeout`` or ``crash`` when the lowering process was killed or died (``--isolate``)."""
+    resources: tuple[KernelResources, ...] = ()
+    """Per kernel function: registers, spills, shared memory (``--machine-code``, CUDA only)."""
+    bench: BenchResult | None = None
+    """The kernel's measured latency (``--bench``, on a GPU)."""
+
+    def __post_init__(self) -> None:
+        for key, kind, expected in (("args", list, "a list"), ("kwargs", dict, "an object")):
+            if key in self.args and not isinstance(self.args[key], kind):
+                raise SchemaError(f"'args.{key}' must be {expected}, not {show(self.args[key])}")
+        _shallow("args", self.args)
+        _shallow("pass_configs", self.pass_configs)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.kernel, self.target)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.stopped_by == STOPPED_BY_TIMEOUT
+
+    def occurrence_names(self) -> list[str]:
+        """``name#N`` labels, N counting earlier passes of the same name (1-based)."""
+        return occurrence_labels(p.name for p in self.passes)
+
+    def find_pass(self, query: str) -> PassRecord:
+        """The pass named ``NAME`` (first occurrence) or ``NAME#N``; suffix matches allowed.
+
+        ``LayoutInference`` finds ``tl.LayoutInference``. Raises ``NotInTraceError`` listing
+        the passes when nothing matches.
+        """
+        name, _, number = query.partition("#")
+        try:
+            occurrence = int(number) if number else 1
+        except ValueError:
+            raise NotInTraceError(f"bad pass occurrence in {query!r}; write NAME#N with N >= 1") from None
+        exact = [p for p in self.passes if p.name == name or p.raw_name == name]
+        matches = exact or [p for p in self.passes if p.name.split(".")[-1] == name.split(".")[-1]]
+        if len(matches) >= occurrence >= 1:
+            return matches[occurrence - 1]
+        names = ", ".join(dict.fromkeys(p.name for p in self.passes))
+        raise NotInTraceError(
+            f"pass {query!r} is not in {self.kernel} on {self.target}; "
+            f"it ran {len(matches)} time(s). Passes in this run: {names}"
+        )
+
+
+def pass_label(name: str, occurrence: int) -> str:
+    """``name#N``: the Nth pass called ``name`` in a run, as ``--pass`` and ``find_pass`` accept it."""
+    return f"{name}#{occurrence}"
+
+
+def occurrences(names: Iterable[str]) -> list[int]:
+    """For each name, how many times it has occurred so far (1-based)."""
+    seen: Counter[str] = Counter()
+    numbers = []
+    for name in names:
+        seen[name] += 1
+        numbers.append(seen[name])
+    return numbers
+
+
+def occurrence_labels(names: Iterable[str], *, bare_when_unique: bool = False) -> list[str]:
+    """``name#N`` for each name in order; ``bare_when_unique`` leaves names that occur once bare."""
+    names = list(names)
+    counts = Counter(names)
+    return [
+        name if bare_when_unique and counts[name] == 1 else pass_label(name, number)
+        for name, number in zip(names, occurrences(names), strict=True)
+    ]
+
+
+RUN_HEADER_FIELDS = (
+    "kernel",
+    "spec",
+    "args",
+    "target",
+    "target_detail",
+    "pass_configs",
+    "tilelang_version",
+    "host",
+    "kernel_file_sha256",
+)
+"""What a ``run`` record holds besides its id; the rest comes from later records."""
+
+
+class EndRecord(Struct, frozen=True, kw_only=True, tag="end", tag_field="record"):
+    """Closes a run. A run copied by `irtrace merge` from a trace where it was cut short ends with status
+    `incomplete`.
+    """
+
+    run: Id
+    """the run"""
+    status: RunStatus
+    """`ok` or `failed`"""
+    error: str | None = None
+    """why it failed (pass, codegen or frontend error)"""
+    total_s: Seconds | None = None
+    """wall time of the whole lowering, recorder overhead included"""
+    input_ir: Sha | None = None
+    """SHA-256 of the module the pipeline received"""
+    source_sha256: Sha | None = None
+    """SHA-256 of the final kernel source"""
+    running: str | None = None
+    """the pass that was running when the lowering stopped (with `stopped_by`)"""
+    stopped_by: StoppedBy | None = None
+    """`crash` when the lowering process died (`irtrace record --isolate`) or `timeout` when it was killed at
+    `--timeout`; the run's `status` is then `failed` and `error` says which signal or how long
+    """
+
+
+class IrRecord(Struct, frozen=True, kw_only=True, tag="ir", tag_field="record"):
+    """One distinct IR text (TVMScript of the whole module), kernel source, or kernel file (the Python
+    file a kernel was imported from, see `kernel_file_sha256`), stored once per file.
+    An `ir` record always comes before the first record that refers to it.
+    """
+
+    sha256: Sha
+    """SHA-256 of `text` (UTF-8); records refer to texts by it"""
+    text: str
+    """the text"""
+
+
+class FooterRecord(Struct, frozen=True, kw_only=True, tag="footer", tag_field="record"):
+    """The last line of a complete file: `{"record": "footer", "runs": N}`, `N` the number of runs.
+    Nothing may follow it.
+    """
+
+    runs: Id = 0
+    """the number of runs in the file"""
+
+
+class HeaderRecord(Struct, frozen=True, kw_only=True, tag="header", tag_field="record"):
+    """The first line of every file, exactly once."""
+
+    format: str
+    """`"irtrace"`: identifies the file"""
+    schema: int
+    """this document describes schema `1`; readers refuse a newer schema with exit code 6, and a value that
+    is not a positive integer as invalid
+    """
+    created: str = ""
+    """ISO 8601 UTC time the file was written"""
+    footer: bool = False
+    """`true`: the file ends with a `footer` record when complete (written since issue 10; files without it
+    are never called cut short for lacking a footer)
+    """
+
+
+Record: TypeAlias = (
+    KernelRun | StartRecord | PassRecord | EndRecord | MachineRecord | BenchRecord | IrRecord | FooterRecord
+)
+"""Every record after the header."""
+RECORD_KINDS = ("header", "ir", "run", "start", "pass", "end", "machine", "bench", "footer")
+
+record_decoder = msgspec.json.Decoder(Record)
+ir_decoder = msgspec.json.Decoder(IrRecord)
+
+
+def _plain(value: Any) -> Any:
+    """TVM hands out ``str`` and ``int`` subclasses (its FFI ``String``); they are written as plain values."""
+    for kind in (str, bool, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    raise NotImplementedError(f"cannot write a value of type {type(value).__name__} into a trace")
+
+
+encoder = msgspec.json.Encoder(enc_hook=_plain)
+
+
+def show(value: Any) -> str:
+    """A value as an error message quotes it: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,122 @@
+"""Summaries of a trace as plain data: per-run pass tables, per-pass-name totals, the JSON document.
+
+The CLI renders these with rich; ``--json`` prints ``trace_document`` as is
+(documented in ``docs/trace-format.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from irtrace.core.resources import resources_to_json
+from irtrace.core.trace import SCHEMA_VERSION, KernelRun, PassRecord, Trace
+
+
+@dataclass(frozen=True)
+class PassRow:
+    """One pass as shown by ``irtrace show``."""
+
+    record: PassRecord
+    label: str
+    """``name#N`` when the name occurs more than once in the run."""
+    added: int
+    removed: int
+    share: float
+    """Self time as a share of the run's total pass time."""
+
+
+def pass_rows(trace: Trace, run: KernelRun) -> list[PassRow]:
+    total = sum(p.self_s for p in run.passes) or 1.0
+    counts: dict[str, int] = {}
+    for record in run.passes:
+        counts[record.name] = counts.get(record.name, 0) + 1
+    rows = []
+    for record, label in zip(run.passes, run.occurrence_names(), strict=False):
+        added, removed = trace.line_changes(record)
+        shown = label if counts[record.name] > 1 else record.name
+        rows.append(PassRow(record, shown, added, removed, record.self_s / total))
+    return rows
+
+
+@dataclass(frozen=True)
+class PassTotal:
+    """Time spent in one pass name across runs (``irtrace show --by-pass``)."""
+
+    name: str
+    count: int
+    total_s: float
+    share: float
+    changed: int
+    """How many of its invocations changed the module."""
+
+
+def totals_by_pass(runs: Sequence[KernelRun]) -> list[PassTotal]:
+    """Self time per pass name, largest first; ``Simplify`` running six times counts once."""
+    totals: dict[str, list[float]] = {}
+    for run in runs:
+        for record in run.passes:
+            entry = totals.setdefault(record.name, [0, 0.0, 0])
+            entry[0] += 1
+            entry[1] += record.self_s
+            entry[2] += int(record.changed)
+    grand = sum(entry[1] for entry in totals.values()) or 1.0
+    rows = [
+        PassTotal(name, int(count), total, total / grand, int(changed))
+        for name, (count, total, changed) in totals.items()
+    ]
+    return sorted(rows, key=lambda row: row.total_s, reverse=True)
+
+
+def trace_document(trace: Trace, runs: Sequence[KernelRun]) -> dict[str, Any]:
+    """The ``irtrace show --json`` document."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "trace": trace.path,
+        "created": trace.created,
+        "truncated": trace.truncated,
+        "runs": [_run_document(trace, run) for run in runs],
+    }
+
+
+def _run_document(trace: Trace, run: KernelRun) -> dict[str, Any]:
+    return {
+        "kernel": run.kernel,
+        "target": run.target,
+        "status": run.status,
+        "error": run.error,
+        "spec": run.spec,
+        "args": run.args,
+        "target_detail": run.target_detail,
+        "pass_configs": run.pass_configs,
+        "tilelang_version": run.tilelang_version,
+        "host": run.host,
+        "total_s": run.total_s,
+        "pass_count": len(run.passes),
+        "changed_count": sum(p.changed for p in run.passes),
+        "source_sha256": run.source_sha256,
+        "resources": resources_to_json(run.resources),
+        "bench": run.bench.to_json() if run.bench is not None else None,
+        "passes": [
+            {
+                "index": row.record.index,
+                "name": row.record.name,
+                "label": row.label,
+                "raw_name": row.record.raw_name,
+                "phase": row.record.phase,
+                "pipeline": row.record.pipeline,
+                "scope": row.record.scope,
+                "depth": row.record.depth,
+                "parent": row.record.parent,
+                "wall_s": row.record.wall_s,
+                "self_s": row.record.self_s,
+                "changed": row.record.changed,
+                "lines_added": row.added,
+                "lines_removed": row.removed,
+                "status": row.record.status,
+                "error": row.record.error,
+            }
+            for row in pass_rows(trace, run)
+        ],
+    }

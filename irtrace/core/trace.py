@@ -1,0 +1,364 @@
+"""The trace model: a loaded trace's runs, passes and texts, and what every reader asks of it.
+
+The records themselves are declared once in ``irtrace.core.schema``; ``irtrace.core.trace_writer``
+writes them and ``irtrace.core.trace_reader`` reads and validates them (``docs/trace-format.md``).
+This module does not import tilelang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+from msgspec.structs import replace
+
+from irtrace.core.errors import NotInTraceError, TraceFormatError
+from irtrace.core.resources import RESOURCE_COUNTS, BenchResult, KernelResources
+from irtrace.core.schema import (
+    MAX_DEPTH,
+    MAX_ID,
+    MAX_JSON_NESTING,
+    MAX_SECONDS,
+    STATUS_FAILED,
+    STATUS_INCOMPLETE,
+    STATUS_OK,
+    STOPPED_BY_CRASH,
+    STOPPED_BY_TIMEOUT,
+    UNFINISHED,
+    BenchRecord,
+    EndRecord,
+    KernelRun,
+    MachineRecord,
+    PassRecord,
+    Phase,
+    Scope,
+    ir_decoder,
+    occurrence_labels,
+    occurrences,
+    pass_label,
+)
+from irtrace.core.targets import canonical_target_name
+
+__all__ = [
+    "FORMAT_NAME",
+    "MAX_DEPTH",
+    "MAX_ID",
+    "MAX_JSON_NESTING",
+    "MAX_SECONDS",
+    "PHASES",
+    "PHASE_CHECK",
+    "PHASE_CODEGEN",
+    "PHASE_FINALIZE",
+    "PHASE_LOWER",
+    "PHASE_MACHINE",
+    "RUN_STATUSES",
+    "SCHEMA_VERSION",
+    "SCOPES",
+    "STATUS_FAILED",
+    "STATUS_INCOMPLETE",
+    "STATUS_OK",
+    "STOPPED_BY_CRASH",
+    "STOPPED_BY_TIMEOUT",
+    "UNFINISHED",
+    "KernelRun",
+    "LazyTexts",
+    "PassRecord",
+    "Trace",
+    "bench_of",
+    "count_line_changes",
+    "host_facts",
+    "occurrence_labels",
+    "occurrences",
+    "pass_label",
+    "resources_of",
+    "shas_of",
+    "text_sha256",
+    "with_end",
+    "with_machine_code",
+]
+
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "irtrace"
+
+RUN_STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_INCOMPLETE)
+
+PHASE_CHECK: Phase = "check"
+"""Backend-independent semantic checks before the pipeline."""
+PHASE_LOWER: Phase = "lower"
+"""The backend's pass pipeline."""
+PHASE_FINALIZE: Phase = "finalize"
+"""Host/device split and device preparation after the pipeline."""
+PHASE_CODEGEN: Phase = "codegen"
+"""Kernel source generation; its snapshot is the kernel source."""
+PHASE_MACHINE: Phase = "machine"
+"""The kernel source compiled by nvcc (``irtrace record --machine-code``): stages ``ptx`` and ``sass``."""
+PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN, PHASE_MACHINE)
+SCOPES: tuple[Scope, ...] = ("module", "host", "device")
+"""A pass's ``scope``: the whole module until the host/device split, then one side of it."""
+
+
+def text_sha256(text: str) -> str:
+    """The content key of an IR text or kernel source."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class LazyTexts(Mapping[str, str]):
+    """IR texts of a loaded trace, decoded from their JSON line when first asked for.
+
+    Most readers look at a few snapshots of a large trace; decoding every text up front would
+    dominate the time to open it.
+    """
+
+    def __init__(self, raw_lines: dict[str, str], where: str) -> None:
+        self._raw = raw_lines
+        self._decoded: dict[str, str] = {}
+        self._where = where
+
+    def __getitem__(self, sha: str) -> str:
+        text = self._decoded.get(sha)
+        if text is None:
+            line = self._raw[sha]
+            try:
+                decoded = ir_decoder.decode(line).text
+            except (msgspec.MsgspecError, RecursionError):
+                raise TraceFormatError(f"{self._where}: the IR record {sha[:12]} is corrupt") from None
+            try:
+                matches = text_sha256(decoded) == sha
+            except UnicodeEncodeError:  # a lone surrogate escape: no UTF-8 text has that hash
+                matches = False
+            if not matches:
+                raise TraceFormatError(
+                    f"{self._where}: the IR text stored as {sha[:12]} does not match its SHA-256 "
+                    "(the trace was edited or is corrupt)"
+                )
+            text = self._decoded[sha] = decoded
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, sha: object) -> bool:
+        return sha in self._raw
+
+    def size(self, sha: str) -> int:
+        """About the length of the text, without decoding it."""
+        return len(self._raw.get(sha, ""))
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A loaded trace file: its runs and the IR texts they refer to."""
+
+    runs: tuple[KernelRun, ...]
+    texts: Mapping[str, str] = field(repr=False)
+    """IR texts and kernel sources by SHA-256."""
+    created: str = ""
+    path: str | None = None
+    truncated: bool = False
+    """The file ended in a partial line or without a run's ``end``: a cut-short recording."""
+
+    def verify(self) -> Trace:
+        """Decode every stored text now, checking it against its SHA-256 (``TraceFormatError``).
+
+        Loading decodes texts lazily; a reader that cannot report an error midway (the pass
+        browser) or reads most texts anyway calls this first. Returns the trace.
+        """
+        for sha in self.texts:
+            self.texts[sha]
+        return self
+
+    def text(self, sha: str | None) -> str:
+        """The IR text stored under ``sha`` ('' for ``None``)."""
+        if sha is None:
+            return ""
+        try:
+            return self.texts[sha]
+        except KeyError:
+            raise TraceFormatError(f"trace refers to IR {sha[:12]} that it does not hold") from None
+
+    def ir_after(self, record: PassRecord) -> str:
+        """IR after the pass, or the IR it received when it failed."""
+        return self.text(record.ir_after if record.ir_after is not None else record.ir_before)
+
+    def ir_before(self, record: PassRecord) -> str:
+        return self.text(record.ir_before)
+
+    def text_size(self, sha: str | None) -> int:
+        """About the length of a stored text, cheaply (for deciding what to compute lazily)."""
+        if sha is None:
+            return 0
+        size = getattr(self.texts, "size", None)  # LazyTexts and views of it know without decoding
+        if size is not None:
+            return int(size(sha))
+        return len(self.texts.get(sha, ""))
+
+    def kernel_source(self, run: KernelRun) -> str | None:
+        return self.texts.get(run.source_sha256) if run.source_sha256 else None
+
+    def kernel_file(self, run: KernelRun) -> str | None:
+        """The kernel's Python file as the trace recorded it (``None`` when it holds none)."""
+        return self.text(run.kernel_file_sha256) if run.kernel_file_sha256 else None
+
+    def kernels(self) -> list[str]:
+        return list(dict.fromkeys(run.kernel for run in self.runs))
+
+    def targets(self) -> list[str]:
+        return list(dict.fromkeys(run.target for run in self.runs))
+
+    def select(self, kernel: str | None = None, target: str | None = None) -> list[KernelRun]:
+        """Runs of ``kernel`` (full or short name) on ``target``; ``None`` matches any.
+
+        ``target`` may be an alias, as on ``irtrace record -t`` (``cuda`` is ``cuda:sm_90``).
+        ``NAME#N`` picks the Nth run of a kernel on each target, for traces that hold it more than
+        once (``irtrace merge`` of two recordings). An empty selection raises ``NotInTraceError``
+        listing what the trace holds.
+        """
+        if target is not None:
+            target = canonical_target_name(target)
+        wanted, occurrence = self._kernel_query(kernel)
+        labels = self.run_labels()
+        matches = [
+            run
+            for run in self.runs
+            if (wanted is None or wanted in (run.kernel, run.kernel.split("::")[-1]))
+            and (target is None or run.target == target)
+            and (occurrence is None or labels[run.run_id].endswith(f"#{occurrence}"))
+        ]
+        if not matches:
+            asked = " on ".join(x for x in (kernel, target) if x) or "a run"
+            raise NotInTraceError(f"{asked} is not in the trace; it holds: {self._contents()}")
+        return matches
+
+    def _kernel_query(self, kernel: str | None) -> tuple[str | None, int | None]:
+        """``(name, N)`` for ``NAME#N`` unless a kernel is called that whole text."""
+        if kernel is None or "#" not in kernel:
+            return kernel, None
+        if any(kernel in (run.kernel, run.kernel.split("::")[-1]) for run in self.runs):
+            return kernel, None
+        name, _, number = kernel.rpartition("#")
+        if not number.isdigit() or int(number) < 1:
+            raise NotInTraceError(f"bad run number in {kernel!r}; write KERNEL#N with N >= 1")
+        return name, int(number)
+
+    def run_labels(self) -> dict[int, str]:
+        """Run id -> ``kernel``, or ``kernel#N`` when the trace holds that kernel and target N times."""
+        counts = Counter(run.key for run in self.runs)
+        seen: Counter[tuple[str, str]] = Counter()
+        labels = {}
+        for run in self.runs:
+            seen[run.key] += 1
+            labels[run.run_id] = run.kernel if counts[run.key] == 1 else f"{run.kernel}#{seen[run.key]}"
+        return labels
+
+    def find_run(self, kernel: str | None = None, target: str | None = None) -> KernelRun:
+        """The run for ``kernel`` and ``target``; either may be omitted when it is unambiguous.
+
+        With both given and the pair recorded more than once, the last run is taken
+        (``KERNEL#N`` picks another).
+        """
+        matches = self.select(kernel, target)
+        if len(matches) == 1 or (kernel and target):
+            return matches[-1]
+        raise NotInTraceError(
+            f"several runs match; name --kernel and --target. The trace holds: {self._contents()}"
+        )
+
+    def _contents(self) -> str:
+        labels = self.run_labels()
+        return "; ".join(f"{labels[run.run_id]} on {run.target}" for run in self.runs) or "no runs"
+
+    def line_changes(self, record: PassRecord) -> tuple[int, int]:
+        """Lines added and removed by the pass (0, 0 when unchanged)."""
+        if not record.changed or record.ir_after is None:
+            return (0, 0)
+        return count_line_changes(self.text(record.ir_before), self.text(record.ir_after))
+
+
+def count_line_changes(before: str, after: str) -> tuple[int, int]:
+    """Added and removed lines, matching lines as a multiset (cheap; passdiff does real diffs)."""
+    old = Counter(before.splitlines())
+    new = Counter(after.splitlines())
+    return (sum((new - old).values()), sum((old - new).values()))
+
+
+def host_facts() -> dict[str, str]:
+    """Where a trace was recorded."""
+    import platform
+    import socket
+
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def shas_of(run: KernelRun) -> Iterator[str]:
+    for sha in (run.kernel_file_sha256, run.input_ir, run.source_sha256):
+        if sha:
+            yield sha
+    for record in run.passes:
+        for sha in (record.ir_before, record.ir_after):
+            if sha:
+                yield sha
+
+
+def with_machine_code(
+    run: KernelRun, passes: Sequence[PassRecord], resources: Sequence[KernelResources]
+) -> KernelRun:
+    """``run`` with its machine-code stages and resources; a failed stage fails an ``ok`` run."""
+    run = replace(
+        run,
+        passes=tuple(sorted((*run.passes, *passes), key=lambda p: p.index)),
+        resources=tuple(resources) or run.resources,
+    )
+    failed = next((record for record in passes if record.failed), None)
+    if failed is not None and run.status == STATUS_OK:
+        run = replace(run, status=STATUS_FAILED, error=failed.error)
+    return run
+
+
+def with_end(run: KernelRun, end: EndRecord) -> KernelRun:
+    """``run`` with the outcome its ``end`` record gives, passes in index order."""
+    return replace(
+        run,
+        passes=tuple(sorted(run.passes, key=lambda p: p.index)),
+        status=end.status,
+        error=end.error,
+        total_s=end.total_s,
+        input_ir=end.input_ir,
+        source_sha256=end.source_sha256,
+        running=end.running,
+        stopped_by=end.stopped_by,
+    )
+
+
+def resources_of(record: MachineRecord) -> list[KernelResources]:
+    return [
+        KernelResources(
+            function=function,
+            arch=counts.arch,
+            dynamic_smem=counts.dynamic_smem,
+            **{name: getattr(counts, name) for name in RESOURCE_COUNTS},
+        )
+        for function, counts in record.resources.items()
+    ]
+
+
+def bench_of(record: BenchRecord) -> BenchResult:
+    return BenchResult(
+        latency_ms=record.latency_ms,
+        device=record.device,
+        source_sha256=record.source_sha256,
+        backend=record.backend,
+        warmup=record.warmup,
+        repeat=record.repeat,
+        error=record.error,
+    )

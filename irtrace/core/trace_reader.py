@@ -1,0 +1,504 @@
+"""Reading traces: every record line decoded and validated by the typed schema
+(``irtrace.core.schema``) in one call, a ``TraceFormatError`` naming the line and field otherwise.
+A file cut short (plain or ``.gz``) loads up to its last complete line. Loading never executes code.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+import stat
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+from msgspec.structs import replace
+
+from irtrace.core.errors import InputError, TraceFormatError
+from irtrace.core.output import describe_os_error
+from irtrace.core.schema import (
+    RECORD_KINDS,
+    STATUS_INCOMPLETE,
+    BenchRecord,
+    EndRecord,
+    FooterRecord,
+    IrRecord,
+    KernelRun,
+    MachineRecord,
+    PassRecord,
+    Record,
+    StartRecord,
+    encoder,
+    record_decoder,
+    show,
+    unfinished_pass,
+)
+from irtrace.core.trace import (
+    FORMAT_NAME,
+    SCHEMA_VERSION,
+    LazyTexts,
+    Trace,
+    bench_of,
+    resources_of,
+    shas_of,
+    with_end,
+    with_machine_code,
+)
+
+_IR_PREFIX = '{"record":"ir","sha256":"'
+_SHA_END = len(_IR_PREFIX) + 64
+_SHA = re.compile(r"[0-9a-f]{64}\Z")
+MAX_DECOMPRESSED = 8 << 30
+"""Largest text a ``.gz`` trace may decompress to."""
+_AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_MISSING = re.compile(r"Object missing required field `(?P<key>[^`]+)`")
+
+
+class UnknownRecord(Exception):
+    """A record of a kind this reader does not know (skipped: readers stay forward-tolerant)."""
+
+
+def _plain_json(line: str) -> Any:
+    """The line as plain JSON, for error messages only (``None`` when it is not JSON)."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def decode_record(line: str, where: str, number: int) -> Record:
+    """One record line, decoded and validated; a ``TraceFormatError`` names the line and field.
+
+    Raises ``UnknownRecord`` for a record kind of the same schema this reader does not know.
+    """
+    try:
+        return cast(Record, record_decoder.decode(line))
+    except msgspec.ValidationError as error:
+        raise _field_error(line, str(error), where, number) from None
+    except msgspec.DecodeError as error:
+        if "\\ud" in line.lower():
+            reason = "text that is not Unicode (a lone surrogate escape)"
+        else:
+            reason = (
+                "not valid JSON" if "malformed" in str(error) or "truncated" in str(error) else str(error)
+            )
+        raise TraceFormatError(f"{where}:{number}: not a trace record ({reason})") from None
+    except RecursionError:
+        raise TraceFormatError(f"{where}:{number}: not a trace record (nested too deeply)") from None
+
+
+def _field_error(line: str, message: str, where: str, number: int) -> Exception:
+    """The clear error for a record msgspec refused: which field, what it must be, what it was."""
+    record = _plain_json(line)
+    if not isinstance(record, dict):
+        return TraceFormatError(f"{where}:{number}: not a trace record (not a JSON object)")
+    kind = record.get("record")
+    if not isinstance(kind, str):
+        return TraceFormatError(f"{where}:{number}: a record without a 'record' kind")
+    if kind not in RECORD_KINDS:
+        return UnknownRecord(kind)
+    if kind == "header":
+        return TraceFormatError(
+            f"{where}:{number}: a second header (two traces joined by hand?); join traces with irtrace merge"
+        )
+    missing = _MISSING.search(message)
+    at = _AT.search(message)
+    if missing:
+        return TraceFormatError(f"{where}:{number}: {kind} record without {missing['key']!r}")
+    if at is None or not at["path"]:
+        return TraceFormatError(f"{where}:{number}: {kind} record: {_AT.sub('', message)}")
+    path = at["path"].lstrip(".")
+    key = re.findall(r"[^.\[\]]+(?![^\[]*\])", path)[-1]
+    expected = expected_text(_RECORD_TYPES[kind], path)
+    value = _value_at(record, path)
+    return TraceFormatError(f"{where}:{number}: {kind} record: {key!r} must be {expected}, not {show(value)}")
+
+
+def _value_at(record: dict[str, Any], path: str) -> Any:
+    value: Any = record
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
+        if part == "[...]" and isinstance(value, dict):
+            value = next(iter(value.values()), None)  # msgspec does not say which key
+        elif part.startswith("[") and isinstance(value, list):
+            index = int(part[1:-1])
+            value = value[index] if index < len(value) else None
+        elif isinstance(value, dict):
+            value = value.get(part)
+        else:
+            break
+    return value
+
+
+_RECORD_TYPES: dict[str, type[msgspec.Struct]] = {
+    "run": KernelRun,
+    "start": StartRecord,
+    "pass": PassRecord,
+    "end": EndRecord,
+    "machine": MachineRecord,
+    "bench": BenchRecord,
+    "ir": IrRecord,
+    "footer": FooterRecord,
+}
+
+
+def expected_text(struct: type[msgspec.Struct], path: str) -> str:
+    """What the field at ``path`` (``index``, ``passes[0].depth``) must be, in words."""
+    info: Any = msgspec.inspect.type_info(struct)
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
+        info = _unwrap(info)
+        if part.startswith("[") and isinstance(
+            info, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType)
+        ):
+            info = info.item_type
+        elif part.startswith("[") and isinstance(info, msgspec.inspect.DictType):
+            if not isinstance(_unwrap(info.value_type), msgspec.inspect.StructType):
+                return _describe(info)  # a bad value inside an object: say what the object must hold
+            info = info.value_type
+        elif isinstance(info, msgspec.inspect.StructType):
+            found = next((f for f in info.fields if f.encode_name == part), None)
+            if found is None:
+                break
+            info = found.type
+        else:
+            break
+    return _describe(info)
+
+
+def _unwrap(info: Any) -> Any:
+    if isinstance(info, msgspec.inspect.UnionType):
+        others = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+        if len(others) == 1:
+            return others[0]
+    return info
+
+
+def _describe(info: Any) -> str:
+    inspect = msgspec.inspect
+    if isinstance(info, inspect.UnionType):
+        return " or ".join(_describe(t) for t in info.types)
+    if isinstance(info, inspect.NoneType):
+        return "null"
+    if isinstance(info, inspect.BoolType):
+        return "true or false"
+    if isinstance(info, inspect.IntType):
+        if info.ge is not None and info.le is not None:
+            return f"an integer from {info.ge} to {info.le}"
+        return "an integer"
+    if isinstance(info, inspect.FloatType):
+        return f"a number of seconds from 0 to {info.le:g}" if info.le is not None else "a number"
+    if isinstance(info, inspect.StrType):
+        return "a SHA-256 (64 lowercase hex digits)" if info.pattern else "a string"
+    if isinstance(info, inspect.LiteralType):
+        return " or ".join(repr(v) for v in info.values)
+    if isinstance(info, inspect.DictType):
+        return "an object of strings" if isinstance(info.value_type, inspect.StrType) else "an object"
+    if isinstance(info, (inspect.ListType, inspect.VarTupleType)):
+        return "a list"
+    if isinstance(info, inspect.StructType):
+        return "an object"
+    return "valid"
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read a trace file; a file cut short (plain or ``.gz``) loads up to its last complete line.
+
+    Raises ``InputError`` for a missing file and ``TraceFormatError`` for anything that is not
+    an irtrace trace, has a field of the wrong type, or is of a newer schema.
+    """
+    file = Path(path)
+    try:
+        mode = file.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"trace file {str(file)!r} does not exist") from None
+    except OSError as error:
+        raise InputError(f"cannot read {str(file)!r}: {describe_os_error(error)}") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{str(file)!r} is a directory; give a trace file written by `irtrace record`")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise InputError(f"{str(file)!r} is a device, not a trace file")
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise TraceFormatError(
+            f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
+        ) from None
+    cut = False
+    if data[:2] == b"\x1f\x8b":
+        data, cut = _gunzip(data, str(file))
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        text = decoder.decode(data, final=False)
+    except UnicodeDecodeError as error:
+        raise TraceFormatError(f"{str(file)!r} is not a trace: not UTF-8 text ({error.reason})") from None
+    if decoder.getstate()[0]:
+        cut = True  # the file ends inside a character: cut short
+    text = text.removeprefix("\ufeff")  # a byte-order mark, added by some Windows editors
+    return parse_trace_lines(text.split("\n"), str(file), cut=cut)
+
+
+def _gunzip(data: bytes, where: str) -> tuple[bytes, bool]:
+    """Decompress every gzip member; a stream that stops early (a killed writer) is not an error."""
+    parts: list[bytes] = []
+    total = 0
+    while data:
+        stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            chunk = stream.decompress(data, MAX_DECOMPRESSED - total + 1)
+        except zlib.error as error:
+            if parts or total:
+                return b"".join(parts), True
+            raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
+        total += len(chunk)
+        if total > MAX_DECOMPRESSED:
+            raise TraceFormatError(f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB")
+        parts.append(chunk)
+        if not stream.eof:
+            if stream.unconsumed_tail:
+                raise TraceFormatError(f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB")
+            return b"".join(parts), True  # no end-of-stream marker: the writer was killed
+        data = stream.unused_data
+    return b"".join(parts), False
+
+
+@dataclass
+class _Parsed:
+    """What ``parse_trace_lines`` has read so far."""
+
+    raw_texts: dict[str, str] = field(default_factory=dict)
+    runs: dict[int, KernelRun] = field(default_factory=dict)
+    passes: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
+    starts: dict[int, dict[int, StartRecord]] = field(default_factory=dict)
+    ended: set[int] = field(default_factory=set)
+    created: str = ""
+    footer_expected: bool = False
+    footer_line: int | None = None
+    """The line of the footer record, once read."""
+    last_line: int = 0
+    """The line of the last record read."""
+
+
+def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = False) -> Trace:
+    """Build a ``Trace`` from the file's lines (see ``load_trace``); ``cut``: the file itself was
+    found cut short (a ``.gz`` stream without its end)."""
+    parsed = _Parsed()
+    truncated = cut
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    if last < 0:
+        raise TraceFormatError(f"{where} is empty; it is not an irtrace trace")
+    first = next(number for number, line in enumerate(lines) if line.strip())
+    _read_header(lines[first], where, parsed)
+    # Lines are written whole with their newline: only a last line without one can be a cut write.
+    cut_candidate = lines[last] if last == len(lines) - 1 and last > first else None
+    numbers: list[int] = []
+    records: list[str] = []
+    for number in range(first + 1, last + 1 if cut_candidate is None else last):
+        line = lines[number]
+        if (
+            line.startswith(_IR_PREFIX)
+            and line.endswith('"}')
+            and line[_SHA_END : _SHA_END + 2] == '",'
+            and _SHA.match(line[len(_IR_PREFIX) : _SHA_END])
+        ):
+            # IR texts are most of a trace: keep the line, decode the text when it is read.
+            parsed.raw_texts[line[len(_IR_PREFIX) : _SHA_END]] = line
+            parsed.last_line = number + 1
+        elif line.strip():
+            numbers.append(number + 1)
+            records.append(line)
+    for number, record in zip(numbers, _decode_all(records, numbers, where), strict=True):
+        if record is not None:
+            _read_record(record, where, number, parsed)
+    if cut_candidate is not None:
+        try:
+            record = decode_record(cut_candidate, where, last + 1)
+        except UnknownRecord:
+            record = None
+        except TraceFormatError:
+            if _plain_json(cut_candidate) is not None:
+                raise
+            truncated = True  # a write cut short by a kill: keep what came before
+            record = None
+        if record is not None:
+            _read_record(record, where, last + 1, parsed)
+        elif not truncated and cut_candidate.startswith(_IR_PREFIX):
+            parsed.last_line = last + 1
+    if parsed.footer_line is not None and parsed.last_line > parsed.footer_line:
+        raise TraceFormatError(f"{where}:{parsed.last_line}: a record after the trace's footer")
+    return _finish(parsed, where, truncated)
+
+
+_bulk_decoder = msgspec.json.Decoder(list[Record])
+
+
+def _decode_all(lines: list[str], numbers: list[int], where: str) -> list[Record | None]:
+    """Every record line decoded in one call; line by line (to name the bad one) if that fails.
+
+    ``None`` stands for a record of a kind this reader does not know.
+    """
+    try:
+        return list(_bulk_decoder.decode("[" + ",".join(lines) + "]"))
+    except (msgspec.MsgspecError, RecursionError):
+        pass
+    decoded: list[Record | None] = []
+    for number, line in zip(numbers, lines, strict=True):
+        try:
+            decoded.append(decode_record(line, where, number))
+        except UnknownRecord:
+            decoded.append(None)
+    return decoded
+
+
+def _read_header(line: str, where: str, parsed: _Parsed) -> None:
+    try:
+        record = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise TraceFormatError(
+            f"{where}:1: not a trace record (not valid JSON); it is not an irtrace trace"
+        ) from None
+    if (
+        not isinstance(record, dict)
+        or record.get("record") != "header"
+        or record.get("format") != FORMAT_NAME
+    ):
+        raise TraceFormatError(f"{where} is not an irtrace trace (no irtrace header on its first line)")
+    schema = record.get("schema")
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
+        raise TraceFormatError(
+            f"{where} has an invalid trace schema {show(schema)}; it must be a positive integer"
+        )
+    if schema > SCHEMA_VERSION:
+        raise TraceFormatError(
+            f"{where} has trace schema {schema}, newer than this irtrace understands "
+            f"({SCHEMA_VERSION}); upgrade tilelang-devtools to read it"
+        )
+    created = record.get("created", "")
+    parsed.created = created if isinstance(created, str) else ""
+    parsed.footer_expected = record.get("footer") is True
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> None:
+    parsed.last_line = number
+    if parsed.footer_line is not None:
+        raise TraceFormatError(f"{where}:{number}: a record after the trace's footer")
+    if isinstance(record, PassRecord):  # most records: checked first
+        run_id = record.run
+        passes = parsed.passes.get(run_id)
+        if passes is None or run_id in parsed.ended:
+            _orphan(record, where, number, parsed)
+        if record.index in passes:  # type: ignore[operator]
+            raise TraceFormatError(f"{where}:{number}: run {run_id} has two passes with index {record.index}")
+        passes[record.index] = record  # type: ignore[index]
+    elif isinstance(record, StartRecord):
+        if record.run not in parsed.starts or record.run in parsed.ended:
+            _orphan(record, where, number, parsed)
+        parsed.starts[record.run][record.index] = record
+    elif isinstance(record, IrRecord):
+        parsed.raw_texts[record.sha256] = encoder.encode(record).decode("utf-8")
+    elif isinstance(record, FooterRecord):
+        parsed.footer_line = number
+    elif isinstance(record, KernelRun):
+        if record.run_id in parsed.runs:
+            raise TraceFormatError(f"{where}:{number}: run {record.run_id} is started twice")
+        parsed.runs[record.run_id] = replace(record, passes=(), status=STATUS_INCOMPLETE)
+        parsed.passes[record.run_id] = {}
+        parsed.starts[record.run_id] = {}
+    elif isinstance(record, EndRecord):
+        if record.run not in parsed.runs or record.run in parsed.ended:
+            _orphan(record, where, number, parsed)
+        parsed.runs[record.run] = with_end(parsed.runs[record.run], record)
+        parsed.ended.add(record.run)
+    else:  # machine and bench records come after the run's end (the compile overlaps the next run)
+        run_id = record.run
+        if run_id not in parsed.runs:
+            _orphan(record, where, number, parsed)
+        run = parsed.runs[run_id]
+        if isinstance(record, BenchRecord):
+            parsed.runs[run_id] = replace(run, bench=bench_of(record))
+            return
+        for item in record.passes:
+            if item.index in parsed.passes[run_id]:
+                raise TraceFormatError(
+                    f"{where}:{number}: run {run_id} has two passes with index {item.index}"
+                )
+            parsed.passes[run_id][item.index] = replace(item, run=run_id)
+        parsed.runs[run_id] = with_machine_code(run, record.passes, resources_of(record))
+
+
+def _orphan(
+    record: StartRecord | PassRecord | EndRecord | MachineRecord | BenchRecord,
+    where: str,
+    number: int,
+    parsed: _Parsed,
+) -> None:
+    """Raise for a record whose run has no run record before it, or has ended already."""
+    kind = type(record).__struct_config__.tag
+    if record.run in parsed.runs:
+        raise TraceFormatError(f"{where}:{number}: {kind} record of run {record.run} after its end")
+    raise TraceFormatError(
+        f"{where}:{number}: {kind} record of run {record.run}, which has no run record before it"
+    )
+
+
+def _finish(parsed: _Parsed, where: str, truncated: bool) -> Trace:
+    finished = []
+    if parsed.footer_expected and parsed.footer_line is None:
+        truncated = True  # cut between two records: after a run, or before the first
+    for run_id, run in parsed.runs.items():
+        passes = parsed.passes[run_id]
+        # Passes that started and never finished were running when the recording stopped: they
+        # are kept as failed records, so a reader sees where it stopped and the IR they received.
+        unfinished = {
+            i: unfinished_pass(start) for i, start in parsed.starts[run_id].items() if i not in passes
+        }
+        passes = {**passes, **unfinished}
+        ended = run_id in parsed.ended
+        records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)
+        for sha in shas_of(replace(run, passes=records)):
+            if sha not in parsed.raw_texts:
+                raise TraceFormatError(
+                    f"{where}: run {run_id} refers to IR {sha[:12]} that the trace does not hold"
+                )
+        running = run.running
+        if unfinished and running is None:
+            running = unfinished[max(unfinished)].name
+        if run.status == STATUS_INCOMPLETE:
+            truncated = True
+        finished.append(replace(run, passes=records, running=running))
+    return Trace(tuple(finished), LazyTexts(parsed.raw_texts, where), parsed.created, where, truncated)
+
+
+def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:
+    """The run's passes (in index order) with every parent among them and depths that agree.
+
+    In a run that was cut short, a nested pass can outlive the record of its parent (the parent
+    never finished and no ``start`` record names it): it becomes a top-level pass. In a run that
+    ended, a missing parent or a depth that does not follow its parent's is a format error.
+    """
+    depth_of: dict[int, int] = {}
+    out = []
+    for record in records:
+        parent = record.parent if record.parent in depth_of else None
+        depth = 0 if parent is None else depth_of[parent] + 1
+        if ended and (parent != record.parent or depth != record.depth):
+            raise TraceFormatError(
+                f"{where}: run {run_id}, pass {record.index}: parent {record.parent} and depth "
+                f"{record.depth} do not match the run's passes"
+            )
+        depth_of[record.index] = depth
+        out.append(
+            record
+            if (parent, depth) == (record.parent, record.depth)
+            else replace(record, parent=parent, depth=depth)
+        )
+    return tuple(out)

@@ -1,0 +1,441 @@
+"""Writing traces: ``TraceWriter`` appends runs line by line (each flushed, so a killed recording
+leaves a readable file), and ``merge_traces`` joins files. The line format is
+``irtrace.core.schema``'s; ``docs/trace-format.md`` is generated from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, cast
+
+import msgspec
+from msgspec.structs import replace
+
+from irtrace.core.errors import OutputError, TraceFormatError
+from irtrace.core.output import PartialFile, describe_os_error
+from irtrace.core.resources import RESOURCE_COUNTS, BenchResult, KernelResources
+from irtrace.core.schema import (
+    RUN_HEADER_FIELDS,
+    STATUS_FAILED,
+    STATUS_INCOMPLETE,
+    STATUS_OK,
+    BenchRecord,
+    EndRecord,
+    FooterRecord,
+    HeaderRecord,
+    IrRecord,
+    KernelRun,
+    MachineRecord,
+    PassRecord,
+    ResourceCounts,
+    StartRecord,
+    encoder,
+    start_of,
+)
+from irtrace.core.trace import (
+    FORMAT_NAME,
+    PHASE_MACHINE,
+    SCHEMA_VERSION,
+    Trace,
+    bench_of,
+    resources_of,
+    shas_of,
+    text_sha256,
+    with_end,
+    with_machine_code,
+)
+from irtrace.core.trace_reader import UnknownRecord, decode_record, load_trace
+
+
+class TraceWriter:
+    """Appends runs to a trace file (or only to memory when ``path`` is ``None``).
+
+    Every line is flushed when written, so what is on disk is always readable up to its last
+    line. With ``partial``, lines go to ``NAME.partial`` (locked against a second writer) and
+    ``close`` renames it onto ``NAME``: an existing trace is replaced only by a complete one.
+    ``close`` ends the file with a ``footer``; ``abandon`` stops without one. A write that fails
+    raises ``OutputError``, and so does every later one.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        created: str | None = None,
+        partial: bool = False,
+    ) -> None:
+        from datetime import datetime, timezone
+
+        self.path = Path(path) if path is not None else None
+        self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._texts: dict[str, str] = {}
+        self._runs: dict[int, KernelRun] = {}
+        self._next_run_id = 0
+        self._output: PartialFile | None = None
+        self._stream: IO[bytes] | None = None
+        self._closed = False
+        self._adopted_starts: dict[int, dict[int, str]] = {}
+        self.failure: OutputError | None = None
+        """The write error that stopped this writer, if any."""
+        if self.path is not None:
+            if partial:
+                self._output = PartialFile(self.path)
+                self._stream = self._compressed(self._output.handle)
+            else:
+                self._stream = self._open_direct(self.path)
+        try:
+            self._write_header()
+        except OutputError:
+            self.abandon(keep=False)  # no caller holds this writer yet: leave no empty NAME.partial
+            raise
+
+    def _write_header(self) -> None:
+        self._write(
+            HeaderRecord(format=FORMAT_NAME, schema=SCHEMA_VERSION, created=self.created, footer=True)
+        )
+
+    @property
+    def partial_path(self) -> Path | None:
+        """``NAME.partial`` while a partial writer is open."""
+        return self._output.partial if self._output is not None else None
+
+    @property
+    def replaced_stale_partial(self) -> bool:
+        """A ``NAME.partial`` left by a killed writer was there and is being replaced."""
+        return self._output is not None and self._output.stale
+
+    def _compressed(self, handle: IO[bytes]) -> IO[bytes]:
+        if self.path is not None and self.path.suffix == ".gz":
+            return cast(IO[bytes], gzip.GzipFile(filename=self.path.name, fileobj=handle, mode="wb"))
+        return handle
+
+    def _open_direct(self, path: Path) -> IO[bytes]:
+        try:
+            if path.parent and not path.parent.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+            return self._compressed(open(path, "wb"))  # closed by close()
+        except OSError as error:
+            raise OutputError(f"cannot write {str(path)!r}: {describe_os_error(error)}") from None
+
+    def _write(self, record: msgspec.Struct | Mapping[str, Any]) -> None:
+        if self.failure is not None:
+            raise self.failure
+        if self._stream is None:
+            return
+        try:
+            line = encoder.encode(record) + b"\n"
+        except (
+            TypeError,
+            ValueError,
+            OverflowError,
+            NotImplementedError,
+        ) as error:  # NaN, unencodable values
+            raise OutputError(f"cannot write a {type(record).__name__} record: {error}") from None
+        try:
+            self._stream.write(line)
+            self._stream.flush()
+        except OSError as error:
+            where = self.partial_path or self.path
+            self.failure = OutputError(f"cannot write {str(where)!r}: {describe_os_error(error)}")
+            raise self.failure from None
+
+    def add_text(self, text: str, sha: str | None = None) -> str:
+        """Store an IR text once; returns its key."""
+        key = sha or text_sha256(text)
+        if key not in self._texts:
+            self._write(IrRecord(sha256=key, text=text))
+            self._texts[key] = text
+        return key
+
+    def begin_run(self, run: KernelRun) -> KernelRun:
+        """Start a run; the returned copy carries its ``run_id``."""
+        run = replace(
+            run, run_id=self._next_run_id, passes=(), status=STATUS_INCOMPLETE, running=None, stopped_by=None
+        )
+        self._next_run_id += 1
+        self._runs[run.run_id] = run
+        self._write(
+            {"record": "run", "run": run.run_id, **{key: getattr(run, key) for key in RUN_HEADER_FIELDS}}
+        )
+        return run
+
+    def start_pass(self, run_id: int, record: PassRecord) -> None:
+        """Note that a pass began (``record`` as far as it is known then): if the process dies in
+        it, the trace says which pass it was and holds the IR it received."""
+        self._write(start_of(replace(record, run=run_id)))
+
+    def add_pass(self, run_id: int, record: PassRecord) -> None:
+        record = replace(record, run=run_id) if record.run != run_id else record
+        run = self._runs[run_id]
+        self._runs[run_id] = replace(run, passes=(*run.passes, record))
+        self._write(record)
+
+    def end_run(
+        self,
+        run_id: int,
+        *,
+        status: str,
+        error: str | None,
+        total_s: float | None,
+        input_ir: str | None,
+        source_sha256: str | None,
+        running: str | None = None,
+        stopped_by: str | None = None,
+    ) -> KernelRun:
+        end = EndRecord(
+            run=run_id,
+            status=status,  # type: ignore[arg-type]
+            error=error,
+            total_s=total_s,
+            input_ir=input_ir,
+            source_sha256=source_sha256,
+            running=running,
+            stopped_by=stopped_by,  # type: ignore[arg-type]
+        )
+        return self._end(end)
+
+    def _end(self, end: EndRecord) -> KernelRun:
+        self._write(end)
+        run = self._runs[end.run] = with_end(self._runs[end.run], end)
+        return run
+
+    def add_machine_code(
+        self, run_id: int, passes: Sequence[PassRecord], resources: Sequence[KernelResources]
+    ) -> KernelRun:
+        """Add a run's machine-code stages (phase ``machine``) and resources, after its ``end``.
+
+        A separate record, so the compile can finish after later runs began; a failed stage
+        makes an ``ok`` run ``failed`` with its error.
+        """
+        passes = [replace(record, run=run_id) for record in passes]
+        counts = {
+            item.function: ResourceCounts(
+                arch=item.arch,
+                dynamic_smem=item.dynamic_smem,
+                **{name: getattr(item, name) for name in RESOURCE_COUNTS},
+            )
+            for item in resources
+        }
+        self._write(MachineRecord(run=run_id, passes=passes, resources=counts))
+        run = self._runs[run_id] = with_machine_code(self._runs[run_id], passes, resources)
+        return run
+
+    def add_bench(self, run_id: int, bench: BenchResult) -> KernelRun:
+        """Add a run's measured latency (``irtrace record --bench``), after its ``end``."""
+        self._write({"record": "bench", "run": run_id, **bench.to_json()})
+        run = self._runs[run_id] = replace(self._runs[run_id], bench=bench)
+        return run
+
+    def add_run(self, run: KernelRun, texts: Mapping[str, str]) -> KernelRun:
+        """Copy a run (and the texts it needs) from another trace."""
+        for sha in shas_of(run):
+            self.add_text(texts[sha], sha)
+        started = self.begin_run(run)
+        machine = [record for record in run.passes if record.phase == PHASE_MACHINE]
+        for record in run.passes:
+            if record.phase != PHASE_MACHINE:
+                self.add_pass(started.run_id, record)
+        status, error = run.status, run.error
+        if machine and status == STATUS_FAILED and any(r.failed for r in machine):
+            status, error = STATUS_OK, None  # the lowering's own outcome; the stage fails it again
+        ended = self.end_run(
+            started.run_id,
+            status=status,
+            error=error,
+            total_s=run.total_s,
+            input_ir=run.input_ir,
+            source_sha256=run.source_sha256,
+            running=run.running,
+            stopped_by=run.stopped_by,
+        )
+        if machine or run.resources:
+            ended = self.add_machine_code(started.run_id, machine, run.resources)
+        if run.bench is not None:
+            ended = self.add_bench(started.run_id, run.bench)
+        return ended
+
+    def run(self, run_id: int) -> KernelRun:
+        """The run as written so far."""
+        return self._runs[run_id]
+
+    def trace(self) -> Trace:
+        """What has been written so far, as a ``Trace``."""
+        path = str(self.path) if self.path else None
+        return Trace(tuple(self._runs.values()), dict(self._texts), self.created, path)
+
+    # --- child processes (``irtrace record --isolate``) ------------------------------------------
+
+    def redirect(self, path: str | os.PathLike[str]) -> None:
+        """In a forked child: write every further line to ``path`` (plain JSON Lines, no header).
+
+        The parent's file stays untouched; the parent copies the child's lines with ``adopt``.
+        """
+        self._output = None
+        self._stream = open(path, "wb")  # noqa: SIM115 - the child exits without closing it
+
+    def adopt(self, lines: list[str], where: str) -> list[KernelRun]:
+        """Copy lines a child wrote after ``redirect`` (a cut last line is dropped); returns its runs.
+
+        Runs the child did not end stay open here; ``started_passes`` says what they were running.
+        """
+        run_ids: list[int] = []
+        complete = [line for line in lines if line.strip()]
+        for number, line in enumerate(complete, start=1):
+            try:
+                record = decode_record(line, where, number)
+            except UnknownRecord:
+                continue
+            except TraceFormatError:
+                if number == len(complete):
+                    break  # the child died writing it
+                raise
+            if isinstance(record, IrRecord):
+                self.add_text(record.text, record.sha256)
+            elif isinstance(record, KernelRun):
+                if record.run_id != self._next_run_id:
+                    raise TraceFormatError(f"{where}:{number}: run {record.run_id} is out of order")
+                run_ids.append(self.begin_run(record).run_id)
+            elif isinstance(record, StartRecord):
+                self._adopted_starts.setdefault(record.run, {})[record.index] = record.name
+                self._write(record)
+            elif isinstance(record, PassRecord):
+                self.add_pass(record.run, record)
+            elif isinstance(record, EndRecord):
+                self._end(record)
+            elif isinstance(record, MachineRecord):
+                self.add_machine_code(record.run, record.passes, resources_of(record))
+            elif isinstance(record, BenchRecord):
+                self.add_bench(record.run, bench_of(record))
+        return [self._runs[run_id] for run_id in run_ids]
+
+    def restart_in_child(self, path: str | os.PathLike[str]) -> None:
+        """In a forked child (``irtrace run`` of a script that forks): leave the parent's file and
+        runs to the parent and start a trace of this process's own runs in ``path``.
+
+        The inherited descriptor is pointed at ``/dev/null`` first, so nothing this process
+        writes or flushes through it (a gzip trailer at exit) can reach the parent's file; the
+        parent merges ``path`` into its own trace, renumbering the runs.
+        """
+        if self._stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._stream.fileno())
+                os.close(null)
+        self._stream, self._output = None, None
+        self._texts, self._runs, self._adopted_starts = {}, {}, {}
+        self._next_run_id, self._closed, self.failure = 0, False, None
+        self.path = Path(path)
+        self._stream = self._open_direct(self.path)
+        self._write_header()
+
+    def started_passes(self, run_id: int) -> dict[int, str]:
+        """Index -> name of the passes a child noted as started for ``run_id`` (see ``adopt``)."""
+        return self._adopted_starts.get(run_id, {})
+
+    # --- finishing --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish the file: write the footer, and put a partial file in place of the output."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.failure is None and self._stream is not None:
+            self._write(FooterRecord(runs=len(self._runs)))
+        self._close_stream()
+        if self._output is not None:
+            if self.failure is not None:
+                self._output.discard()
+                raise self.failure
+            self._output.commit()
+
+    def abandon(self, *, keep: bool) -> Path | None:
+        """Stop without a footer. A partial file is kept (and returned) with ``keep``, else removed;
+        the output is left as it was."""
+        if self._closed:
+            return None
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._close_stream()
+        if self._output is None:
+            return None
+        if keep and self.failure is None:
+            self._output.keep()
+            return self._output.partial
+        self._output.discard()
+        return None
+
+    def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        try:
+            if self._output is None:
+                stream.close()
+            else:  # a gzip stream ends here; the partial file itself is closed by commit/discard/keep
+                if stream is not self._output.handle:
+                    stream.close()
+                self._output.handle.flush()
+        except OSError as error:
+            if self.failure is None:
+                self.failure = OutputError(f"cannot write {str(self.path)!r}: {describe_os_error(error)}")
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abandon(keep=True)
+
+
+def merge_traces(paths: Iterable[str | os.PathLike[str]], output: str | os.PathLike[str]) -> Trace:
+    """Join trace files into one; runs keep their order, IR texts are stored once.
+
+    Every input is read before the output is touched, and the output is replaced only once it is
+    complete, so ``merge A B -o A`` cannot lose A.
+    """
+    return write_merged([load_trace(path) for path in paths], output)
+
+
+def write_merged(traces: Sequence[Trace], output: str | os.PathLike[str]) -> Trace:
+    """Write the runs of loaded ``traces`` into one file, through ``NAME.partial``."""
+    writer = TraceWriter(output, partial=True)
+    try:
+        for trace in traces:
+            for run in trace.runs:
+                writer.add_run(run, trace.texts)
+    except BaseException:
+        writer.abandon(keep=False)
+        raise
+    writer.close()
+    return writer.trace()
+
+
+def merge_warnings(traces: Sequence[Trace]) -> list[str]:
+    """What a user merging ``traces`` should know: repeated kernel x target pairs, mixed versions."""
+    runs = [run for trace in traces for run in trace.runs]
+    warnings = []
+    counts = Counter(run.key for run in runs)
+    for (kernel, target), count in counts.items():
+        if count > 1:
+            labels = ", ".join(f"{kernel}#{n}" for n in range(1, count + 1))
+            warnings.append(
+                f"{kernel} on {target} is in the merged trace {count} times; select them as {labels}"
+            )
+    versions: dict[str, list[str]] = {}
+    for trace in traces:
+        for run in trace.runs:
+            versions.setdefault(run.tilelang_version, [])
+            name = Path(trace.path).name if trace.path else "?"
+            if name not in versions[run.tilelang_version]:
+                versions[run.tilelang_version].append(name)
+    if len(versions) > 1:
+        listed = "; ".join(f"{version} ({', '.join(files)})" for version, files in versions.items())
+        warnings.append(f"the runs were lowered by different tilelang versions: {listed}")
+    return warnings

@@ -1,0 +1,1 @@
+"""What every command line does the same way: one-line errors, safe terminal output."""

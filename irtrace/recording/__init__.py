@@ -1,0 +1,1 @@
+"""Runs TileLang: kernel loading, the pass recorder, executors, capture, machine code."""

@@ -1,0 +1,463 @@
+"""Buffer facts and diagnostics read from a real lowering, for editors (the language server's worker).
+
+Buffers are read twice: as declared by the frontend (the built PrimFunc: the shape as written)
+and as they stand after the layout-inference pass, whose blocks carry a ``layout_map``; dtype,
+scope and allocated shape come from the latter, so passes that rewrite scopes before it (Metal's
+``tl.MetalFragmentToSimdgroup``) show. Diagnostics come from the error a lowering raised and from
+the warnings TileLang's C++ checks log to the process's stderr, both of which point at source lines
+with ``--> file:line:col``. tilelang is imported lazily.
+
+Every text kept from TVM goes through ``plain_text``: ``str()`` of a TVM object is a
+``tvm_ffi.core.String``, and holding those past the module they came from crashed the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from irtrace.core.targets import TargetSpec
+
+LAYOUT_INFERENCE = "tl.LayoutInference"
+ASCEND_LAYOUT_INFERENCE = "tl.AscendLayoutInference"
+
+ERROR = "error"
+WARNING = "warning"
+
+_LOCATION = re.compile(r"-->\s*(?P<file>[^\n]+?):(?P<line>\d+):(?P<column>\d+)")
+_LOG_WARNING = re.compile(r"^\[[0-9:]+\][^\n]*?Warning: ", re.MULTILINE)
+_AT_FILE = re.compile(r"\(at (?P<file>[^():]+):(?P<line>\d+)\)")
+_SWIZZLES = (
+    ("make_full_bank_swizzled_layout", "swizzle 128B", 8),
+    ("make_half_bank_swizzled_layout", "swizzle 64B", 4),
+    ("make_quarter_bank_swizzled_layout", "swizzle 32B", 2),
+    ("make_linear_layout", "linear", 0),
+)
+"""TileLang's layout makers to compare a shared buffer's layout with, and the number of 16-byte
+vectors a row must hold for each (0: any shape)."""
+
+
+def _swizzle_applies(buffer: Any, vectors: int) -> bool:
+    """TileLang's own preconditions for a bank swizzle, checked here: a maker that fails them
+    raises through C++, which costs about a second the first time in a process."""
+    if vectors == 0:
+        return True
+    shape = [getattr(dim, "value", dim) for dim in buffer.shape]
+    if len(shape) < 2 or not all(isinstance(dim, int) for dim in shape[-2:]):
+        return False
+    stride, continuous = shape[-2], shape[-1]
+    vector = 128 // int(buffer.dtype.bits)
+    return bool((stride == 4 or stride % 8 == 0) and continuous % (vector * vectors) == 0)
+
+
+def layout_stop_pass(target: TargetSpec) -> str:
+    """The pass after which buffers carry their inferred layouts on ``target``."""
+    return ASCEND_LAYOUT_INFERENCE if target.backend == "ascend" else LAYOUT_INFERENCE
+
+
+@dataclass(frozen=True)
+class BufferFact:
+    """One buffer of a kernel as the compiler sees it after layout inference."""
+
+    name: str
+    role: str
+    """``param`` (a kernel argument) or ``alloc`` (``T.alloc_*``)."""
+    file: str | None
+    """Source file of the allocation (a macro's file for buffers allocated in a macro)."""
+    line: int | None
+    """1-based source line; ``None`` for compiler-made buffers such as barriers."""
+    shape: tuple[int | str, ...]
+    """Shape as written (after the factory's arguments were substituted)."""
+    allocated_shape: tuple[int | str, ...]
+    """Shape after layout inference (pipelining may add a stage dimension)."""
+    dtype: str
+    scope: str
+    """``global``, ``shared.dyn``, ``local.fragment``, Ascend ``L1``/``L0C``/``UB``, ..."""
+    layout_short: str | None = None
+    """E.g. ``swizzle 128B`` or ``128 thr, 32 elem/thr``; ``None`` when no layout was inferred."""
+    layout_long: str | None = None
+    """The layout as TileLang prints it."""
+    bytes: int | None = None
+    """Size of the allocation (allocated shape) in bytes, when static."""
+
+
+@dataclass(frozen=True)
+class CompilerDiagnostic:
+    """An error or warning from the frontend or the compiler, located in the source when possible."""
+
+    message: str
+    severity: str = ERROR
+    """``error`` or ``warning``."""
+    code: str = "lowering"
+    """``syntax``, ``import``, ``frontend``, ``layout-inference``, ``buffer-init``, ``data-race``, ..."""
+    line: int | None = None
+    """1-based line in ``file``; ``None`` when the compiler gave no location in the document."""
+    column: int | None = None
+    """1-based column, when known."""
+    file: str | None = None
+    related: tuple[str, ...] = field(default_factory=tuple)
+    """Further locations (``file:line``) the message names."""
+
+
+# --- buffers ---------------------------------------------------------------------------------
+
+
+def plain_text(value: Any) -> str:
+    """``str(value)`` as an exact Python ``str``.
+
+    ``str()`` of a TVM object returns a ``tvm_ffi.core.String`` (a ``str`` subclass backed by an
+    FFI object); facts outlive the module they were read from, and freeing such strings later
+    crashed the worker with SIGSEGV (symbolic dims on the second analysis).
+    """
+    text = str(value)
+    return text if type(text) is str else str.__new__(str, text)
+
+
+def _dims(shape: Any) -> tuple[int | str, ...]:
+    dims: list[int | str] = []
+    for dim in shape:
+        try:
+            dims.append(int(dim))
+        except (TypeError, ValueError):
+            dims.append(plain_text(dim))
+    return tuple(dims)
+
+
+def _span_of(buffer: Any) -> tuple[str | None, int | None]:
+    span = getattr(buffer, "span", None)
+    if span is None:
+        return None, None
+    source = getattr(span, "source_name", None)
+    name = getattr(source, "name", None) if source is not None else None
+    line = int(span.line) if getattr(span, "line", 0) else None
+    return (plain_text(name) if name else None), line
+
+
+def _byte_size(shape: tuple[int | str, ...], dtype: str) -> int | None:
+    import tvm
+
+    if any(isinstance(dim, str) for dim in shape):
+        return None
+    try:
+        dt = tvm.DataType(dtype)
+        bits = int(dt.bits) * int(dt.lanes)
+    except Exception:
+        return None
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    return count * bits // 8
+
+
+def _alloc_buffers(func: Any) -> list[Any]:
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    found: list[Any] = []
+
+    def visit(node: Any) -> None:
+        for buffer in getattr(node, "alloc_buffers", None) or ():
+            found.append(buffer)
+
+    post_order_visit(func.body, visit)
+    return found
+
+
+def _layouts(module: Any) -> dict[tuple[str, int | None], tuple[Any, Any]]:
+    """``(name, line) -> (buffer, layout)`` from every block's ``layout_map`` in ``module``."""
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    layouts: dict[tuple[str, int | None], tuple[Any, Any]] = {}
+
+    def visit(node: Any) -> None:
+        annotations = getattr(node, "annotations", None)
+        if annotations is None or "layout_map" not in annotations:
+            return
+        for buffer, layout in annotations["layout_map"].items():
+            layouts.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), (buffer, layout))
+
+    for _, func in _functions(module):
+        post_order_visit(func.body, visit)
+    return layouts
+
+
+def _functions(module: Any) -> list[tuple[Any, Any]]:
+    if module is None:
+        return []
+    return [(gv, f) for gv, f in module.functions.items() if hasattr(f, "body")]
+
+
+def describe_layout(buffer: Any, layout: Any) -> tuple[str, str]:
+    """The layout in short form (threads, replication, elements per thread; or the swizzle) and long."""
+    long = plain_text(layout)
+    if type(layout).__name__ == "Fragment":
+        threads = int(layout.get_thread_size())
+        replicate = int(layout.replicate_size)
+        per_thread = 1
+        for dim in layout.get_output_shape():
+            per_thread *= int(dim)
+        short = f"{threads} thr, {per_thread} elem/thr"
+        if replicate > 1:
+            short += f", rep {replicate}"
+        return short, long
+    from tilelang.layout import swizzle
+
+    for maker, name, vectors in _SWIZZLES:
+        if not _swizzle_applies(buffer, vectors):
+            continue
+        try:
+            candidate = getattr(swizzle, maker)(buffer)
+            if bool(candidate.is_equal(layout)):
+                return name, long
+        except Exception:
+            continue
+    return "custom layout", long
+
+
+def buffer_facts(func: Any, stopped_module: Any) -> list[BufferFact]:
+    """Parameters and allocations of ``func`` with the dtype, scope, shape and layout the compiler
+    gave them by the end of layout inference.
+
+    ``func`` is the PrimFunc as built (declared shapes, source lines); ``stopped_module`` the
+    module after the layout-inference pass, or ``None`` when lowering failed before it (then the
+    declaration is all there is).
+    """
+    layouts = _layouts(stopped_module) if stopped_module is not None else {}
+    lowered: dict[tuple[str, int | None], Any] = {}
+    lowered_params: dict[str, Any] = {}
+    for _, lowered_func in _functions(stopped_module):
+        for buffer in _alloc_buffers(lowered_func):
+            lowered.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), buffer)
+        for param in lowered_func.params:
+            buffer = lowered_func.buffer_map.get(param, None)
+            if buffer is not None:
+                lowered_params.setdefault(plain_text(buffer.name), buffer)
+    facts: list[BufferFact] = []
+    for param in func.params:
+        buffer = func.buffer_map.get(param, None)
+        if buffer is None:
+            continue
+        facts.append(_fact(buffer, "param", lowered_params.get(plain_text(buffer.name)), None))
+    for buffer in _alloc_buffers(func):
+        key = (plain_text(buffer.name), _span_of(buffer)[1])
+        found = layouts.get(key)
+        facts.append(_fact(buffer, "alloc", lowered.get(key), found))
+    return facts
+
+
+def _fact(buffer: Any, role: str, lowered: Any, found: tuple[Any, Any] | None) -> BufferFact:
+    """A buffer's fact: shape as declared; dtype, scope and allocated shape from the compiler's
+    buffer (``lowered``, or the one in the ``layout_map``), falling back to the declaration."""
+    file, line = _span_of(buffer)
+    shape = _dims(buffer.shape)
+    compiled = found[0] if found is not None else lowered
+    allocated = _dims(compiled.shape) if compiled is not None else shape
+    short = long = None
+    if found is not None:
+        short, long = describe_layout(found[0], found[1])
+    source = compiled if compiled is not None else buffer
+    dtype = plain_text(source.dtype)
+    return BufferFact(
+        name=plain_text(buffer.name),
+        role=role,
+        file=file,
+        line=line,
+        shape=shape,
+        allocated_shape=allocated,
+        dtype=dtype,
+        scope=plain_text(source.scope()),
+        layout_short=short,
+        layout_long=long,
+        bytes=_byte_size(allocated, dtype),
+    )
+
+
+def shared_memory_bytes(module: Any) -> int | None:
+    """Bytes of shared memory the module allocates (``shared``/``shared.dyn`` buffers and allocates)."""
+    if module is None:
+        return None
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    total = 0
+
+    def visit(node: Any) -> None:
+        nonlocal total
+        kind = type(node).__name__
+        if kind == "Allocate":
+            scope = str(node.buffer_var.type_annotation.storage_scope)
+            if scope.startswith("shared") and scope != "shared.barrier":
+                size = _byte_size(_dims(node.extents), str(node.dtype))
+                total += size or 0
+        for buffer in getattr(node, "alloc_buffers", None) or ():
+            if str(buffer.scope()) in ("shared", "shared.dyn"):
+                total += _byte_size(_dims(buffer.shape), str(buffer.dtype)) or 0
+
+    for _, func in _functions(module):
+        post_order_visit(func.body, visit)
+    return total
+
+
+# --- diagnostics -----------------------------------------------------------------------------
+
+
+def _same_file(a: str | None, b: str | Path) -> bool:
+    if not a:
+        return False
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return text.strip()
+
+
+def _located(message: str, file: Path) -> tuple[int | None, int | None, tuple[str, ...]]:
+    """The first ``--> file:line:col`` in ``message`` that is in ``file``, and every location named."""
+    line = column = None
+    related: list[str] = []
+    for match in _LOCATION.finditer(message):
+        related.append(f"{match['file']}:{match['line']}")
+        if line is None and _same_file(match["file"], file):
+            line, column = int(match["line"]), int(match["column"])
+    return line, column, tuple(related)
+
+
+def _traceback_line(error: BaseException, file: Path) -> int | None:
+    """The deepest line of ``file`` in the traceback of ``error`` or of what caused it."""
+    line = None
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame in traceback.extract_tb(current.__traceback__):
+            if _same_file(frame.filename, file) and frame.lineno:
+                line = frame.lineno
+        current = current.__cause__ or current.__context__
+    return line
+
+
+def error_diagnostics(
+    error: BaseException, file: str | Path, *, code: str = "lowering"
+) -> CompilerDiagnostic:
+    """One diagnostic for ``error`` at the line it points at in ``file`` (syntax, frontend or pass)."""
+    file = Path(file)
+    cause: BaseException = error.__cause__ or error
+    text = str(getattr(error, "message", None) or error)
+    if isinstance(cause, SyntaxError):
+        line = cause.lineno if _same_file(cause.filename, file) or cause.filename is None else None
+        return CompilerDiagnostic(
+            message=f"syntax error: {cause.msg}",
+            code="syntax",
+            line=line,
+            column=cause.offset or None,
+            file=str(file),
+        )
+    line, column, related = _located(str(cause), file)
+    if line is None:
+        line = _traceback_line(error, file)
+    if line is None:
+        at = _AT_FILE.search(text)
+        if at and Path(at["file"]).name == file.name:
+            line = int(at["line"])
+    message = _clean_message(str(cause)) if cause is not error else _clean_message(text)
+    if cause is not error and code in ("frontend", "import"):
+        message = _clean_message(text)
+    return CompilerDiagnostic(
+        message=message, code=code, line=line, column=column, file=str(file), related=related
+    )
+
+
+def _clean_message(text: str) -> str:
+    """The message without TVM's source excerpt (``|`` lines) and location arrows."""
+    kept = []
+    for raw in text.strip().splitlines():
+        stripped = raw.strip()
+        if stripped.startswith(("-->", "|")) or re.match(r"^\d+\s*\|", stripped):
+            continue
+        kept.append(raw.rstrip())
+    return "\n".join(kept).strip() or _first_line(text)
+
+
+def native_log_diagnostics(log: str, file: str | Path) -> list[CompilerDiagnostic]:
+    """Warnings TileLang's C++ checks logged (buffer read before written, data race), located."""
+    from irtrace.core.native_log import HARMLESS_NATIVE_WARNINGS
+
+    file = Path(file)
+    found: list[CompilerDiagnostic] = []
+    matches = list(_LOG_WARNING.finditer(log))
+    ends = [m.start() for m in matches[1:]] + ([len(log)] if matches else [])
+    for start, end in zip((m.end() for m in matches), ends, strict=True):
+        block = log[start:end].strip()
+        head = _first_line(block)
+        if head in HARMLESS_NATIVE_WARNINGS:
+            continue  # e.g. TVM's ROCm-version line, once per hip target: not about the kernel
+        code = (
+            "data-race"
+            if head.startswith("Data race")
+            else "buffer-init"
+            if "initialization" in head
+            else "check"
+        )
+        items = re.split(r"\n\s*\[\d+\]\s*", "\n" + block)[1:] or [block]
+        for item in items:
+            line, column, related = _located(item, file)
+            found.append(
+                CompilerDiagnostic(
+                    message=f"{head}: {_clean_message(item)}"
+                    if len(items) > 1 or item is not block
+                    else head,
+                    severity=WARNING,
+                    code=code,
+                    line=line,
+                    column=column,
+                    file=str(file),
+                    related=related,
+                )
+            )
+    return found
+
+
+@dataclass
+class CapturedLog:
+    """Text written to file descriptor 2 while ``capture_native_stderr`` was active."""
+
+    text: str = ""
+
+
+@contextmanager
+def capture_native_stderr(echo: bool = True) -> Iterator[CapturedLog]:
+    """Capture what C++ code (TVM's ``LOG(WARNING)``) writes to fd 2; echo it afterwards."""
+    captured = CapturedLog()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.text = sink.read().decode("utf-8", "replace")
+            if echo and captured.text:
+                sys.stderr.write(captured.text)
+                sys.stderr.flush()
+
+
+def reached(passes: Any, stop_pass: str) -> bool:
+    """Whether a recorded run finished ``stop_pass`` without a failed pass."""
+    names = [p.name for p in passes]
+    return stop_pass in names and not any(p.failed for p in passes)

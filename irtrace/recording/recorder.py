@@ -1,0 +1,536 @@
+"""Record a real TileLang lowering pass by pass, through TVM's pass-instrument hooks.
+
+The recorder is a TileLang ``PassInstrumentationTool``: TileLang's own instrumentation session
+attaches it to every ``PassContext`` of one compilation, and its ``StackedPassInstrument`` pairs
+TVM's ``run_before_pass``/``run_after_pass`` callbacks. Nothing in TileLang's pipelines is edited.
+Each callback takes an exact snapshot of the module (``irtrace.recording.snapshots``). ``record_lowering``
+is the one entry point that runs a lowering.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from irtrace.core import interrupts
+from irtrace.core.compat import compile_session, stacked_pass_instrument
+from irtrace.core.pass_names import display_name
+from irtrace.core.schema import Phase
+from irtrace.core.targets import TargetSpec, make_tvm_target
+from irtrace.core.trace import (
+    PHASE_CHECK,
+    PHASE_CODEGEN,
+    PHASE_FINALIZE,
+    PHASE_LOWER,
+    STATUS_FAILED,
+    STATUS_OK,
+    KernelRun,
+    PassRecord,
+    host_facts,
+    text_sha256,
+)
+from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.snapshots import ModuleState, Snapshot, SnapshotPrinter
+
+
+class StopLowering(Exception):
+    """Raised at codegen once a stop was asked for, to end the lowering early.
+
+    Passes after the stop are skipped through TVM's ``should_run`` hook rather than by raising
+    from a pass callback: an exception crossing TVM's C++ frames costs about a second the first
+    time in a process (backtrace symbolization), which the language server would pay.
+    """
+
+
+def skip_after_stop(recorder: PassRecorder) -> Any:
+    """A TVM pass instrument that skips every pass once ``recorder.stop_requested`` is set."""
+    from tvm.ir.instrument import pass_instrument
+
+    @pass_instrument
+    class SkipAfterStop:
+        def should_run(self, mod: Any, info: Any) -> bool:
+            return not recorder.stop_requested
+
+    return SkipAfterStop()
+
+
+@dataclass
+class _OpenPass:
+    """A pass that has started and not yet finished."""
+
+    index: int
+    name: str
+    raw_name: str
+    phase: Phase
+    pipeline: str | None
+    depth: int
+    parent: int | None
+    started: float
+    overhead_at_start: float
+    ir_before: Snapshot
+    """The module the pass received."""
+    child_wall: float = 0.0
+
+
+@dataclass
+class RecordedLowering:
+    """What one recording produced, for callers that keep going (CLI, language server)."""
+
+    run: KernelRun
+    kernel_source: str | None = None
+    error: BaseException | None = None
+    stopped_module: Any = None
+    """The module after ``stop_after`` (or the last one seen), for callers that inspect it."""
+    cancelled: bool = False
+    """``should_stop`` ended the lowering early."""
+
+
+class PassRecorder:
+    """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``.
+
+    Every callback snapshots the module it sees; the ``SnapshotPrinter`` turns snapshots into
+    stored texts and writes the records once their texts are stored.
+    """
+
+    pass_instrument_priority = 1000
+
+    def __init__(
+        self,
+        writer: TraceWriter,
+        run_id: int | None,
+        *,
+        stop_after: Sequence[str] = (),
+        threaded: bool = True,
+        capture_ir: bool = True,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        self.writer = writer
+        self.run_id = run_id
+        self.printer = SnapshotPrinter(writer, threaded=threaded and capture_ir, capture_ir=capture_ir)
+        self.should_stop = should_stop
+        self.cancelled = False
+        self.stop_after = set(stop_after)
+        self.t0 = time.perf_counter()
+        self.overhead = 0.0
+        self.next_index = 0
+        self.open: list[_OpenPass] = []
+        self.pipeline: str | None = None
+        self.pipeline_seen = False
+        self.last_module: Any = None
+        self.last_state: ModuleState | None = None
+        self.last_snapshot: Snapshot | None = None
+        self.input_snapshot: Snapshot | None = None
+        self.kernel_source: str | None = None
+        self.stopped_module: Any = None
+        self.stop_requested = False
+        self.unfinished: list[tuple[_OpenPass, float]] = []
+
+    @property
+    def input_sha(self) -> str | None:
+        return self.input_snapshot.sha if self.input_snapshot is not None else None
+
+    def drain(self) -> None:
+        self.printer.drain()
+
+    # --- snapshots -------------------------------------------------------------------------
+
+    def _snapshot(self, mod: Any) -> Snapshot:
+        """The snapshot of ``mod`` now; a module holding the same objects as last time reuses it."""
+        self.last_module = mod
+        if not self.printer.capture_ir:
+            return self.printer.snapshot(mod)
+        state = ModuleState(mod)
+        if self.last_snapshot is not None and self.last_state is not None and state.same_as(self.last_state):
+            return self.last_snapshot
+        self.last_state, self.last_snapshot = state, self.printer.snapshot(mod)
+        return self.last_snapshot
+
+    def _write(
+        self, frame: _OpenPass, ended: float, wall: float, after: Snapshot | None, **extra: Any
+    ) -> None:
+        """Queue the record of a finished (or failed) pass."""
+        before = frame.ir_before
+
+        def build() -> PassRecord:
+            return PassRecord(
+                index=frame.index,
+                name=frame.name,
+                raw_name=frame.raw_name,
+                phase=frame.phase,
+                pipeline=frame.pipeline,
+                depth=frame.depth,
+                parent=frame.parent,
+                start_s=frame.started - self.t0,
+                wall_s=wall,
+                self_s=max(0.0, wall - frame.child_wall),
+                changed=extra.pop("changed", after is not None and after.sha != before.sha),
+                ir_before=before.sha,
+                ir_after=extra.pop("ir_after_sha", None) or (after.sha if after is not None else None),
+                scope=extra.pop("scope", None) or (after if after is not None else before).scope,
+                **extra,
+            )
+
+        run_id = self._run_id()
+        self.printer.write(lambda: self.writer.add_pass(run_id, build()))
+
+    # --- TileLang PassEventObserver ------------------------------------------------------------
+
+    def enter_pass_context(self) -> None:
+        pass
+
+    def exit_pass_context(self) -> None:
+        pass
+
+    def callback_mismatch(self, actual: str, expected: str | None) -> None:
+        pass
+
+    def begin_run(self, mod: Any) -> int:
+        """Start the run lazily; only capture mode, which learns the kernel from ``mod``, needs it."""
+        raise RuntimeError("PassRecorder needs a run_id")
+
+    def _current_run(self, mod: Any) -> int:
+        if self.run_id is None:
+            self.run_id = self.begin_run(mod)
+        return self.run_id
+
+    def _run_id(self) -> int:
+        assert self.run_id is not None, "a pass finished before any started"
+        return self.run_id
+
+    def _open(self, mod: Any, name: str, raw_name: str, phase: Phase, pipeline: str | None) -> _OpenPass:
+        ir_before = self._snapshot(mod)
+        if self.input_snapshot is None:
+            self.input_snapshot = ir_before
+        frame = _OpenPass(
+            index=self.next_index,
+            name=name,
+            raw_name=raw_name,
+            phase=phase,
+            pipeline=pipeline,
+            depth=len(self.open),
+            parent=self.open[-1].index if self.open else None,
+            started=0.0,
+            overhead_at_start=0.0,
+            ir_before=ir_before,
+        )
+        self.next_index += 1
+        self.open.append(frame)
+        return frame
+
+    def _note_started(self, frame: _OpenPass) -> None:
+        """Queue the pass's ``start`` record: if the process dies in the pass, the trace names it
+        and holds the IR it received."""
+        run_id, start_s, before = self._run_id(), time.perf_counter() - self.t0, frame.ir_before
+
+        def build() -> PassRecord:
+            return PassRecord(
+                index=frame.index,
+                name=frame.name,
+                raw_name=frame.raw_name,
+                phase=frame.phase,
+                pipeline=frame.pipeline,
+                depth=frame.depth,
+                parent=frame.parent,
+                start_s=start_s,
+                wall_s=0.0,
+                self_s=0.0,
+                changed=False,
+                ir_before=before.sha,
+                ir_after=None,
+                scope=before.scope,
+            )
+
+        self.printer.write(lambda: self.writer.start_pass(run_id, build()))
+
+    def pass_started(self, mod: Any, event: Any) -> _OpenPass:
+        began = time.perf_counter()
+        self._current_run(mod)
+        raw_name = str(event.name)
+        name = display_name(raw_name)
+        frame = self._open(mod, name, raw_name, *self._phase(event.phase))
+        self._note_started(frame)
+        now = time.perf_counter()
+        self.overhead += now - began
+        frame.started, frame.overhead_at_start = now, self.overhead
+        return frame
+
+    def pass_finished(self, mod: Any, event: Any, state: _OpenPass) -> None:
+        ended = time.perf_counter()
+        frame = self.open.pop() if self.open and self.open[-1] is state else state
+        wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
+        if self.open:
+            self.open[-1].child_wall += wall
+        self._write(frame, ended, wall, self._snapshot(mod))
+        if frame.name in self.stop_after or frame.raw_name in self.stop_after:
+            # rebuilt from the snapshot's references: later code may still change ``mod`` in place
+            self.stopped_module = self.last_state.rebuild() if self.last_state is not None else mod
+            self.stop_requested = True
+        elif self.should_stop is not None and self.should_stop():
+            self.cancelled = self.stop_requested = True
+        self.overhead += time.perf_counter() - ended
+
+    def passes_incomplete(self, passes: Sequence[Any], error: BaseException | None) -> None:
+        """Note passes that never finished; ``write_failed`` records them once the error is known."""
+        now = time.perf_counter()
+        for incomplete in passes:
+            frame = incomplete.state
+            if isinstance(frame, _OpenPass) and frame in self.open:
+                self.open.remove(frame)
+                self.unfinished.append((frame, now))
+
+    def write_failed(self, error: BaseException | None) -> None:
+        """Record unfinished passes as failed: the innermost carries the error, ancestors too."""
+        pending = self.unfinished + [(frame, time.perf_counter()) for frame in self.open]
+        self.unfinished, self.open = [], []
+        message = None if isinstance(error, StopLowering) else describe_error(error)
+        for frame, ended in sorted(pending, key=lambda item: item[0].index):
+            wall = max(0.0, ended - frame.started)
+            self._write(frame, ended, wall, None, status=STATUS_FAILED, error=message)
+
+    # --- TileLang PassInstrumentationTool --------------------------------------------------
+
+    def create_pass_instrument(self) -> Any:
+        return stacked_pass_instrument(self)
+
+    @contextmanager
+    def pipeline_scope(self, base_phase: Phase) -> Iterator[None]:
+        previous = self.pipeline
+        self.pipeline = base_phase.removeprefix("pipeline_")
+        self.pipeline_seen = True
+        try:
+            yield
+        finally:
+            self.pipeline = previous
+
+    def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
+        """Record codegen as the last step; passes the backend runs inside it nest under it."""
+        if self.stop_requested:
+            raise StopLowering("stopped before codegen")
+        began = time.perf_counter()
+        self._current_run(event.mod)
+        frame = self._open(event.mod, "codegen", str(event.name), PHASE_CODEGEN, None)
+        self._note_started(frame)
+        now = time.perf_counter()
+        self.overhead += now - began
+        frame.started, frame.overhead_at_start = now, self.overhead
+        error: BaseException | None = None
+        result: Any = None
+        try:
+            result = next_call()
+        except BaseException as raised:
+            error = raised
+            raise
+        finally:
+            ended = time.perf_counter()
+            if frame in self.open:
+                self.open.remove(frame)
+            source = _inspect_source(result) if error is None else None
+            if source is not None:
+                self.kernel_source = source
+                self.printer.add_source(source)
+            wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
+            self._write(
+                frame,
+                ended,
+                wall,
+                None,
+                ir_after_sha=text_sha256(source) if source is not None else None,
+                changed=source is not None,
+                scope="device",
+                status=STATUS_FAILED if error is not None else STATUS_OK,
+                error=describe_error(error),
+            )
+            self.overhead += time.perf_counter() - ended
+        return result
+
+    def finish(self, error: BaseException | None) -> None:
+        pass
+
+    def _phase(self, tilelang_phase: str | None) -> tuple[Phase, str | None]:
+        if self.open and self.open[0].phase == PHASE_CODEGEN:
+            return PHASE_CODEGEN, None
+        if self.pipeline is not None:
+            return PHASE_LOWER, self.pipeline
+        if tilelang_phase and tilelang_phase.startswith("pipeline_"):
+            return PHASE_LOWER, tilelang_phase.removeprefix("pipeline_")
+        return (PHASE_FINALIZE if self.pipeline_seen else PHASE_CHECK), None
+
+
+def _inspect_source(result: Any) -> str | None:
+    try:
+        return str(result.inspect_source())
+    except Exception:
+        return None
+
+
+def describe_error(error: BaseException | None) -> str | None:
+    """The error as recorded: its type and its whole message."""
+    if error is None:
+        return None
+    text = str(error).strip() or type(error).__name__
+    return f"{type(error).__name__}: {text}" if not text.startswith(type(error).__name__) else text
+
+
+def tilelang_version() -> str:
+    import tilelang
+
+    return str(getattr(tilelang, "__version__", "unknown"))
+
+
+def record_lowering(
+    func: Any,
+    target: TargetSpec,
+    writer: TraceWriter,
+    *,
+    kernel: str,
+    spec: str = "",
+    args: Mapping[str, Any] | None = None,
+    pass_configs: Mapping[str, Any] | None = None,
+    tvm_target: Any = None,
+    stop_after: Sequence[str] = (),
+    threaded: bool = True,
+    capture_ir: bool = True,
+    should_stop: Callable[[], bool] | None = None,
+    instruments: Sequence[Any] = (),
+    kernel_file_text: str | None = None,
+) -> RecordedLowering:
+    """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
+
+    A lowering error is recorded (failed pass, IR before it, the error) and returned, not
+    raised; the run is written either way. ``stop_after`` ends the pipeline after that pass;
+    ``should_stop``, asked after every pass, cancels it (``RecordedLowering.cancelled``).
+    ``instruments`` are further TVM pass instruments to run in the same lowering.
+    ``threaded`` stores IR from a background thread; ``capture_ir=False`` records passes and
+    times without any IR (the language server's hints need none). ``kernel_file_text``, the
+    kernel's Python file as imported, is stored in the trace for readers to show.
+    """
+    import tilelang
+    import tvm
+
+    target_object = tvm_target or make_tvm_target(target)
+    configs = dict(pass_configs or {})
+    run = begin_run_record(
+        writer,
+        target.name,
+        kernel,
+        spec,
+        args,
+        str(target_object),
+        configs,
+        kernel_file_text=kernel_file_text,
+    )
+    recorder = PassRecorder(
+        writer,
+        run.run_id,
+        stop_after=stop_after,
+        threaded=threaded,
+        capture_ir=capture_ir,
+        should_stop=should_stop,
+    )
+    failure: BaseException | None = None
+    interrupted = False
+    started = time.perf_counter()
+    try:
+        with (
+            compile_session(f"irtrace:{kernel}", [recorder]),
+            tvm.transform.PassContext(
+                opt_level=3,
+                config=configs,
+                instruments=[recorder.create_pass_instrument(), *instruments, skip_after_stop(recorder)],
+            ),
+            target_object,
+        ):
+            tilelang.lower(func, target=target_object)
+    except KeyboardInterrupt:
+        interrupted = True
+    except Exception as error:
+        # After a stop, passes are skipped; whatever then raises (our StopLowering at codegen, or
+        # pipeline code meeting an unlowered module) ends the lowering we asked to end.
+        if not recorder.stop_requested:
+            failure = error
+    if interrupted or interrupts.received() is not None:
+        # Ctrl-C in a pass comes back from TVM as a bare RuntimeError: not a lowering failure.
+        # What finished is kept; the run gets no end, so it reads as cut short in that pass.
+        recorder.drain()
+        raise KeyboardInterrupt
+    recorder.write_failed(failure)
+    recorder.drain()
+    total = time.perf_counter() - started
+    stopped = recorder.stop_requested
+    finished_run = writer.end_run(
+        run.run_id,
+        status=STATUS_FAILED if failure is not None else STATUS_OK,
+        error=describe_error(failure),
+        total_s=total,
+        input_ir=recorder.input_sha,
+        source_sha256=None
+        if stopped
+        else (text_sha256(recorder.kernel_source) if recorder.kernel_source else None),
+    )
+    return RecordedLowering(
+        run=finished_run,
+        kernel_source=recorder.kernel_source,
+        error=failure,
+        stopped_module=recorder.stopped_module or recorder.last_module,
+        cancelled=recorder.cancelled,
+    )
+
+
+def record_failure(
+    writer: TraceWriter,
+    target: TargetSpec,
+    *,
+    kernel: str,
+    spec: str,
+    args: Mapping[str, Any] | None,
+    error: str,
+    kernel_file_text: str | None = None,
+) -> KernelRun:
+    """Record a kernel that could not even be built for ``target`` (its factory raised)."""
+    run = begin_run_record(writer, target.name, kernel, spec, args, "", {}, kernel_file_text=kernel_file_text)
+    return writer.end_run(
+        run.run_id, status=STATUS_FAILED, error=error, total_s=None, input_ir=None, source_sha256=None
+    )
+
+
+def begin_run_record(
+    writer: TraceWriter,
+    target: str,
+    kernel: str,
+    spec: str,
+    args: Mapping[str, Any] | None,
+    target_detail: str,
+    configs: Mapping[str, Any],
+    *,
+    kernel_file_text: str | None = None,
+) -> KernelRun:
+    """Start a run in ``writer`` with the header every run carries (version, host, configs), and
+    the kernel's file text when known (stored once per distinct text)."""
+    file_sha = writer.add_text(kernel_file_text) if kernel_file_text else None
+    return writer.begin_run(
+        KernelRun(
+            run_id=-1,
+            kernel=kernel,
+            spec=spec,
+            args=dict(args or {"args": [], "kwargs": {}}),
+            target=target,
+            target_detail=target_detail,
+            pass_configs={str(k): _jsonable(v) for k, v in configs.items()},
+            tilelang_version=tilelang_version(),
+            host=host_facts(),
+            kernel_file_sha256=file_sha,
+        )
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)

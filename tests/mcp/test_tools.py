@@ -1,0 +1,361 @@
+"""Each tool of ``tilelang-mcp`` on the bundled GEMM, against an oracle computed in the test.
+
+The oracle is the one the CLI tests use (``ORACLES.md``): ``tilelang.lower`` in this process under
+a plain TVM instrument that prints ``str(mod)`` before and after every pass; the ``layout_map``
+read right after layout inference; ``nvcc -Xptxas -v`` on a plain lowering's kernel source. One
+server serves the module; every call goes through the MCP SDK's client over stdio.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import DATA as TEST_DATA
+from ..conftest import EXAMPLES
+from ..lsp.oracle import CompilerBuffer, compiler_buffers
+from ..passdiff.oracle import OraclePass, load_kernel_module, oracle_passes
+from .conftest import GEMM, McpServer
+
+NO_WS = {"tl.disable_warp_specialized": True}
+TOOLS = {
+    "list_targets",
+    "lower_kernel",
+    "get_ir",
+    "diff_passes",
+    "diff_lowerings",
+    "buffer_facts",
+    "diagnostics",
+    "machine_code",
+    "coverage_matrix",
+    "check_trace",
+}
+
+
+def gemm() -> Any:
+    """The GEMM as TileLang builds it, from the file, without irtrace."""
+    return load_kernel_module(EXAMPLES / "gemm.py").matmul(256, 256, 256)
+
+
+@pytest.fixture(scope="module")
+def oracle_sm90() -> list[OraclePass]:
+    return oracle_passes(gemm(), "cuda:sm_90")
+
+
+@pytest.fixture(scope="module")
+def oracle_no_ws() -> list[OraclePass]:
+    """Without warp specialization: tl.ProducerConsumerWarpSpecialized and its helpers do not run."""
+    return oracle_passes(gemm(), "cuda:sm_90", NO_WS)
+
+
+@pytest.fixture(scope="module")
+def oracle_ascend() -> list[OraclePass]:
+    """The GEMM is no Ascend kernel: its pipeline fails in a semantic check."""
+    return oracle_passes(gemm(), "ascend")
+
+
+@pytest.fixture(scope="module")
+def sm90(mcp_server: McpServer) -> dict[str, Any]:
+    """``lower_kernel`` of the GEMM for cuda:sm_90."""
+    return mcp_server.ok("lower_kernel", spec=GEMM, targets=["cuda:sm_90"])
+
+
+def lowered_rows(answer: dict[str, Any], run: int = 0) -> list[dict[str, Any]]:
+    """The pass rows of a run, without the recorder's own codegen step (no pass of TVM's)."""
+    return [row for row in answer["runs"][run]["pass_list"] if row.get("phase") != "codegen"]
+
+
+def read_all_ir(server: McpServer, **arguments: Any) -> str:
+    """A text read page by page with ``offset``, as an agent would."""
+    text, offset = "", 0
+    while True:
+        answer = server.ok("get_ir", offset=offset, limit=25, **arguments)
+        text += answer["text"]
+        offset += answer["lines"]
+        if offset >= answer["total_lines"]:
+            return text
+
+
+def test_tool_list(mcp_server: McpServer) -> None:
+    listed = mcp_server.run(mcp_server.session.list_tools())  # type: ignore[union-attr]
+    tools = {tool.name: tool for tool in listed.tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 40
+        assert tool.inputSchema["type"] == "object"
+    assert tools["lower_kernel"].inputSchema["required"] == ["spec"]
+    assert "pass_name" in tools["get_ir"].inputSchema["required"]
+    targets = mcp_server.ok("list_targets")["targets"]
+    assert {"cuda:sm_90", "hip:gfx942", "metal", "ascend"} <= {row["name"] for row in targets}
+
+
+def test_lower_kernel_passes_are_the_pipelines(sm90: dict[str, Any], oracle_sm90: list[OraclePass]) -> None:
+    (run,) = sm90["runs"]
+    assert (run["kernel"], run["target"], run["status"]) == ("matmul", "cuda:sm_90", "ok")
+    rows = lowered_rows(sm90)
+    assert len(rows) == len(oracle_sm90)
+    for row, truth in zip(rows, oracle_sm90, strict=True):
+        if truth.name != "pass_fn":  # TVM's anonymous passes are recorded under their factory's name
+            assert row["pass"].rpartition("#")[0] == truth.name
+        assert row["changed"] == (truth.after != truth.before), row
+    assert run["changed"] == sum(row["changed"] for row in sm90["runs"][0]["pass_list"])
+
+
+def test_a_kernel_named_without_arguments_gets_its_recorded_instance(mcp_server: McpServer) -> None:
+    """``gemm.py::matmul`` is lowered with the arguments examples/irtrace.toml records it with."""
+    import tomllib
+
+    entries = tomllib.loads((EXAMPLES / "irtrace.toml").read_text())["kernel"]
+    (recorded,) = [e["spec"] for e in entries if e["spec"].startswith("gemm.py::matmul(")]
+    (run,) = mcp_server.ok("lower_kernel", spec="gemm.py::matmul")["runs"]
+    assert run["spec"] == f"{EXAMPLES / recorded}" and run["status"] == "ok"
+
+
+def test_get_ir_is_what_the_pass_printed(
+    mcp_server: McpServer, sm90: dict[str, Any], oracle_sm90: list[OraclePass]
+) -> None:
+    rows = lowered_rows(sm90)
+    for wanted in ("tl.LayoutInference#1", "tl.LowerTileOp#1"):
+        position = next(k for k, row in enumerate(rows) if row["pass"] == wanted)
+        truth = oracle_sm90[position]
+        whole = mcp_server.ok("get_ir", trace=sm90["trace"], pass_name=wanted, limit=2000)
+        assert whole["complete"] and whole["text"] == truth.after
+        # paged in pieces of 25 lines, it is the same text, with a note on how to read on
+        assert read_all_ir(mcp_server, trace=sm90["trace"], pass_name=wanted) == truth.after
+        first = mcp_server.ok("get_ir", trace=sm90["trace"], pass_name=wanted, limit=5)
+        assert not first["complete"] and "offset=5" in first["note"]
+        past = mcp_server.ok("get_ir", trace=sm90["trace"], pass_name=wanted, offset=10**6)
+        assert past["text"] == "" and "past the end" in past["note"]
+        before = mcp_server.ok("get_ir", trace=sm90["trace"], pass_name=wanted, side="before", limit=2000)
+        assert before["text"] == truth.before
+
+
+def test_a_failing_lowering_names_the_pass_and_the_ir_it_received(
+    mcp_server: McpServer, oracle_ascend: list[OraclePass]
+) -> None:
+    answer = mcp_server.ok("lower_kernel", spec=GEMM, targets=["ascend"])
+    (run,) = answer["runs"]
+    failed = [p for p in oracle_ascend if p.after is None]
+    innermost = failed[-1]  # the ones around it fail with it
+    assert run["status"] == "failed"
+    position = next(k for k, row in enumerate(lowered_rows(answer)) if row["pass"] == run["failed_pass"])
+    assert oracle_ascend[position] is innermost
+    assert _plain_lower_error(gemm(), "ascend").splitlines()[0] in run["error"]
+    shown = answer["runs"][0]["ir_received"]
+    assert innermost.before.startswith(shown) and shown
+    whole = mcp_server.ok(
+        "get_ir", trace=answer["trace"], pass_name=run["failed_pass"], side="before", limit=2000
+    )
+    assert whole["text"] == innermost.before
+    message = mcp_server.error("get_ir", trace=answer["trace"], pass_name=run["failed_pass"])
+    assert "side='before'" in message
+
+
+def _plain_lower_error(func: Any, target: str) -> str:
+    import tilelang
+    import tvm
+
+    from irtrace.core.targets import get_target, make_tvm_target
+
+    tvm_target = make_tvm_target(get_target(target))
+    try:
+        with tvm.transform.PassContext(opt_level=3), tvm_target:
+            tilelang.lower(func, target=tvm_target)
+    except Exception as error:
+        return str(error)
+    raise AssertionError(f"the GEMM lowered on {target}")
+
+
+def test_diff_passes_is_the_change_the_pass_made(
+    mcp_server: McpServer, sm90: dict[str, Any], oracle_sm90: list[OraclePass]
+) -> None:
+    rows = lowered_rows(sm90)
+    position = next(k for k, row in enumerate(rows) if row["pass"] == "tl.LayoutInference#1")
+    truth = oracle_sm90[position]
+    answer = mcp_server.ok(
+        "diff_passes", trace=sm90["trace"], from_pass="tl.LayoutInference", normalize=False, limit=2000
+    )
+    assert answer["complete"] and not answer["equal"]
+    added = [line[1:] for line in answer["diff"].splitlines()[2:] if line.startswith("+")]
+    removed = [line[1:] for line in answer["diff"].splitlines()[2:] if line.startswith("-")]
+    # any correct diff: before - removed + added == after, as multisets of lines
+    assert Counter(truth.before.splitlines()) - Counter(removed) + Counter(added) == Counter(
+        truth.after.splitlines()
+    )
+    assert (answer["added"], answer["removed"]) == (len(added), len(removed))
+    short = mcp_server.ok("diff_passes", trace=sm90["trace"], from_pass="tl.LayoutInference", limit=4)
+    assert short["lines"] == 4 and "offset=4" in short["note"]
+
+
+def test_diff_lowerings_finds_the_pass_a_config_removes(
+    mcp_server: McpServer, oracle_sm90: list[OraclePass], oracle_no_ws: list[OraclePass]
+) -> None:
+    held_b = {p.before for p in oracle_no_ws} | {p.after for p in oracle_no_ws}
+    # the first pass of A whose module B never held, before or after any of its passes
+    expected = next(p for p in oracle_sm90 if p.after not in held_b)
+    answer = mcp_server.ok("diff_lowerings", spec=GEMM, pass_configs_b=NO_WS, limit=2000)
+    first = answer["first_difference"]
+    assert first["pass_a"] == f"{expected.name}#1" and first["pass_b"] is None
+    assert first["status"] == "only_a" and answer["different"]
+    assert f"{expected.name}#1" in answer["passes_only_a"]
+    assert answer["b"]["pass_configs"]["tl.disable_warp_specialized"] is True
+    assert answer["diff"].startswith(f"--- a/{expected.name}#1")
+    same = mcp_server.ok("diff_lowerings", spec=GEMM, spec_b=GEMM)
+    assert same["first_difference"] is None and same["source"]["equal"]
+
+
+def test_check_trace_against_a_baseline(
+    mcp_server: McpServer, oracle_sm90: list[OraclePass], oracle_no_ws: list[OraclePass]
+) -> None:
+    baseline = mcp_server.ok("lower_kernel", spec=GEMM)["trace"]
+    new = mcp_server.ok("lower_kernel", spec=GEMM, pass_configs=NO_WS)["trace"]
+    answer = mcp_server.ok("check_trace", trace=new, baseline=baseline)
+    (run,) = answer["runs"]
+    held = {p.after for p in oracle_no_ws} | {p.before for p in oracle_no_ws}
+    expected = next(p for p in oracle_sm90 if p.after not in held)
+    assert run["outcome"] == "changed" and run["first_changed_pass"] == f"{expected.name}#1"
+    assert run["source_changed"] is True
+    assert answer["gated"] is False  # irtrace's default policy fails on removed or newly failing runs
+    again = mcp_server.ok("check_trace", trace=baseline, baseline=baseline)
+    assert again["counts"] == {"unchanged": 1}
+
+
+def test_buffer_facts_are_the_layout_map(mcp_server: McpServer) -> None:
+    truth = {b.line: b for b in compiler_buffers(gemm(), "cuda:sm_90") if b.line is not None}
+    source = (EXAMPLES / "gemm.py").read_text().splitlines()
+    lines = [number for number, text in enumerate(source, start=1) if "T.alloc_" in text]
+    assert len(lines) == 3
+    for line in lines:
+        answer = mcp_server.ok("buffer_facts", spec=GEMM, line=line, target="cuda:sm_90")
+        ((fact,),) = [kernel["buffers"] for kernel in answer["kernels"]]
+        expected: CompilerBuffer = truth[line]
+        assert fact["name"] == expected.name and fact["line"] == line
+        assert tuple(fact["shape"]) == expected.declared
+        assert tuple(fact["allocated_shape"]) == expected.allocated
+        assert (fact["dtype"], fact["scope"], fact["layout_short"]) == (
+            expected.dtype,
+            expected.scope,
+            expected.layout,
+        )
+    everything = mcp_server.ok("buffer_facts", spec=GEMM)
+    assert {b["name"] for b in everything["kernels"][0]["buffers"]} == {"A", "B", "C"} | {
+        truth[line].name for line in lines
+    }
+    assert (
+        "no buffer is declared on line 1"
+        in mcp_server.call("buffer_facts", spec=GEMM, line=1).content[0].text
+    )  # type: ignore[union-attr]
+
+
+def test_buffer_facts_of_an_ascend_kernel_on_its_default_target(mcp_server: McpServer) -> None:
+    """No target given: an Ascend kernel is analyzed for ``ascend``, up to its own layout pass."""
+    func = load_kernel_module(EXAMPLES / "ascend_vector.py").add_silu()
+    truth = {b.line: b for b in compiler_buffers(func, "ascend") if b.line is not None}
+    answer = mcp_server.ok("buffer_facts", spec="ascend_vector.py::add_silu()")
+    (kernel,) = answer["kernels"]
+    assert (kernel["target"], kernel["stop_pass"], kernel["reached"]) == (
+        "ascend",
+        "tl.AscendLayoutInference",
+        True,
+    )
+    assert {b["line"] for b in kernel["buffers"]} == set(truth)  # parameters and allocations
+    assert sum(b["role"] == "alloc" for b in kernel["buffers"]) == 3
+    for fact in kernel["buffers"]:
+        expected = truth[fact["line"]]
+        assert (fact["name"], tuple(fact["allocated_shape"]), fact["dtype"], fact["scope"]) == (
+            expected.name,
+            expected.allocated,
+            expected.dtype,
+            expected.scope,
+        )
+
+
+def test_diagnostics_locate_the_compilers_errors(
+    mcp_server: McpServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    syntax = mcp_server.ok("diagnostics", spec=f"{TEST_DATA / 'syntax_error.py'}::broken()")
+    ((diagnostic,),) = [syntax["diagnostics"]]
+    source = (TEST_DATA / "syntax_error.py").read_text().splitlines()
+    try:
+        compile("\n".join(source), "syntax_error.py", "exec")
+    except SyntaxError as error:
+        assert (diagnostic["code"], diagnostic["line"]) == ("syntax", error.lineno)
+    layout = mcp_server.ok("diagnostics", spec=f"{TEST_DATA / 'bad_layout.py'}::conflicting_layouts()")
+    kernel = load_kernel_module(TEST_DATA / "bad_layout.py").conflicting_layouts()
+    capfd.readouterr()
+    truth = _plain_lower_error(kernel, "cuda:sm_90")
+    native_log = capfd.readouterr().err  # what TileLang's C++ checks logged to fd 2 meanwhile
+    (error,) = [d for d in layout["diagnostics"] if d["severity"] == "error"]
+    assert error["code"] == "layout-inference"
+    assert error["message"].splitlines()[0] in truth
+    logged = re.findall(r"Warning: (.+?):.*?--> .*?bad_layout\.py:(\d+)", native_log, re.DOTALL)
+    assert logged
+    warnings = {
+        (d["message"].split(":")[0], d["line"]) for d in layout["diagnostics"] if d["severity"] == "warning"
+    }
+    assert {(head, int(line)) for head, line in logged} <= warnings
+    clean = mcp_server.ok("diagnostics", spec=GEMM)
+    assert clean["diagnostics"] == [] and clean["kernels"][0]["status"] == "ok"
+
+
+def test_coverage_matrix(mcp_server: McpServer, oracle_ascend: list[OraclePass]) -> None:
+    targets = ["cuda:sm_90", "metal", "ascend"]
+    answer = mcp_server.ok("coverage_matrix", spec=GEMM, targets=targets)
+    cells = {cell["target"]: cell for cell in answer["cells"]}
+    assert set(cells) == set(targets)
+    failing = next(p for p in reversed(oracle_ascend) if p.after is None).name
+    assert cells["ascend"]["status"] == "failed"
+    assert failing in (cells["ascend"]["failed_pass"], "pass_fn")  # TVM names some passes only pass_fn
+    assert _plain_lower_error(gemm(), "ascend").splitlines()[0] in answer["causes"][0]["headline"]
+    for target in ("cuda:sm_90", "metal"):  # the oracle: a plain lowering that does not raise
+        assert all(p.after is not None for p in oracle_passes(gemm(), target))
+        assert cells[target]["status"] == "ok"
+    assert answer["causes"][0]["cells"] == [{"kernel": "matmul", "target": "ascend"}]
+
+
+def test_machine_code_is_what_ptxas_reports(mcp_server: McpServer, tmp_path: Path) -> None:
+    import tilelang
+    import tvm
+
+    from irtrace.core.targets import get_target, make_tvm_target
+
+    from ..machine_code.conftest import oracle_resources, ptxas_verbose
+
+    answer = mcp_server.ok("machine_code", spec=GEMM, target="cuda:sm_80")
+    (run,) = answer["runs"]
+    tvm_target = make_tvm_target(get_target("cuda:sm_80"))
+    with tvm.transform.PassContext(opt_level=3), tvm_target:
+        source = tilelang.lower(gemm(), target=tvm_target).kernel_source
+    log, _ = ptxas_verbose(source, "sm_80", tmp_path)
+    truth = oracle_resources(log)
+    assert {item["function"] for item in run["resources"]} == set(truth)
+    for item in run["resources"]:
+        expected = truth[item["function"]]
+        assert {key: item[key] for key in expected} == expected
+
+
+def test_traces_are_resources(mcp_server: McpServer, sm90: dict[str, Any]) -> None:
+    listed = mcp_server.run(mcp_server.session.list_resources())  # type: ignore[union-attr]
+    uri = f"trace://{sm90['trace']}"
+    assert uri in {str(resource.uri) for resource in listed.resources}
+    read = mcp_server.run(mcp_server.session.read_resource(uri))  # type: ignore[union-attr]
+    data = json.loads(read.contents[0].text)
+    assert data["runs"][0]["passes"] == len(sm90["runs"][0]["pass_list"])
+    assert Path(data["file"]).is_file()
+
+
+def test_bad_requests_are_tool_errors(mcp_server: McpServer) -> None:
+    assert "cannot parse" in mcp_server.error("lower_kernel", spec="gemm.py::matmul(256, ,)")
+    assert "cuda:sm_42" in mcp_server.error("lower_kernel", spec=GEMM, targets=["cuda:sm_42"])
+    assert "no kernel named" in mcp_server.error("lower_kernel", spec="gemm.py::nope()")
+    assert "module name" in mcp_server.error("lower_kernel", spec="os.path::join")
+    assert "tl.NoSuchPass" in mcp_server.error("get_ir", spec=GEMM, pass_name="tl.NoSuchPass")
+    assert "either" in mcp_server.error("get_ir", pass_name="tl.LayoutInference")
+    assert "t99" in mcp_server.error("get_ir", trace="t99", pass_name="tl.LayoutInference")
+    # the server is still there
+    assert mcp_server.ok("list_targets")["targets"]

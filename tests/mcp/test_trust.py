@@ -1,0 +1,147 @@
+"""The trust rule and the server's survival, attacked through the MCP SDK's client over stdio.
+
+Files outside the ``--root`` folders are refused before anything runs them (a marker file they
+would create stays absent), however the path reaches outside (absolute, ``..``, a symbolic link).
+A file that hangs, crashes or eats memory ends in a tool error and the next call works. Whatever
+a kernel file prints, native writes to file descriptor 1 included, goes to stderr, not onto
+the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from ..conftest import DATA as TEST_DATA
+from .conftest import DATA, McpServer, start_server
+
+TIMEOUT_S = 6
+MEMORY_MB = 1024
+
+HOSTILE = """
+from pathlib import Path
+
+Path({marker!r}).write_text("the file ran")
+
+
+def kernel():
+    Path({marker!r}).write_text("the factory ran")
+"""
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """An allowed root holding a link to a hostile file outside it, and that outside folder."""
+    root = tmp_path_factory.mktemp("allowed")
+    outside = tmp_path_factory.mktemp("outside")
+    marker = outside / "marker.txt"
+    (outside / "evil.py").write_text(HOSTILE.format(marker=str(marker)))
+    (outside / "trace.jsonl").write_text("")
+    (root / "linked.py").symlink_to(outside / "evil.py")
+    return root, outside
+
+
+@pytest.fixture(scope="module")
+def guarded(folders: tuple[Path, Path], server_log: IO[str]) -> Iterator[McpServer]:
+    root, _ = folders
+    args = ["--root", str(DATA), "--root", str(root), "--root", str(TEST_DATA), "--timeout", str(TIMEOUT_S)]
+    # tests/data/misbehaving.py's copy kernel then sleeps in native code inside tl.LowerTileOp
+    misbehave = {"IRTRACE_TEST_MISBEHAVE": "hang:LowerTileOp"}
+    yield from start_server([*args, "--memory-limit", str(MEMORY_MB)], server_log, misbehave)
+
+
+def test_files_outside_the_roots_are_refused(guarded: McpServer, folders: tuple[Path, Path]) -> None:
+    root, outside = folders
+    evil = outside / "evil.py"
+    relative = os.path.relpath(evil, DATA)  # relative paths start at the first root
+    assert relative.startswith("..")
+    for spec in (f"{evil}::kernel()", f"{relative}::kernel()", f"{root / 'linked.py'}::kernel()", str(evil)):
+        for tool, extra in (("lower_kernel", {}), ("buffer_facts", {}), ("diagnostics", {})):
+            message = guarded.error(tool, spec=spec, **extra)
+            assert "outside the allowed roots" in message and str(evil) in message
+        assert "outside the allowed roots" in guarded.error("get_ir", spec=spec, pass_name="tl.Simplify")
+    trace = str(outside / "trace.jsonl")
+    assert "outside the allowed roots" in guarded.error("check_trace", trace=trace, baseline=trace)
+    assert not (outside / "marker.txt").exists()
+
+
+def test_a_hanging_file_times_out_and_the_server_goes_on(guarded: McpServer) -> None:
+    began = time.monotonic()
+    message = guarded.error("lower_kernel", spec="hang.py")
+    took = time.monotonic() - began
+    assert f"timed out after {TIMEOUT_S} s" in message and "before any lowering began" in message
+    assert took < TIMEOUT_S + 20
+    shorter = guarded.error("diagnostics", spec="hang.py", timeout_s=2)
+    assert "timed out after 2 s" in shorter
+    in_a_pass = guarded.ok("lower_kernel", spec=f"{TEST_DATA / 'misbehaving.py'}::copy()", timeout_s=4)
+    (run,) = in_a_pass["runs"]
+    assert (run["status"], run["stopped_by"], run["running"]) == ("failed", "timeout", "tl.LowerTileOp")
+    assert "timed out after 4 s while pass tl.LowerTileOp was running" in run["error"]
+    assert guarded.ok("lower_kernel", spec="noisy.py::scale()")["runs"][0]["status"] == "ok"
+
+
+def test_a_crash_or_a_memory_hog_is_a_tool_error(guarded: McpServer) -> None:
+    assert "SIGSEGV" in guarded.error("lower_kernel", spec="crash.py")
+    message = guarded.error("lower_kernel", spec="hog.py")
+    assert "MemoryError" in message and f"limit {MEMORY_MB} MB" in message
+    assert guarded.ok("buffer_facts", spec="noisy.py::scale()")["kernels"][0]["reached"]
+
+
+def test_stdout_carries_only_the_protocol(guarded: McpServer, server_log: IO[str]) -> None:
+    answer = guarded.ok("lower_kernel", spec="noisy.py::scale()", targets=["cuda:sm_90", "hip:gfx942"])
+    assert [run["status"] for run in answer["runs"]] == ["ok", "ok"]
+    assert guarded.ok("diagnostics", spec="noisy.py::scale()")["kernels"]
+    assert guarded.unparsed == []  # every line the client read was an MCP message
+    server_log.flush()
+    log = Path(server_log.name).read_text(encoding="utf-8")
+    for noise in (
+        "print to sys.stdout",
+        "raw write to file descriptor 1",
+        "TileLang's logger",
+        "print while building",
+    ):
+        # it was written, and went to stderr: not to the worker's protocol pipe nor the client's
+        assert f"NOISE: {noise}" in log
+
+
+def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path) -> None:
+    """The worker killed mid-job (as the OOM killer would): the call fails, the job's child does
+    not spin on, and the next call starts a new worker."""
+    from tilelang_mcp.worker_client import WorkerClient, WorkerError
+
+    def children(pid: int) -> set[int]:
+        found: set[int] = set()
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found |= {int(child) for child in (task / "children").read_text().split()}
+        return found
+
+    async def scenario() -> None:
+        client = WorkerClient(scratch=tmp_path)
+        params = {"spec": str(DATA / "hang.py"), "target": "cuda:sm_90", "line": None}
+        call = asyncio.create_task(client.request("facts", params, timeout_s=120, memory_mb=MEMORY_MB))
+        while client.process is None or not client.ready_info or not children(client.process.pid):
+            await asyncio.sleep(0.2)  # started, warm, and its child is running the file
+        (job,) = children(client.process.pid)
+        client.process.kill()
+        with pytest.raises(WorkerError, match="exited"):
+            await call
+        for _ in range(100):
+            if not Path(f"/proc/{job}").exists() or "Z" in Path(f"/proc/{job}/stat").read_text().split()[2]:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            os.kill(job, signal.SIGKILL)  # not left spinning after a failed test
+            raise AssertionError("the job's child outlived its worker")
+        params["spec"] = f"{DATA / 'noisy.py'}::scale()"
+        answer = await client.request("facts", params, timeout_s=120, memory_mb=MEMORY_MB)
+        assert answer["kernels"][0]["reached"] and client.restarts == 1
+        await client.stop()
+
+    asyncio.run(scenario())

@@ -1,0 +1,511 @@
+"""Everything tilelang-mcp takes from irtrace and passdiff, in one module.
+
+Two halves. The *jobs* (``run_job``) run in the worker and lower user kernels, each wholly in a
+forked child (``irtrace.recording.isolation.run_in_child``) with a time and a memory limit: the worker
+itself never imports or runs a kernel file. The *readers* work on trace files the jobs wrote and
+need no tilelang, so the server calls them directly. Importing this module imports no tilelang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from irtrace.ci.check import check_traces
+from irtrace.ci.check_report import render_text, report_document
+from irtrace.core.coverage import (
+    coverage_matrix,
+    error_headline,
+    failing_pass,
+    matrix_document,
+    matrix_markdown,
+)
+from irtrace.core.errors import IrtraceError, KernelSourceError
+from irtrace.core.policy import Policy, load_policy
+from irtrace.core.specs import KernelSpec, parse_spec
+from irtrace.core.targets import TARGETS, aliases_of, get_target
+from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.api import RecordRequest, analyze_kernel, lowering_units, record_request
+from irtrace.recording.facts import (
+    buffer_facts,
+    capture_native_stderr,
+    error_diagnostics,
+    layout_stop_pass,
+    native_log_diagnostics,
+    reached,
+)
+from irtrace.recording.isolation import end_stopped_runs, run_in_child
+from irtrace.recording.loader import is_module_name
+from passdiff import NormalizeRules, RunComparison, TextDiff, compare_runs, diff_span, label_in_run
+
+__all__ = [  # what the server uses, irtrace's types included
+    "SOURCE",
+    "IrtraceError",
+    "JobError",
+    "JobLimits",
+    "KernelRun",
+    "KernelSpec",
+    "RunComparison",
+    "TextDiff",
+    "Trace",
+    "canonical_targets",
+    "check_report",
+    "compare_lowerings",
+    "coverage_document",
+    "describe_job_error",
+    "dump",
+    "failure_input",
+    "find_ir",
+    "load_trace",
+    "parse_kernel_spec",
+    "pass_rows",
+    "pass_span_diff",
+    "recorded_call",
+    "resource_lines",
+    "run_job",
+    "run_summary",
+    "target_table",
+    "with_path",
+]
+
+RACE_CHECK_CONFIG = "tl.disable_data_race_check"
+"""Diagnostics force TileLang's data race check on, as the language server does."""
+
+
+class JobError(Exception):
+    """A job could not give a result: the message says why, for the agent."""
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """What one job may use: wall-clock seconds and memory above what the worker already holds."""
+
+    timeout_s: float
+    memory_mb: int
+
+
+# ----------------------------------------------------------------------------- specs and targets
+
+
+def parse_kernel_spec(text: str) -> KernelSpec:
+    """``path.py[::name[(args)]]`` parsed without importing anything; a module name is refused,
+    since only files under the allowed roots may run."""
+    spec = parse_spec(text)
+    if is_module_name(spec.path):
+        raise JobError(
+            f"{spec.path!r} is a module name; tilelang-mcp takes kernel files only (path.py::name(args))"
+        )
+    return spec
+
+
+MANIFEST = "irtrace.toml"
+
+
+def recorded_call(spec: KernelSpec, file: Path, root: Path) -> KernelSpec | None:
+    """For ``path.py::name`` given without arguments: the first call of that kernel that the
+    nearest ``irtrace.toml`` records (the project's own instance, as the language server reads
+    it), searched from the file's folder up to ``root``; ``None`` when none does. A manifest
+    that does not parse is passed over."""
+    from irtrace.recording.manifest import load_manifest
+
+    if spec.name is None or spec.called:
+        return None
+    folder = file.parent
+    while True:
+        manifest = folder / MANIFEST
+        if manifest.is_file():
+            try:
+                requests = load_manifest(manifest)
+            except IrtraceError:
+                return None
+            for request in requests:
+                recorded = request.spec
+                location = ((request.base_dir or folder) / recorded.path).resolve()
+                if recorded.name == spec.name and recorded.called and location == file:
+                    return replace(recorded, path=str(file))
+            return None
+        if folder == root or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def with_path(spec: KernelSpec, path: Path) -> str:
+    """The spec's text with its file replaced by ``path`` (an absolute, checked path)."""
+    return replace(spec, path=str(path)).text
+
+
+def canonical_targets(names: Sequence[str]) -> list[str]:
+    """Target names as irtrace spells them (``cuda`` is ``cuda:sm_90``); ``all`` kept."""
+    return [name if name == "all" else get_target(name).name for name in names]
+
+
+def target_table() -> list[dict[str, Any]]:
+    """Every target with its vendor, family, chips and aliases."""
+    return [
+        {
+            "name": spec.name,
+            "vendor": spec.vendor,
+            "family": spec.family,
+            "hardware": spec.hardware,
+            "dialect": spec.dialect,
+            "aliases": aliases_of(spec.name),
+        }
+        for spec in TARGETS.values()
+    ]
+
+
+# ----------------------------------------------------------------------------- jobs (worker side)
+
+
+def run_job(method: str, params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int] = ()) -> Any:
+    """Run one job in a forked child; ``close_fds`` are the worker's protocol descriptors, closed
+    in the child so kernel code cannot write to them."""
+    if method == "record":
+        return _record_job(params, limits, close_fds)
+    if method == "facts":
+        return _analysis_job(_facts, params, limits, close_fds)
+    if method == "diagnostics":
+        return _analysis_job(_diagnostics, params, limits, close_fds)
+    raise JobError(f"unknown job {method!r}")
+
+
+def _enter_child(limits: JobLimits, close_fds: Sequence[int]) -> None:
+    """In the forked child, before any kernel code: no stdin, no protocol pipe, a memory cap."""
+    import resource
+
+    for fd in close_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(Exception):  # Linux: die with the worker, or a hang would spin on
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # The cap counts address space on top of the worker's own (tilelang and torch are mapped).
+    extra = limits.memory_mb * 2**20
+    with open("/proc/self/statm") as statm:
+        mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = mapped + extra if hard == resource.RLIM_INFINITY else min(hard, mapped + extra)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def _isolated(
+    job: Callable[[TraceWriter], Any], writer: TraceWriter, limits: JobLimits, close_fds: Sequence[int]
+) -> tuple[Any, list[KernelRun], str | None]:
+    """``job(writer)`` in a forked child: its JSON result, the runs it wrote, and why it was
+    stopped (``None`` when it finished). Errors it raised come back as ``JobError``."""
+    handle, result_path = tempfile.mkstemp(prefix="tilelang-mcp-", suffix=".json")
+    os.close(handle)
+
+    def child(child_writer: TraceWriter) -> None:
+        _enter_child(limits, close_fds)
+        result = job(child_writer)
+        Path(result_path).write_text(json.dumps(result), encoding="utf-8")
+
+    try:
+        runs, outcome = run_in_child(child, writer, timeout=limits.timeout_s)
+        text = Path(result_path).read_text(encoding="utf-8")
+    finally:
+        Path(result_path).unlink(missing_ok=True)
+    if outcome.error is not None:
+        message = str(getattr(outcome.error, "message", None) or outcome.error)
+        if "MemoryError" in message or "bad_alloc" in message:
+            message = (
+                f"the kernel ran out of memory (limit {limits.memory_mb} MB above the worker's): {message}"
+            )
+        raise JobError(message)
+    if outcome.interrupted:
+        raise JobError("the job was interrupted")
+    stopped = None
+    if outcome.stopped_by is not None:
+        open_runs = [run for run in runs if run.status == STATUS_INCOMPLETE]
+        runs = end_stopped_runs(writer, runs, outcome, limits.timeout_s)
+        if outcome.stopped_by == "timeout":
+            stopped = f"timed out after {limits.timeout_s:g} s; the child process was killed"
+        else:
+            stopped = f"the child process died: {outcome.death}"
+        if not open_runs:
+            stopped += (
+                " before any lowering began (while importing the file, evaluating the arguments or "
+                "building the kernel)"
+            )
+    return (json.loads(text) if text else None), runs, stopped
+
+
+def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int]) -> dict[str, Any]:
+    """Lower a spec for its targets into ``params["output"]``: the CLI's ``irtrace record``."""
+    from irtrace.recording.bench import bench_for
+    from irtrace.recording.machine_code import machine_code_for
+
+    request = RecordRequest(
+        parse_spec(params["spec"]), tuple(params.get("targets") or ()), dict(params.get("pass_configs") or {})
+    )
+    machine_code = bool(params.get("machine_code"))
+    bench = bool(params.get("bench"))
+
+    def job(writer: TraceWriter) -> dict[str, Any]:
+        with machine_code_for(writer, machine_code) as compiler, bench_for(writer, bench) as bench_hook:
+            hooks = [hook for hook in (compiler.after_run if compiler else None, bench_hook) if hook]
+
+            def after_run(run: KernelRun, prepared: Any) -> None:
+                for hook in hooks:
+                    hook(run, prepared)
+
+            record_request(request, writer, after_run=after_run if hooks else None)
+        return {}
+
+    writer = TraceWriter(params["output"])
+    try:
+        _, runs, stopped = _isolated(job, writer, limits, close_fds)
+    except BaseException:
+        writer.abandon(keep=False)
+        Path(params["output"]).unlink(missing_ok=True)
+        raise
+    if not runs:
+        writer.abandon(keep=False)
+        Path(params["output"]).unlink(missing_ok=True)
+        raise JobError(stopped or "nothing was lowered")
+    writer.close()
+    return {"output": params["output"], "runs": len(runs), "stopped": stopped}
+
+
+def _analysis_job(
+    analyze: Callable[[Mapping[str, Any]], dict[str, Any]],
+    params: Mapping[str, Any],
+    limits: JobLimits,
+    close_fds: Sequence[int],
+) -> dict[str, Any]:
+    writer = TraceWriter(None)
+    result, _, stopped = _isolated(lambda _writer: analyze(params), writer, limits, close_fds)
+    if stopped is not None:
+        raise JobError(stopped)
+    assert isinstance(result, dict)
+    return result
+
+
+def _units(params: Mapping[str, Any]) -> Iterator[Any]:
+    target = params.get("target")  # None: the dialect's default
+    request = RecordRequest(parse_spec(params["spec"]), (target,) if target else ())
+    return lowering_units(request)
+
+
+def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Each kernel of the spec lowered up to layout inference, and its buffers (the language
+    server's hover facts), those declared on ``line`` when it is given."""
+    line = params.get("line")
+    kernels = []
+    for unit in _units(params):
+        stop = layout_stop_pass(unit.target)
+        analyzed = analyze_kernel(
+            unit.loaded,
+            unit.kernel,
+            unit.spec,
+            unit.target,
+            TraceWriter(None),
+            tvm_target=unit.tvm_target,
+            stop_after=stop,
+            capture_ir=False,
+        )
+        recorded = analyzed.recorded
+        ok = recorded.error is None and reached(recorded.run.passes, stop)
+        facts = buffer_facts(analyzed.built.func, recorded.stopped_module if ok else None)
+        buffers = [asdict(fact) for fact in facts if line is None or fact.line == line]
+        kernels.append(
+            {
+                "kernel": unit.kernel.name,
+                "spec": unit.spec.text,
+                "target": unit.target.name,
+                "stop_pass": stop,
+                "reached": ok,
+                "error": error_headline(str(recorded.error)) if recorded.error is not None else None,
+                "buffers": buffers,
+            }
+        )
+    return {"kernels": kernels}
+
+
+def _diagnostics(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Errors and warnings of the real frontend and pipeline for each kernel of the spec."""
+    spec = parse_spec(params["spec"])
+    file = Path(spec.path)
+    found: list[dict[str, Any]] = []
+    kernels: list[dict[str, Any]] = []
+    try:
+        units = list(_units(params))
+    except KernelSourceError as error:
+        code = "syntax" if isinstance(error.__cause__, SyntaxError) else "import"
+        return {"kernels": [], "diagnostics": [asdict(error_diagnostics(error, file, code=code))]}
+    for unit in units:
+        entry: dict[str, Any] = {"kernel": unit.kernel.name, "target": unit.target.name, "status": "ok"}
+        kernels.append(entry)
+        with capture_native_stderr() as log:
+            try:
+                analyzed = analyze_kernel(
+                    unit.loaded,
+                    unit.kernel,
+                    unit.spec,
+                    unit.target,
+                    TraceWriter(None),
+                    tvm_target=unit.tvm_target,
+                    pass_configs={RACE_CHECK_CONFIG: False},
+                    capture_ir=False,
+                )
+            except IrtraceError as error:
+                entry["status"] = "failed"
+                found.append(asdict(error_diagnostics(error, file, code="frontend")))
+                continue
+        recorded = analyzed.recorded
+        found.extend(asdict(d) for d in native_log_diagnostics(log.text, file))
+        if recorded.error is not None:
+            failed = next((p for p in recorded.run.passes if p.failed), None)
+            code = "lowering" if failed is not None else "semantic-check"
+            if failed is not None and "LayoutInference" in failed.name:
+                code = "layout-inference"
+            entry["status"] = "failed"
+            entry["failed_pass"] = failed.name if failed is not None else None
+            found.append(asdict(error_diagnostics(recorded.error, file, code=code)))
+    return {"kernels": kernels, "diagnostics": found}
+
+
+# ----------------------------------------------------------------------------- trace readers (server side)
+
+
+def pass_rows(trace: Trace, run: KernelRun) -> list[dict[str, Any]]:
+    """One compact row per pass: label, phase, self time, whether it changed the IR, +/- lines."""
+    rows = []
+    for label, record in zip(occurrence_labels(p.name for p in run.passes), run.passes, strict=True):
+        added, removed = trace.line_changes(record)
+        row: dict[str, Any] = {
+            "pass": label,
+            "ms": round(record.self_s * 1000, 2),
+            "changed": record.changed,
+        }
+        if record.changed:
+            row["lines"] = f"+{added} -{removed}"
+        if record.depth:
+            row["depth"] = record.depth
+        if record.phase != "lower":
+            row["phase"] = record.phase
+        if record.failed:
+            row["failed"] = True
+        rows.append(row)
+    return rows
+
+
+def run_summary(trace: Trace, run: KernelRun) -> dict[str, Any]:
+    """A run's header facts: status, time, pass counts, and where and why it failed."""
+    data: dict[str, Any] = {
+        "kernel": run.kernel,
+        "target": run.target,
+        "spec": run.spec,
+        "status": run.status,
+        "total_ms": round(run.total_s * 1000, 1) if run.total_s is not None else None,
+        "passes": len(run.passes),
+        "changed": sum(p.changed for p in run.passes),
+        "pass_configs": dict(run.pass_configs),
+    }
+    if run.status != STATUS_OK:
+        failed = failing_pass(run)
+        data["failed_pass"] = label_in_run(run, failed) if failed is not None else None
+        data["running"] = run.running
+        data["stopped_by"] = run.stopped_by
+        # a killed child's run says why (timed out, died) on the run; a failed pass on the pass
+        error = run.error if run.stopped_by else (failed.error if failed is not None else None) or run.error
+        data["error"] = error_headline(error)
+    if run.resources:
+        data["resources"] = [item.to_json() | {"function": item.function} for item in run.resources]
+    if run.bench is not None:
+        data["bench"] = run.bench.to_json()
+    return data
+
+
+def failure_input(trace: Trace, run: KernelRun) -> tuple[str, str] | None:
+    """``(label, IR)`` of the module the failing pass received, for a run that failed in a pass."""
+    failed = failing_pass(run)
+    if failed is None or failed.ir_before is None:
+        return None
+    return label_in_run(run, failed), trace.ir_before(failed)
+
+
+SOURCE = "source"
+"""The ``pass_name`` that asks for the final kernel source."""
+
+
+def find_ir(trace: Trace, run: KernelRun, pass_name: str, side: str) -> tuple[str, str]:
+    """``(label, text)``: the IR after (or before) a pass, or the kernel source for ``source``."""
+    if pass_name == SOURCE:
+        source = trace.kernel_source(run)
+        if source is None:
+            raise JobError(f"{run.kernel} on {run.target} has no kernel source: {run.status}")
+        return SOURCE, source
+    record: PassRecord = resolve_query(run, pass_name)
+    label = label_in_run(run, record)
+    if side == "before":
+        return label, trace.ir_before(record)
+    if record.ir_after is None:
+        raise JobError(f"pass {label} failed, so there is no IR after it; ask for side='before'")
+    return label, trace.ir_after(record)
+
+
+def resolve_query(run: KernelRun, query: str) -> PassRecord:
+    from passdiff import resolve_pass
+
+    return resolve_pass(run, query)
+
+
+def rules(normalize: bool) -> NormalizeRules:
+    return NormalizeRules() if normalize else NormalizeRules.none()
+
+
+def pass_span_diff(trace: Trace, run: KernelRun, from_pass: str, to_pass: str, normalize: bool) -> TextDiff:
+    """What the passes ``from_pass`` through ``to_pass`` did together."""
+    return diff_span(trace, run, from_pass, to_pass, rules(normalize))
+
+
+def compare_lowerings(
+    trace_a: Trace, run_a: KernelRun, trace_b: Trace, run_b: KernelRun, normalize: bool
+) -> RunComparison:
+    """Where two lowerings first part: passdiff's alignment by the pipeline's tree."""
+    return compare_runs(trace_a, run_a, trace_b, run_b, rules(normalize))
+
+
+def coverage_document(trace: Trace) -> tuple[dict[str, Any], str]:
+    """The coverage matrix of a trace, as JSON and as Markdown."""
+    matrix = coverage_matrix(trace.runs)
+    return matrix_document(matrix), matrix_markdown(matrix)
+
+
+def check_report(new: Trace, baseline: Trace, policy: str | None) -> tuple[dict[str, Any], str]:
+    """``irtrace check``: the new trace against the baseline under a policy (defaults if ``None``)."""
+    report = check_traces(new, baseline, load_policy(policy) if policy is not None else Policy())
+    return report_document(report), render_text(report)
+
+
+def resource_lines(run: KernelRun) -> list[str]:
+    """One line per kernel function: registers, spills, shared memory, barriers, stack."""
+    from irtrace.recording.machine_code import describe_resources
+
+    return describe_resources(run.resources)
+
+
+def describe_job_error(error: BaseException) -> str:
+    """One line for an error raised while checking or reading inputs."""
+    if isinstance(error, IrtraceError):
+        return error.message
+    return str(error) or type(error).__name__
+
+
+def dump(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
