@@ -99,10 +99,11 @@ dist: setup ## Build the sdist and wheel into out/dist, twine-check them and lis
 	@echo "== wheel"; $(PY) -m zipfile -l out/dist/*.whl
 	@echo "== sdist"; tar tzf out/dist/*.tar.gz
 
-lint: setup ## ruff (format and lint) and mypy (strict on every package)
+lint: setup ## ruff (format and lint), mypy (strict on every package) and the layer contracts
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 format: setup ## Apply ruff's formatting and fixes
 	$(VENV)/bin/ruff format .

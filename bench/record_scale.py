@@ -42,7 +42,7 @@ def record(manifest: str, targets: list[str], jobs: int, output: Path) -> float:
 
 def same_runs(first: Path, second: Path) -> tuple[int, list[str]]:
     """How many runs the traces hold, and the runs where they differ (times aside)."""
-    from irtrace.trace import load_trace
+    from irtrace.core.trace_reader import load_trace
 
     a, b = load_trace(first), load_trace(second)
     differ = []

@@ -32,8 +32,8 @@ def lower_untraced(func: Any, tvm_target: Any, configs: dict[str, Any]) -> float
 
 
 def lower_traced(func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path) -> float:
-    from irtrace.recorder import record_lowering
-    from irtrace.trace import TraceWriter
+    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.recording.recorder import record_lowering
 
     started = time.perf_counter()
     with TraceWriter(path) as writer:
@@ -55,8 +55,8 @@ def main() -> int:
     parser.add_argument("--only", help="substring of 'kernel target' to restrict the run")
     args = parser.parse_args()
 
-    from irtrace.api import prepare_request
-    from irtrace.manifest import load_manifest
+    from irtrace.recording.api import prepare_request
+    from irtrace.recording.manifest import load_manifest
 
     ratios: list[float] = []
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))

@@ -41,9 +41,9 @@ KERNELS = (
 
 def build_trace(path: Path) -> None:
     """Record every kernel for every target (a kernel failing on a backend is recorded as failed)."""
-    from irtrace.api import RecordRequest, record_requests
-    from irtrace.specs import parse_spec
-    from irtrace.trace import TraceWriter
+    from irtrace.core.specs import parse_spec
+    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.recording.api import RecordRequest, record_requests
 
     requests = [RecordRequest(parse_spec(spec), TARGETS, {}, name=name) for name, spec in KERNELS]
     partial = path.with_suffix(".partial")
@@ -89,7 +89,7 @@ def main() -> int:
         build_trace(args.trace)
         print(f"recorded in {time.perf_counter() - began:.0f} s", flush=True)
 
-    from irtrace.trace import load_trace
+    from irtrace.core.trace_reader import load_trace
 
     trace = load_trace(args.trace)
     failed = sum(run.status != "ok" for run in trace.runs)

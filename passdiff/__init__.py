@@ -28,7 +28,16 @@ from passdiff.compare import (
 from passdiff.errors import DiffOutcome, PassdiffError
 from passdiff.normalize import NormalizeRules, normalize_ir
 from passdiff.summary import JSON_SCHEMA, DiffReport, PassDiff, report_document
-from passdiff.textdiff import DiffLine, SideBySideRow, TextDiff, diff_texts, word_diff
+from passdiff.textdiff import (
+    DiffLine,
+    SideBySideRow,
+    TextDiff,
+    WordBudget,
+    WordDiff,
+    diff_texts,
+    diff_words,
+    word_diff,
+)
 
 __all__ = [
     "JSON_SCHEMA",
@@ -47,6 +56,8 @@ __all__ = [
     "RunComparison",
     "SideBySideRow",
     "TextDiff",
+    "WordBudget",
+    "WordDiff",
     "align_passes",
     "compare_runs",
     "compare_targets",
@@ -54,6 +65,7 @@ __all__ = [
     "diff_pass",
     "diff_span",
     "diff_texts",
+    "diff_words",
     "key_label",
     "label_in_run",
     "normalize_ir",

@@ -6,7 +6,7 @@ every later occurrence wrongly as soon as one run has an extra ``tl.Simplify`` s
 passes are aligned as a tree instead: the top-level passes of both runs are aligned as sequences
 (a weighted longest common subsequence on name and scope, ties broken towards passes that saw or
 made the same IR), then the children of each matched pair, and so on. Labels stay each run's own
-``name#N`` (``irtrace.trace.occurrence_labels``).
+``name#N`` (``irtrace.core.trace.occurrence_labels``).
 
 A run that failed, or was cut short, stops somewhere: the passes the other run ran after that
 point are ``not_reached``, not "removed".
@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from irtrace.trace import STATUS_OK, KernelRun, PassRecord, occurrences, pass_label
+from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord, occurrences, pass_label
 
 SHARED = "shared"
 """Both runs ran the pass at this point of the pipeline."""

@@ -1,22 +1,22 @@
 """The ``passdiff`` command: pass, runs, targets.
 
-Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code (table in ``--help``);
+Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit code (table in ``--help``);
 ``--debug`` shows the traceback instead. Exit 0 and 1 follow diff(1): same, different.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from irtrace import __version__
-from irtrace.cli_edge import load_trace_warning_if_cut, run_command
-from irtrace.errors import ExitCode, UsageError
-from irtrace.trace import Trace
+from irtrace.core.errors import ExitCode, UsageError
+from irtrace.core.output import write_atomically
+from irtrace.core.trace import Trace
+from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
 from passdiff.compare import compare_targets, compare_traces, diff_span, resolve_pass
 from passdiff.errors import DiffOutcome, exit_codes_help
 from passdiff.normalize import NormalizeRules
@@ -201,23 +201,24 @@ def emit(report: DiffReport, args: argparse.Namespace) -> None:
         _write(render.render_html(report, args.context), output)
         print(f"wrote {output}", file=sys.stderr)
     else:
-        from rich.console import Console
+        from irtrace.edge.console import safe_console
 
         if args.output:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                console = Console(file=handle, no_color=True, highlight=False, emoji=False, width=10_000)
-                render.render_terminal(report, console, args.context)
+            # Drawn in memory, then written whole like every other output (never half a file).
+            buffer = io.StringIO()
+            console = safe_console(file=buffer, no_color=True, soft_wrap=False, width=10_000)
+            render.render_terminal(report, console, args.context)
+            _write(buffer.getvalue(), args.output)
             return
-        plain = bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
-        console = Console(no_color=plain, highlight=False, emoji=False, soft_wrap=plain)
-        render.render_terminal(report, console, args.context)
+        render.render_terminal(report, safe_console(width=None), args.context)
 
 
 def _write(text: str, output: str | None) -> None:
+    """To stdout with control characters escaped, or to ``output`` through ``NAME.partial``."""
     if output is None:
-        sys.stdout.write(text)
+        echo(text, end="")
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        write_atomically(output, text)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from irtrace.errors import NotInTraceError
-from irtrace.trace import (
+from irtrace.core.errors import NotInTraceError
+from irtrace.core.trace import (
     PHASE_MACHINE,
     KernelRun,
     PassRecord,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from irtrace.errors import ExitCode, IrtraceError, NotInTraceError, TraceFormatError, UsageError
-from irtrace.errors import exit_codes_help as exit_code_table
+from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, TraceFormatError, UsageError
+from irtrace.core.errors import exit_codes_help as exit_code_table
 
 __all__ = [
     "DiffOutcome",
@@ -46,6 +46,8 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     ExitCode.TRACE_FORMAT: "a trace file is corrupt or of a newer, unknown schema version",
     ExitCode.NOT_FOUND: "a kernel, target or pass asked for is not in the trace, or a short pass name "
     "names passes of two namespaces (the message lists what is)",
+    ExitCode.OUTPUT: "-o cannot be written (a folder, a pipe or a device, disk full); an existing file is "
+    "left as it was",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 """Every exit code of ``passdiff``; enum members carry no docstrings of their own at runtime."""

@@ -21,10 +21,11 @@ from passdiff.textdiff import (
     REPLACE,
     DiffLine,
     TextDiff,
+    WordBudget,
     block_lines,
+    diff_words,
     grouped_opcodes,
     split_lines,
-    word_diff,
 )
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 DEFAULT_CONTEXT = 3
+NOTE = "note"
+"""A hunk line that is no line of either text: why a pair of lines is shown without word highlights."""
 
 
 # ----------------------------------------------------------------------------- shared wording
@@ -205,6 +208,11 @@ def terminal_lines(diff: TextDiff, context: int = DEFAULT_CONTEXT) -> Iterator[T
         if number:
             yield Text("⋯", style="dim")
         for kind, line, pieces in hunk:
+            if kind == NOTE:
+                yield Text(f"{'':>{width}} {'':>{width}} │ ", style="dim") + Text(
+                    line.text, style="italic yellow"
+                )
+                continue
             old = str(line.old_no) if line.old_no is not None else ""
             new = str(line.new_no) if line.new_no is not None else ""
             gutter = Text(f"{old:>{width}} {new:>{width}} │", style="dim")
@@ -232,6 +240,7 @@ def _hunks(diff: TextDiff, context: int) -> Iterator[list[HunkLine]]:
     """Hunks of lines with word pieces for paired changed lines (the k-th deleted line of a run of
     deletions faces the k-th inserted line after it); re-indented lines stand alone."""
     old_lines, new_lines = split_lines(diff.before), split_lines(diff.after)
+    budget = WordBudget()
     for group in grouped_opcodes(diff.opcodes(), context):
         hunk: list[HunkLine] = []
         for tag, i1, i2, j1, j2 in group:
@@ -257,14 +266,21 @@ def _hunks(diff: TextDiff, context: int) -> Iterator[list[HunkLine]]:
                     news.append(lines[position])
                     position += 1
                 paired = min(len(olds), len(news))
-                pieces = [word_diff(olds[k].text, news[k].text) for k in range(paired)]
+                words = [diff_words(olds[k].text, news[k].text, budget) for k in range(paired)]
+                # A pair too long to compare word by word is shown as whole lines, after a note.
+                hunk.extend(
+                    (NOTE, DiffLine(NOTE, None, None, word.skipped), None) for word in words if word.skipped
+                )
+                pieces = [None if word.skipped else word.pieces for word in words]
                 for k, line in enumerate(olds):
+                    shown = pieces[k] if k < paired else None
                     hunk.append(
-                        (DELETE, line, [p for p in pieces[k] if p[0] != INSERT] if k < paired else None)
+                        (DELETE, line, None if shown is None else [p for p in shown if p[0] != INSERT])
                     )
                 for k, line in enumerate(news):
+                    shown = pieces[k] if k < paired else None
                     hunk.append(
-                        (INSERT, line, [p for p in pieces[k] if p[0] != DELETE] if k < paired else None)
+                        (INSERT, line, None if shown is None else [p for p in shown if p[0] != DELETE])
                     )
         yield hunk
 
@@ -286,6 +302,7 @@ td.reindent { background: #fff8c5; } td.reindent::before { content: "⇥ "; colo
 .failed { color: #cf222e; } pre.error { background: #ffebe9; padding: .5em; white-space: pre-wrap; }
 del { background: #ff818266; text-decoration: none; } ins { background: #abf2bc; text-decoration: none; }
 .count-add { color: #1a7f37; } .count-del { color: #cf222e; }
+tr.note td { color: #9a6700; font-style: italic; white-space: normal; }
 """
 
 
@@ -355,6 +372,7 @@ def html_table(diff: TextDiff, context: int | None = DEFAULT_CONTEXT) -> str:
         "</colgroup>"
     ]
     previous_old = previous_new = 0
+    budget = WordBudget()
     for row in diff.side_by_side(context):
         if context is not None and (
             (row.old_no is not None and row.old_no > previous_old + 1)
@@ -364,8 +382,11 @@ def html_table(diff: TextDiff, context: int | None = DEFAULT_CONTEXT) -> str:
         previous_old = row.old_no or previous_old
         previous_new = row.new_no or previous_new
         old_text, new_text = _e(row.old_text), _e(row.new_text)
-        if row.kind == REPLACE:
-            pieces = word_diff(row.old_text, row.new_text)
+        words = diff_words(row.old_text, row.new_text, budget) if row.kind == REPLACE else None
+        if words is not None and words.skipped:
+            rows.append(f'<tr class="note"><td colspan="4">{_e(words.skipped)}</td></tr>')
+        elif words is not None:
+            pieces = words.pieces
             old_text = "".join(
                 _e(f) if k == EQUAL else f"<del>{_e(f)}</del>" for k, f in pieces if k != INSERT
             )

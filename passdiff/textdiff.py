@@ -4,6 +4,10 @@ The line matcher maps lines to integers, trims the common head and tail (most pa
 small part of the module) and runs ``difflib``'s matcher on what is left, without its
 "popular line" junk heuristic, which would hide changes among IR lines that repeat
 (``T.reads()``). ``bench/diff_speed.py`` measures it against a plain ``difflib`` diff.
+
+Every diff here is bounded: the pairing of re-indented lines goes through the same guarded line
+matcher, and a word diff whose changed part is too long to compare word by word falls back to the
+whole lines and says so (``WordDiff.skipped``), since ``difflib`` is quadratic in a line's tokens.
 """
 
 from __future__ import annotations
@@ -222,14 +226,15 @@ def block_lines(
     """The lines of one changed block; lines that differ only in indentation become ``reindent``.
 
     Lines are paired by a second diff of the block's lines with their indentation stripped, so a
-    loop body indented under a new ``if`` reads as the ``if`` plus re-indented lines.
+    loop body indented under a new ``if`` reads as the ``if`` plus re-indented lines. That diff
+    goes through the line matcher, whose size guard keeps it n log n on huge repetitive blocks.
     """
     out: list[DiffLine] = []
     olds = [line.lstrip() for line in old_lines[i1:i2]]
     news = [line.lstrip() for line in new_lines[j1:j2]]
     pieces: list[Opcode] = [(REPLACE, 0, len(olds), 0, len(news))]
     if olds and news:
-        pieces = list(difflib.SequenceMatcher(None, olds, news, autojunk=False).get_opcodes())
+        pieces = diff_line_opcodes(olds, news)
     for tag, a1, a2, b1, b2 in pieces:
         if tag == EQUAL:
             for k in range(a2 - a1):
@@ -249,6 +254,13 @@ def block_lines(
 
 
 _EXACT_MATCH_LIMIT = 5_000 * 5_000
+_EQUAL_PAIR_LIMIT = 1_000_000
+"""Most pairs of equal lines (one old, one new) a region may hold for ``difflib``: its search for
+the longest match visits each such pair, so 5,000 copies of one line (25 million pairs) took 14 s
+while within ``_EXACT_MATCH_LIMIT``. Real IR regions hold far fewer (about 100,000 in the
+5,000-line bench texts)."""
+_FEW_EDITS_STEPS = 4_000_000
+"""Work allowed to ``_few_edits_blocks`` (lines x edits) before the k-th copy pairing takes over."""
 
 
 def diff_line_opcodes(old: list[str], new: list[str]) -> list[Opcode]:
@@ -285,17 +297,76 @@ def _match_region(
     if alo >= ahi or blo >= bhi:
         return
     region_a, region_b = a[alo:ahi], b[blo:bhi]
-    if (ahi - alo) * (bhi - blo) > _EXACT_MATCH_LIMIT:
+    if (ahi - alo) * (bhi - blo) > _EXACT_MATCH_LIMIT or _equal_pairs(region_a, region_b) > _EQUAL_PAIR_LIMIT:
         # difflib's matching is quadratic on very repetitive text (unrolled IR of tens of
-        # thousands of lines, each line hundreds of times). Past this size the k-th copy of a line
+        # thousands of lines, each line hundreds of times). Past this size a text that differs in
+        # few lines gets a shortest diff in (lines x edits); failing that, the k-th copy of a line
         # may only match the k-th copy in the other text: every element is then unique, and a
         # longest common subsequence is a longest increasing one, found in n log n.
-        out.extend((alo + i, blo + j, size) for i, j, size in _unique_lcs_blocks(region_a, region_b))
+        lines = len(region_a) + len(region_b)
+        blocks = _few_edits_blocks(region_a, region_b, min(lines, _FEW_EDITS_STEPS // lines))
+        if blocks is None:
+            blocks = _unique_lcs_blocks(region_a, region_b)
+        out.extend((alo + i, blo + j, size) for i, j, size in blocks)
         return
     matcher = difflib.SequenceMatcher(None, region_a, region_b, autojunk=False)
     for i, j, size in matcher.get_matching_blocks():
         if size:
             out.append((alo + i, blo + j, size))
+
+
+def _equal_pairs(a: list[int], b: list[int]) -> int:
+    """How many ``(i, j)`` have ``a[i] == b[j]``, in linear time."""
+    in_b: dict[int, int] = {}
+    for line in b:
+        in_b[line] = in_b.get(line, 0) + 1
+    get = in_b.get
+    return sum(get(line, 0) for line in a)
+
+
+def _few_edits_blocks(a: list[int], b: list[int], max_edits: int) -> list[tuple[int, int, int]] | None:
+    """Matching blocks of a shortest edit script of at most ``max_edits`` insertions and deletions
+    (Myers' greedy algorithm, as GNU diff uses; linear in lines x edits), or ``None`` if it needs
+    more."""
+    n, m = len(a), len(b)
+    offset = max_edits + 1
+    furthest = [0] * (2 * max_edits + 3)  # [k + offset]: the furthest x reached on diagonal x - y = k
+    history: list[list[int]] = []
+    for edits in range(max_edits + 1):
+        history.append(furthest.copy())
+        for k in range(-edits, edits + 1, 2):
+            if k == -edits or (k != edits and furthest[k - 1 + offset] < furthest[k + 1 + offset]):
+                x = furthest[k + 1 + offset]  # an insertion: down from diagonal k + 1
+            else:
+                x = furthest[k - 1 + offset] + 1  # a deletion: right from diagonal k - 1
+            y = x - k
+            while x < n and y < m and a[x] == b[y]:
+                x += 1
+                y += 1
+            furthest[k + offset] = x
+            if x >= n and y >= m:
+                return _myers_blocks(history, offset, n, m)
+    return None
+
+
+def _myers_blocks(history: list[list[int]], offset: int, n: int, m: int) -> list[tuple[int, int, int]]:
+    """Walk the furthest-reaching paths back from ``(n, m)`` and collect their diagonal runs."""
+    blocks: list[tuple[int, int, int]] = []
+    x, y = n, m
+    for edits in range(len(history) - 1, 0, -1):
+        before = history[edits]  # the furthest points after ``edits - 1`` edits
+        k = x - y
+        down = k == -edits or (k != edits and before[k - 1 + offset] < before[k + 1 + offset])
+        previous_k = k + 1 if down else k - 1
+        previous_x = before[previous_k + offset]
+        start_x = previous_x if down else previous_x + 1
+        if x > start_x:
+            blocks.append((start_x, start_x - k, x - start_x))
+        x, y = previous_x, previous_x - previous_k
+    if x:
+        blocks.append((0, 0, x))
+    blocks.reverse()
+    return blocks
 
 
 def _unique_lcs_blocks(a: list[int], b: list[int]) -> list[tuple[int, int, int]]:
@@ -405,28 +476,132 @@ def _range(start: int, stop: int) -> str:
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
+WORD_PAIR_LIMIT = 250_000
+"""Most token pairs (old tokens x new tokens of the changed part of one line) given to ``difflib``.
+
+Its matcher is quadratic in a line's tokens, and worse on repetitive ones (an 88 KB line took
+79 s); 500 x 500 IR tokens changed throughout take up to about 0.2 s. Lines over the limit are
+first trimmed of their common head and tail, so a long line with one changed number is still
+compared word by word. The longest changed part in the example traces is about 60,000 pairs."""
+
+WORD_PAIR_BUDGET = 5_000_000
+"""Most token pairs one rendering of a whole diff compares word by word (``WordBudget``): the
+per-line limit alone would let ten thousand long changed lines take minutes; with it a rendering
+costs a few seconds at worst. About 50 times the largest diff of the example traces."""
+
+
+@dataclass
+class WordBudget:
+    """Token pairs a rendering of one diff may still compare word by word; shared by its lines."""
+
+    left: int = WORD_PAIR_BUDGET
+
+
+@dataclass(frozen=True, slots=True)
+class WordDiff:
+    """The word diff of two lines, or the reason it was not made."""
+
+    pieces: tuple[tuple[str, str], ...]
+    """``(kind, fragment)``: ``equal`` fragments shared, ``delete`` only in the old line, ``insert``
+    only in the new one. Joining equal+delete gives the old line, and equal+insert the new one."""
+    skipped: str | None = None
+    """``word-level diff skipped: line of 660 KB, ...`` when the words were not compared;
+    ``pieces`` are then the whole old line deleted and the whole new one inserted."""
+
 
 def word_diff(old_line: str, new_line: str) -> list[tuple[str, str]]:
-    """``(kind, fragment)`` pieces of both lines: ``equal`` ones shared, ``delete`` only in the
-    old line, ``insert`` only in the new one. Joining equal+delete gives the old line, and
-    equal+insert the new one."""
-    old_tokens = _TOKEN.findall(old_line)
-    new_tokens = _TOKEN.findall(new_line)
+    """``(kind, fragment)`` pieces of both lines (see ``WordDiff.pieces``); a line too long to
+    compare word by word comes back whole, as one deletion and one insertion."""
+    return list(diff_words(old_line, new_line).pieces)
+
+
+def diff_words(old_line: str, new_line: str, budget: WordBudget | None = None) -> WordDiff:
+    """The word diff of two lines: ``difflib`` on the tokens between their common head and tail,
+    within ``WORD_PAIR_LIMIT`` and what is ``left`` of ``budget``; past either, the whole lines
+    (linear time) and a note saying why."""
+    old_tokens, new_tokens = _TOKEN.findall(old_line), _TOKEN.findall(new_line)
+    head = tail = 0
+    # Trimmed only when needed: on usual lines difflib's own choice among equal-sized diffs stays.
+    if len(old_tokens) * len(new_tokens) > WORD_PAIR_LIMIT:
+        head, tail = _common_ends(old_tokens, new_tokens)
+    old_middle = old_tokens[head : len(old_tokens) - tail]
+    new_middle = new_tokens[head : len(new_tokens) - tail]
+    pairs = len(old_middle) * len(new_middle)
+    if pairs > WORD_PAIR_LIMIT:
+        return WordDiff(_whole_lines(old_line, new_line), word_diff_skipped_note(old_line, new_line))
+    if budget is not None:
+        if pairs > budget.left:
+            budget.left = 0  # the rest of the diff is shown whole too, not only its longest lines
+            note = (
+                f"word-level diff skipped: this diff compared {WORD_PAIR_BUDGET:,} token pairs word by "
+                "word already; shown whole"
+            )
+            return WordDiff(_whole_lines(old_line, new_line), note)
+        budget.left -= pairs
+    pieces = [(EQUAL, "".join(old_tokens[:head])), *_word_pieces(old_middle, new_middle)]
+    pieces.append((EQUAL, "".join(old_tokens[len(old_tokens) - tail :])))
+    return WordDiff(_merged(pieces))
+
+
+def word_diff_skipped(old_line: str, new_line: str) -> str | None:
+    """The note ``diff_words`` gives for these lines without a budget, or ``None``; cheap for
+    lines of usual length, so a view can place its notes before it builds the word diffs."""
+    if len(old_line) * len(new_line) <= WORD_PAIR_LIMIT:  # a line has no more tokens than characters
+        return None
+    old_tokens, new_tokens = _TOKEN.findall(old_line), _TOKEN.findall(new_line)
+    head, tail = _common_ends(old_tokens, new_tokens)
+    if (len(old_tokens) - head - tail) * (len(new_tokens) - head - tail) > WORD_PAIR_LIMIT:
+        return word_diff_skipped_note(old_line, new_line)
+    return None
+
+
+def word_diff_skipped_note(old_line: str, new_line: str) -> str:
+    """``word-level diff skipped: line of 660 KB, ...``: what every view shows for such a line."""
+    size = max(_utf8_size(old_line), _utf8_size(new_line))
+    shown = f"{size / 1000:.0f} KB" if size >= 10_000 else f"{size:,} bytes"
+    return f"word-level diff skipped: line of {shown}, too long to compare word by word; shown whole"
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))  # a trace's text may hold lone surrogates
+
+
+def _common_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """Lengths of the common head and tail of two token lists (not overlapping)."""
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def _whole_lines(old_line: str, new_line: str) -> tuple[tuple[str, str], ...]:
+    return tuple((kind, text) for kind, text in ((DELETE, old_line), (INSERT, new_line)) if text)
+
+
+def _word_pieces(old_tokens: list[str], new_tokens: list[str]) -> list[tuple[str, str]]:
     matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
     pieces: list[tuple[str, str]] = []
-
-    def add(kind: str, fragment: str) -> None:
-        if not fragment:
-            return
-        if pieces and pieces[-1][0] == kind:
-            pieces[-1] = (kind, pieces[-1][1] + fragment)
-        else:
-            pieces.append((kind, fragment))
-
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == EQUAL:
-            add(EQUAL, "".join(old_tokens[i1:i2]))
+            pieces.append((EQUAL, "".join(old_tokens[i1:i2])))
         else:
-            add(DELETE, "".join(old_tokens[i1:i2]))
-            add(INSERT, "".join(new_tokens[j1:j2]))
+            pieces.append((DELETE, "".join(old_tokens[i1:i2])))
+            pieces.append((INSERT, "".join(new_tokens[j1:j2])))
     return pieces
+
+
+def _merged(pieces: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Drop empty fragments and join neighbours of one kind."""
+    out: list[tuple[str, str]] = []
+    for kind, fragment in pieces:
+        if not fragment:
+            continue
+        if out and out[-1][0] == kind:
+            out[-1] = (kind, out[-1][1] + fragment)
+        else:
+            out.append((kind, fragment))
+    return tuple(out)

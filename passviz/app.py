@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Header, Input, Tab, Tabs
 
-from irtrace.trace import KernelRun, PassRecord, Trace
+from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.model import (
     PassEntry,
     PassFilter,
@@ -30,6 +30,7 @@ from passviz.model import (
     next_matching,
     pass_entries,
     run_text_size,
+    terminal_view,
 )
 from passviz.widgets.code_view import CodeView, IrRows, NoteRows, SideBySideRows, UnifiedRows
 from passviz.widgets.filter_bar import FilterBar
@@ -134,9 +135,9 @@ class PassvizApp(App[None]):
 
     def __init__(self, traces: Sequence[Trace | str | Path], *, show_times: bool = True) -> None:
         super().__init__()
-        from irtrace.trace import load_trace
+        from irtrace.core.trace_reader import load_trace
 
-        self.traces = [t if isinstance(t, Trace) else load_trace(t) for t in traces]
+        self.traces = [terminal_view(t if isinstance(t, Trace) else load_trace(t)) for t in traces]
         self.show_times = show_times
         self.run_ref: RunRef | None = None
         self.entries: list[PassEntry] = []
@@ -529,9 +530,11 @@ class PassvizApp(App[None]):
         pane = self.query_one("#source", CodeView)
         source = self._source()
         if source is None:
-            run = self.current_run
             pane.show(
-                NoteRows("the kernel's source file is not found", f"(spec: {run.spec if run else '?'})")
+                NoteRows(
+                    "the trace holds no kernel source",
+                    "(recorded before traces kept it, or captured by `irtrace run`)",
+                )
             )
             return
         if getattr(pane, "shown_source", None) is not source:

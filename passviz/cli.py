@@ -1,6 +1,6 @@
 """The ``passviz`` command: the pass browser, ``dot`` drawings and the ``html`` report.
 
-Errors are rendered by ``irtrace.cli_edge``: one line on stderr and an exit code from irtrace's
+Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit code from irtrace's
 ``ExitCode``.
 """
 
@@ -11,10 +11,11 @@ import sys
 from collections.abc import Sequence
 
 from irtrace import __version__
-from irtrace.cli_edge import load_trace_warning_if_cut, run_command
-from irtrace.errors import ExitCode, exit_codes_help
-from irtrace.targets import canonical_target_name
-from irtrace.trace import KernelRun, Trace
+from irtrace.core.errors import ExitCode, exit_codes_help
+from irtrace.core.targets import canonical_target_name
+from irtrace.core.trace import KernelRun, Trace
+from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
+from passviz.errors import PASSVIZ_EXIT_MEANINGS
 
 USAGE = """\
   passviz TRACE [--compare OTHER]                  browse the passes (press ? for the keys)
@@ -22,14 +23,9 @@ USAGE = """\
                                                    (several kernels: FILE.KERNEL.svg each)
   passviz html TRACE [-o report.html] [--kernel K] [--target T ...]"""
 
-EXIT_NOTE = (
-    "  (3 is also returned when Graphviz's `dot` program is missing: install Graphviz;\n"
-    "   5 when every run drawn failed before its first pass: the drawing shows the failure)"
-)
-
 
 def _epilog() -> str:
-    return exit_codes_help() + "\n" + EXIT_NOTE
+    return exit_codes_help(PASSVIZ_EXIT_MEANINGS)
 
 
 def browse_parser() -> argparse.ArgumentParser:
@@ -123,19 +119,21 @@ def _draw(trace: Trace, runs: Sequence[KernelRun], output: str, *, fold: bool) -
     kernels makes readable drawings rather than one image tens of thousands of pixels wide."""
     from pathlib import Path
 
+    from irtrace.core.output import file_name_parts
     from passviz.drawing import drawable, pipeline_graph, render
     from passviz.errors import NothingToDrawError
 
     kernels = list(dict.fromkeys(run.kernel for run in runs))
     target = Path(output)
+    parts = file_name_parts(kernels)  # distinct, and never a path out of the output's folder
     empty = []
     for kernel in kernels:
         lanes = [run for run in runs if run.kernel == kernel]
         path = target
         if len(kernels) > 1:
-            path = target.with_name(f"{target.stem}.{_file_part(kernel)}{target.suffix}")
+            path = target.with_name(f"{target.stem}.{parts[kernel]}{target.suffix}")
         written = render(pipeline_graph(trace, lanes, fold=fold), path)
-        print(f"drawing of {kernel} ({len(lanes)} run(s)) written to {written}")
+        echo(f"drawing of {kernel} ({len(lanes)} run(s)) written to {written}", one_line=True)
         if not drawable(lanes):
             empty.append(lanes[0])
     if empty:
@@ -148,13 +146,6 @@ def _draw(trace: Trace, runs: Sequence[KernelRun], output: str, *, fold: bool) -
             "the drawing shows only the failure"
         )
     return int(ExitCode.OK)
-
-
-def _file_part(kernel: str) -> str:
-    """A kernel name made safe for a file name (``gemm.py::matmul`` -> ``gemm.py-matmul``)."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", kernel).strip("-") or "kernel"
 
 
 if __name__ == "__main__":

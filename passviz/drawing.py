@@ -17,7 +17,9 @@ from pathlib import Path
 
 import graphviz
 
-from irtrace.trace import KernelRun, PassRecord, Trace
+from irtrace.core.errors import UsageError
+from irtrace.core.output import output_target, write_atomically
+from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.errors import GraphvizMissingError, RenderError
 from passviz.model import LineCounts, PassEntry, format_ms, line_counts, pass_entries
 
@@ -361,13 +363,10 @@ def render(graph: graphviz.Digraph, output: str | os.PathLike[str]) -> Path:
     path = Path(output)
     fmt = path.suffix.lstrip(".").lower()
     if fmt not in FORMATS:
-        from irtrace.errors import UsageError
-
         raise UsageError(f"cannot draw to {str(path)!r}: give a file ending in .svg, .png or .dot")
-    if fmt == "dot":
-        path.write_text(graph.source, encoding="utf-8")
-        return path
-    path.write_bytes(pipe(graph, fmt))
+    output_target(path)  # a folder, pipe or device is refused before Graphviz runs
+    # Through NAME.partial: a full disk or a kill leaves the old drawing, never a truncated one.
+    write_atomically(path, graph.source if fmt == "dot" else pipe(graph, fmt))
     return path
 
 

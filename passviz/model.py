@@ -7,10 +7,13 @@ pass alignment between runs, and tests can check them without a screen.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from irtrace.trace import (
+from msgspec.structs import replace as replace_struct
+
+from irtrace.core.safe_text import terminal_safe
+from irtrace.core.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
     PHASE_FINALIZE,
@@ -190,7 +193,7 @@ def with_fixed_times(trace: Trace) -> Trace:
     runs = []
     for run in trace.runs:
         passes = tuple(
-            replace(
+            replace_struct(
                 p,
                 start_s=p.index * 0.001,
                 wall_s=0.0005 * (1 + p.index % 7),
@@ -200,5 +203,57 @@ def with_fixed_times(trace: Trace) -> Trace:
         )
         spec = re.sub(r"^.*[/\\](?=[^/\\]+::)", "", run.spec)
         host = {"hostname": "host", "platform": "Linux", "python": "3"}
-        runs.append(replace(run, passes=passes, total_s=0.1, spec=spec, host=host))
+        runs.append(replace_struct(run, passes=passes, total_s=0.1, spec=spec, host=host))
     return replace(trace, runs=tuple(runs), created="2025-01-01T00:00:00+00:00")
+
+
+class _SafeTexts(Mapping[str, str]):
+    """A trace's texts as the terminal may show them (control characters escaped when read)."""
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self._texts = texts
+
+    def __getitem__(self, sha: str) -> str:
+        return terminal_safe(self._texts[sha])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def size(self, sha: str) -> int:
+        size = getattr(self._texts, "size", None)
+        return int(size(sha)) if size is not None else len(self._texts.get(sha, ""))
+
+
+def terminal_view(trace: Trace) -> Trace:
+    """The trace with every text the browser shows made terminal-safe: names, errors and IR.
+
+    Textual writes widget text to the terminal as it is; a kernel name holding an escape
+    sequence must reach it escaped, like every other tool's output.
+    """
+
+    def safe(text: str | None) -> str | None:
+        return None if text is None else terminal_safe(text)
+
+    runs = tuple(
+        replace_struct(
+            run,
+            kernel=terminal_safe(run.kernel),
+            spec=terminal_safe(run.spec),
+            target=terminal_safe(run.target),
+            target_detail=terminal_safe(run.target_detail),
+            tilelang_version=terminal_safe(run.tilelang_version),
+            error=safe(run.error),
+            running=safe(run.running),
+            passes=tuple(
+                replace_struct(
+                    p, name=terminal_safe(p.name), raw_name=terminal_safe(p.raw_name), error=safe(p.error)
+                )
+                for p in run.passes
+            ),
+        )
+        for run in trace.runs
+    )
+    return replace(trace, runs=runs, texts=_SafeTexts(trace.texts))

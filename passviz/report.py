@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from irtrace.report import totals_by_pass
-from irtrace.trace import PHASE_MACHINE, KernelRun, PassRecord, Trace
+from irtrace.core.summary import totals_by_pass
+from irtrace.core.trace import PHASE_MACHINE, KernelRun, PassRecord, Trace
 from passviz.drawing import pipe, pipeline_graph
 from passviz.errors import GraphvizMissingError
 from passviz.model import format_ms, line_counts, pass_entries
@@ -79,7 +79,7 @@ def write_report(
     """Builds the page, then writes it in one go through ``NAME.partial`` renamed into place: a
     symlink is written through, a folder or device is refused (``OutputError``), and a failed
     write leaves no partial file behind."""
-    from irtrace.output import write_atomically
+    from irtrace.core.output import write_atomically
 
     return write_atomically(output, report_html(trace, runs))
 
@@ -132,7 +132,7 @@ def _runs_table(runs: Sequence[KernelRun]) -> str:
 
 def _resource_cells(run: KernelRun) -> list[str]:
     """Registers, spilled bytes, shared memory (static + dynamic): the largest over the run's kernels."""
-    from irtrace.resources import format_bytes
+    from irtrace.core.resources import format_bytes
 
     if not run.resources:
         return ["-", "-", "-"]
@@ -144,14 +144,14 @@ def _resource_cells(run: KernelRun) -> list[str]:
 
 
 def _dynamic(size: int | None) -> str:
-    from irtrace.resources import format_bytes
+    from irtrace.core.resources import format_bytes
 
     return "symbolic" if size is None else format_bytes(size)
 
 
 def _resources_table(run: KernelRun) -> str:
     """Per kernel function, what ptxas reports (``irtrace record --machine-code``)."""
-    from irtrace.resources import format_bytes
+    from irtrace.core.resources import format_bytes
 
     if not run.resources:
         return ""
@@ -294,7 +294,8 @@ def _ir_html(text: str) -> str:
 
 def _source_map(trace: Trace, run: KernelRun) -> str:
     """The module handed to the pipeline beside the kernel's source, each IR line naming (and
-    linking to) the source line it came from."""
+    linking to) the source line it came from. The source is the text the trace holds, never a
+    file its spec names (a hostile trace would publish that file in the report)."""
     from passviz.source_map import kernel_source, map_lines
 
     source = kernel_source(trace, run)
@@ -313,11 +314,10 @@ def _source_map(trace: Trace, run: KernelRun) -> str:
         text = f"<span class='src'>{number + 1:>4}</span> {semantic_html(source.lines[number])}"
         css = " class='mapped'" if number in targets else ""
         source_rows.append(f"<span id='{base}{number + 1}'{css}>{text}</span>")
-    stale = " (the file changed after the trace was recorded: lines may have moved)" if source.stale else ""
     newline = "\n"
     return (
         f"<details><summary>source map: the module handed to the pipeline beside "
-        f"<code>{_e(source.path.name)}</code>{_e(stale)}</summary>"
+        f"<code>{_e(source.name)}</code> as the trace recorded it</summary>"
         "<p>Each IR line names the source line it most likely came from (read from the operators and "
         "names it shares with it; traces hold no source spans).</p>"
         f"<div class='sourcemap'><pre>{newline.join(ir_rows)}</pre>"

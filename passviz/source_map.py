@@ -14,9 +14,9 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePath
 
-from irtrace.trace import KernelRun, Trace
+from irtrace.core.trace import KernelRun, Trace
 
 _IDENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![.\w])([A-Za-z_]\w*)')
 _OP = re.compile(r"\bT\.([A-Za-z_]\w*)")
@@ -91,61 +91,49 @@ MIN_SCORE = 3
 
 @dataclass(frozen=True)
 class KernelSource:
-    """The file a run's kernel came from, as it is on disk now."""
+    """The kernel's Python file as the trace recorded it."""
 
-    path: Path
+    name: str
+    """The file's name, for display (from the run's spec; never opened)."""
     lines: tuple[str, ...]
     first: int
     """0-based line where the kernel's factory or function starts (0 if not found)."""
     last: int
     """0-based line where it ends (inclusive)."""
-    stale: bool
-    """The file changed after the trace was recorded: the mapping may point at other lines."""
 
 
 def kernel_source(trace: Trace, run: KernelRun) -> KernelSource | None:
-    """The run's kernel file (from its spec), or ``None`` when it cannot be found."""
-    from irtrace.errors import IrtraceError
-    from irtrace.specs import parse_spec
+    """The run's kernel file as the trace holds it, or ``None`` when it holds none.
 
+    Only text stored in the trace (checked against its SHA-256 when read) is shown: a trace is
+    data, and a file its spec names may be anything on this machine (``../settings.py``).
+    """
+    from irtrace.core.errors import IrtraceError
+    from irtrace.core.specs import parse_spec
+
+    text = trace.kernel_file(run)
+    if text is None:
+        return None
     try:
         spec = parse_spec(run.spec)
+        name, function = PurePath(spec.path).name or spec.path, spec.name
     except IrtraceError:
-        return None
-    candidates = [Path(spec.path)]
-    if trace.path:
-        candidates.append(Path(trace.path).parent / spec.path)
-    path = next((c for c in candidates if c.suffix == ".py" and c.is_file()), None)
-    if path is None:
-        return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+        name, function = "kernel file", None
     lines = tuple(text.splitlines())
-    first, last = _function_lines(text, spec.name, len(lines))
-    return KernelSource(path, lines, first, last, _modified_after(path, trace.created))
+    first, last = _function_lines(text, function, len(lines))
+    return KernelSource(name, lines, first, last)
 
 
 def _function_lines(text: str, name: str | None, count: int) -> tuple[int, int]:
     try:
         tree = ast.parse(text)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError):
         return (0, max(0, count - 1))
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
             start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
             return (start, (node.end_lineno or count) - 1)
     return (0, max(0, count - 1))
-
-
-def _modified_after(path: Path, created: str) -> bool:
-    from datetime import datetime
-
-    try:
-        return path.stat().st_mtime > datetime.fromisoformat(created).timestamp()
-    except (OSError, ValueError):
-        return False
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.api import RecordRequest, record_requests
-from irtrace.specs import parse_spec
-from irtrace.trace import Trace, TraceWriter, load_trace
+from irtrace.core.specs import parse_spec
+from irtrace.core.trace import Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.api import RecordRequest, record_requests
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -8,30 +8,30 @@ import sys
 
 CORE = [
     "irtrace",
-    "irtrace.trace",
-    "irtrace.targets",
-    "irtrace.specs",
-    "irtrace.report",
-    "irtrace.errors",
-    "irtrace.cli_edge",
-    "irtrace.resources",
-    "irtrace.compat",  # reads the installed release from package metadata, without importing it
+    "irtrace.core.trace",
+    "irtrace.core.targets",
+    "irtrace.core.specs",
+    "irtrace.core.summary",
+    "irtrace.core.errors",
+    "irtrace.edge.command",
+    "irtrace.core.resources",
+    "irtrace.core.compat",  # reads the installed release from package metadata, without importing it
 ]
 LAZY = [
-    "irtrace.loader",
-    "irtrace.recorder",
-    "irtrace.api",
-    "irtrace.manifest",
-    "irtrace.capture",
+    "irtrace.recording.loader",
+    "irtrace.recording.recorder",
+    "irtrace.recording.api",
+    "irtrace.recording.manifest",
+    "irtrace.recording.capture",
     "irtrace.cli",
-    "irtrace.machine_code",
-    "irtrace.bench",
-    "irtrace.check",
-    "irtrace.check_report",
-    "irtrace.metrics",
-    "irtrace.policy",
-    "irtrace.parallel",
-    "irtrace.repro",
+    "irtrace.recording.machine_code",
+    "irtrace.recording.bench",
+    "irtrace.ci.check",
+    "irtrace.ci.check_report",
+    "irtrace.core.metrics",
+    "irtrace.core.policy",
+    "irtrace.recording.parallel",
+    "irtrace.ci.repro",
 ]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import irtrace
 import tilelang_lsp
-from irtrace.cli import main as irtrace_main
+from irtrace.cli.main import main as irtrace_main
 from passdiff.cli import main as passdiff_main
 from passviz.cli import main as passviz_main
 from tilelang_lsp.cli import main as lsp_main

@@ -15,9 +15,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from irtrace.api import analyze_kernel
-from irtrace.errors import IrtraceError, KernelSourceError
-from irtrace.facts import (
+from irtrace.core.errors import IrtraceError, KernelSourceError
+from irtrace.core.specs import KernelSpec, format_value
+from irtrace.core.targets import TargetSpec, get_target
+from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.api import analyze_kernel
+from irtrace.recording.facts import (
     CompilerDiagnostic,
     buffer_facts,
     capture_native_stderr,
@@ -27,7 +30,7 @@ from irtrace.facts import (
     reached,
     shared_memory_bytes,
 )
-from irtrace.loader import (
+from irtrace.recording.loader import (
     AUTOTUNE,
     FACTORY,
     PRIMFUNC,
@@ -37,9 +40,6 @@ from irtrace.loader import (
     load_kernel_module,
     target_context,
 )
-from irtrace.specs import KernelSpec, format_value
-from irtrace.targets import TargetSpec, get_target
-from irtrace.trace import TraceWriter
 from tilelang_lsp.source import (
     CallSite,
     KernelSource,
@@ -65,7 +65,7 @@ _TVM_TARGETS: dict[str, Any] = {}
 def tvm_target(target: TargetSpec) -> Any:
     """TileLang's target object for ``target``, made once per process."""
     if target.name not in _TVM_TARGETS:
-        from irtrace.targets import make_tvm_target
+        from irtrace.core.targets import make_tvm_target
 
         _TVM_TARGETS[target.name] = make_tvm_target(target)
     return _TVM_TARGETS[target.name]
@@ -277,7 +277,7 @@ def _analyze_kernel(
     missing = list(choice.missing) if choice else []
     if kernel.kind == AUTOTUNE:
         # What TileLang would tune over, the first config stands in for: the parameters the
-        # arguments found leave out come from it (irtrace.loader.bind_call).
+        # arguments found leave out come from it (irtrace.recording.loader.bind_call).
         try:
             with target_context(tvm_target(target)):
                 call = bind_call(kernel, spec, file)
@@ -391,7 +391,7 @@ def machine_code_request(recorded: Any) -> dict[str, Any]:
     """What the server needs to compile a kernel's source for the code lens (nvcc runs there, in a
     thread, so this worker is free for the next edit): TileLang's nvcc plan, the source and the
     dynamic shared memory of each kernel function. ``error`` says why not (no nvcc)."""
-    from irtrace.machine_code import MachineCodeError, dynamic_smem_from_module, plan_compile
+    from irtrace.recording.machine_code import MachineCodeError, dynamic_smem_from_module, plan_compile
 
     try:
         plan = plan_compile(recorded.run.target_detail, recorded.run.pass_configs)
@@ -410,8 +410,8 @@ MANIFEST = "irtrace.toml"
 def manifest_call(file: Path, kernel: str) -> CallSite | None:
     """The kernel's spec in the nearest ``irtrace.toml`` above ``file`` (the arguments the project
     records it with; expressions allowed), or ``None``. A manifest that does not parse is ignored."""
-    from irtrace.errors import IrtraceError as ManifestError
-    from irtrace.manifest import load_manifest
+    from irtrace.core.errors import IrtraceError as ManifestError
+    from irtrace.recording.manifest import load_manifest
 
     folder = file.resolve().parent
     for candidate in [folder, *folder.parents]:
@@ -461,7 +461,7 @@ def ir_after_pass(
             kernels_only=[kernel],
             trace_path=trace_file,
         )
-        from irtrace.trace import load_trace
+        from irtrace.core.trace_reader import load_trace
 
         trace = load_trace(trace_file)
     if not trace.runs:

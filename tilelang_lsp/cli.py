@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -13,12 +14,35 @@ def main(argv: list[str] | None = None) -> None:
         prog="tilelang-lsp",
         description="Language server for TileLang kernels: inlay hints, hover, diagnostics and code lenses "
         "from TileLang's real frontend and pipeline (run in a separate worker process).",
+        epilog="exit status: 0 when the client exits after shutdown, 1 when it exits without one, "
+        "2 for a bad command line or when --tcp cannot listen or write its token file.",
     )
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
-    parser.add_argument("--tcp", metavar="HOST:PORT", nargs="?", const="127.0.0.1:2087", help="listen on TCP")
+    parser.add_argument(
+        "--tcp",
+        metavar="HOST:PORT",
+        nargs="?",
+        const="127.0.0.1:2087",
+        help="listen on TCP (default 127.0.0.1:2087; port 0 picks a free one) for one client, which must "
+        "send initializationOptions.token: the text of the token file the server writes (0600) and names "
+        "on stderr",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        type=Path,
+        help="with --tcp: where to write the token (default $XDG_RUNTIME_DIR/tilelang-lsp/tcp-PORT.token, "
+        "else under ~/.cache)",
+    )
     parser.add_argument("--log-level", default="WARNING", help="logging level on stderr (default WARNING)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     args = parser.parse_args(argv)
+    address = None
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not port.isdigit() or int(port) > 65535:
+            parser.error(f"--tcp: {args.tcp!r} is not HOST:PORT")
+        address = (host or "127.0.0.1", int(port))
     if args.version:
         from tilelang_lsp import __version__
 
@@ -32,9 +56,14 @@ def main(argv: list[str] | None = None) -> None:
     from tilelang_lsp.server import create_server
 
     server = create_server()
-    if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+    if address is not None:
+        from tilelang_lsp.tcp import ListenError, serve_tcp
+
+        try:
+            serve_tcp(server, *address, token_file=args.token_file)
+        except ListenError as error:
+            print(f"tilelang-lsp: {error}", file=sys.stderr)
+            sys.exit(2)
     else:
         server.start_io()
 

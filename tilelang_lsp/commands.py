@@ -26,7 +26,7 @@ async def trace_kernel(
 ) -> Any:
     """Lower the kernel through the whole pipeline into a trace file that passviz opens."""
     doc = server.documents.get(uri)
-    if doc is None or not server.options.trusted or not doc.uses_tilelang:
+    if doc is None or not server.options.trusted or not doc.runnable:
         return None
     folder = Path(doc.path).parent / server.options.trace_dir
     if server.workspace.root_path:

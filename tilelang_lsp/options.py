@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from irtrace.targets import TARGETS
+from irtrace.core.targets import TARGETS
 from tilelang_lsp.source import normalize_target
 
 

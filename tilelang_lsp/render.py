@@ -125,7 +125,7 @@ def provenance(kernel: dict[str, Any]) -> str:
 
 def machine_summary(resources: list[dict[str, Any]]) -> str:
     """``regs 240 · spills 0 · smem 49.0 KiB`` from the JSON of ``KernelResources`` (the worst function)."""
-    from irtrace.resources import KernelResources, resource_summary
+    from irtrace.core.resources import KernelResources, resource_summary
 
     fields = ("function", "arch", "registers", "spill_stores", "spill_loads", "static_smem", "dynamic_smem")
     items = [KernelResources(**{k: r[k] for k in (*fields, "barriers", "stack")}) for r in resources]

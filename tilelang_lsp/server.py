@@ -22,13 +22,13 @@ from pygls.uris import to_fs_path
 
 from tilelang_lsp import __version__
 from tilelang_lsp.options import InitializationOptions
-from tilelang_lsp.source import detect_dialect, uses_tilelang
+from tilelang_lsp.source import detect_dialect, imports_tilelang, looks_like_tilelang, syntax_problem
 from tilelang_lsp.worker_client import (
     RequestCancelled,
     RequestFailed,
     WorkerClient,
     WorkerError,
-    WorkerTimeout,
+    WorkerKilled,
 )
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,9 @@ class DocumentState:
     hints_cache: tuple[Any, list[Any]] | None = None
     """Inlay hints of the whole document and the state they were made from."""
     uses_tilelang: bool = True
-    """Whether the current text imports tilelang; other files are never executed and get nothing."""
+    """Whether the current text is a TileLang file; other files get nothing (no hints, no diagnostics)."""
+    runnable: bool = True
+    """Whether analysis may execute the current text: it parses and has a real import of tilelang."""
 
     def current(self, version: int | None) -> bool:
         return version is not None and version == self.version
@@ -133,9 +135,13 @@ class TileLangLanguageServer(LanguageServer):
 
         Analysis still running for older text is cancelled (the worker stops after its pass).
         """
-        doc.uses_tilelang = uses_tilelang(doc.text)
+        imports = imports_tilelang(doc.text)
+        doc.runnable = imports is True
+        # Text that does not parse runs nowhere; it is shown as a TileLang file (its syntax error,
+        # source hints) when a line of it imports tilelang.
+        doc.uses_tilelang = imports if imports is not None else looks_like_tilelang(doc.text)
         if not doc.uses_tilelang:
-            # Decided from the text before anything runs: any script's top level would run.
+            # Decided from the parsed text before anything runs: any script's top level would run.
             for task in (doc.task, doc.background):
                 if task is not None and not task.done():
                     task.cancel()
@@ -169,6 +175,9 @@ class TileLangLanguageServer(LanguageServer):
                 doc.failure, doc.failure_line = UNTRUSTED, None
                 self.publish(doc)
                 return
+            if not doc.runnable:
+                self._publish_syntax_error(doc, version)
+                return
             params = {
                 "path": doc.path,
                 "text": doc.text,
@@ -179,10 +188,9 @@ class TileLangLanguageServer(LanguageServer):
                 result = await self.worker.request("analyze", params, timeout=self.options.analysis_timeout_s)
             except RequestCancelled:
                 return
-            except WorkerTimeout as error:
+            except WorkerKilled as error:  # time or memory limit: shown at the kernel being built
                 if doc.current(version):
-                    progress = getattr(error, "progress", None)
-                    doc.failure, doc.failure_line = str(error), getattr(progress, "line", None)
+                    doc.failure, doc.failure_line = str(error), error.progress.line
                     self.publish(doc)
                 return
             except (WorkerError, RequestFailed) as error:
@@ -201,6 +209,15 @@ class TileLangLanguageServer(LanguageServer):
         finally:
             if doc.current(version):
                 done.set()
+
+    def _publish_syntax_error(self, doc: DocumentState, version: int) -> None:
+        """Text that does not parse is never sent to the worker: its syntax error is found here."""
+        line, message = syntax_problem(doc.text) or (1, "syntax error")
+        diagnostic = {"message": message, "code": "syntax", "severity": "error", "line": line, "file": None}
+        doc.analysis, doc.analysis_version = {"kernels": [], "diagnostics": [diagnostic]}, version
+        doc.failure = doc.failure_line = None
+        self.publish(doc)
+        self.refresh()
 
     async def _background(self, doc: DocumentState, version: int) -> None:
         """Extra targets for hover, then the full lowering for the code lens summary, once idle."""
@@ -239,7 +256,7 @@ class TileLangLanguageServer(LanguageServer):
 
     async def _compile_machine_code(self, doc: DocumentState, version: int, summary: dict[str, Any]) -> None:
         """Compile each CUDA kernel of the full lowering with nvcc, in a thread, for the code lens."""
-        from irtrace.machine_code import CompilePlan, compile_source
+        from irtrace.recording.machine_code import CompilePlan, compile_source
 
         doc.machine, doc.machine_version = {}, version
         for kernel in summary.get("kernels", []):

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irtrace.errors import UsageError
-from irtrace.specs import DtypeName, Expression, literal_value, parse_call_arguments
-from irtrace.targets import ALIASES, ASCEND, PORTABLE, TARGETS
+from irtrace.core.errors import UsageError
+from irtrace.core.specs import DtypeName, Expression, literal_value, parse_call_arguments
+from irtrace.core.targets import ALIASES, ASCEND, PORTABLE, TARGETS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -175,10 +175,48 @@ class SourceBuffer:
     """``param`` or ``alloc``."""
 
 
+def imports_tilelang(text: str) -> bool | None:
+    """Whether the module has a real ``import tilelang...`` or ``from tilelang... import`` statement
+    (at any depth: in a function, a class, an ``if``), read with ``ast``; ``None`` when the text does
+    not parse. Only a file for which this is ``True`` is ever executed: an import named in a string,
+    a docstring or a comment does not count."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(_is_tilelang(alias.name) for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_tilelang(node.module or ""):
+            return True
+    return False
+
+
+def _is_tilelang(module: str) -> bool:
+    return module == "tilelang" or module.startswith("tilelang.")
+
+
 def uses_tilelang(text: str) -> bool:
-    """Whether the text imports ``tilelang`` (any submodule, at any indentation): only such files
-    are ever executed. Read with a regular expression, so half-typed text is judged too."""
+    """Whether analysis may execute the text: it parses and really imports tilelang."""
+    return imports_tilelang(text) is True
+
+
+def looks_like_tilelang(text: str) -> bool:
+    """Whether a line of the text starts with an import of tilelang. Display only (a half-typed
+    kernel file that does not parse keeps its source hints and gets its syntax error); it never
+    decides whether anything runs."""
     return _USES_TILELANG.search(text) is not None
+
+
+def syntax_problem(text: str) -> tuple[int, str] | None:
+    """The line (1-based) and message of the text's syntax error, found without running anything."""
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        return error.lineno or 1, f"syntax error: {error.msg}"
+    except (ValueError, RecursionError, MemoryError) as error:
+        return 1, f"syntax error: {type(error).__name__}: {error}"
+    return None
 
 
 def detect_dialect(text: str) -> str:

@@ -6,6 +6,10 @@ and stdout. Requests are ``{"id": 1, "method": "analyze", "params": {...}}``; an
 ``{"cancel": 1}`` asks request 1 to stop after the pass it is in. Events without an id:
 ``{"event": "ready", ...}`` once warm, ``{"event": "progress", "request": 1, "kernel": ..., "line": ...}``
 before each kernel is built. tilelang's own prints go to stderr: stdout carries only the protocol.
+
+The server starts the worker as the leader of a new session and process group. When its stdin
+closes (the server stopped it, exited, or was killed, even by SIGKILL) the worker kills its
+whole process group, itself included, so nothing a kernel file forked outlives the server.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import sys
 import tempfile
 import threading
@@ -82,6 +87,7 @@ class Worker:
                 self.cancelled.add(int(message["cancel"]))
             else:
                 self.requests.put(message)
+        end_process_group()
         self.requests.put(None)
 
     def run(self) -> None:
@@ -189,6 +195,13 @@ class Worker:
                 target=params.get("target"),
             )
         raise ValueError(f"unknown worker method {method!r}")
+
+
+def end_process_group() -> None:
+    """SIGKILL the worker's process group, itself included, when the worker leads its own session
+    (the server starts it so). Started by hand, it may lead a shell job's group: that is left alone."""
+    if os.getsid(0) == os.getpid():
+        os.killpg(0, signal.SIGKILL)
 
 
 def _cancelled() -> Exception:

@@ -1,7 +1,9 @@
 """The server's side of the worker: start it, send one request at a time, cut it off, restart it.
 
-A request that outlives its time limit kills the worker; a worker that dies or grows past its
-memory limit is replaced on the next request. Each restart is reported once through ``on_restart``.
+The worker leads a session of its own, so whatever a kernel file forks is found and killed with it.
+A request that outlives its time limit kills the worker; so does memory: a watcher polls the
+resident memory of the worker's whole session while it lives. A worker that dies is replaced on the
+next request. Each restart is reported once through ``on_restart``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,28 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 180.0
 """Importing tilelang and warming up; generous because a loaded machine is slow."""
 CANCEL_GRACE_S = 5.0
 """How long a cancelled request may take to finish its current pass before the worker is killed."""
-
-
-class WorkerError(Exception):
-    """The worker could not answer: it died, hung past the time limit, or failed to start."""
-
-
-class WorkerTimeout(WorkerError):
-    """The request ran past its time limit; the worker was killed."""
-
-
-class RequestFailed(Exception):
-    """The worker answered with an error (a bug in analysis, not in the user's kernel)."""
-
-
-class RequestCancelled(Exception):
-    """The worker stopped the request because a newer edit asked it to."""
+WATCH_BUSY_S = 0.1
+"""How often the memory watcher looks while a request runs (a scan costs about half a millisecond)."""
+WATCH_IDLE_S = 0.5
+"""How often it looks while the worker waits (what a kernel file forked may still be growing)."""
 
 
 @dataclass
@@ -50,6 +43,34 @@ class Progress:
 
     kernel: str | None = None
     line: int | None = None
+
+
+class WorkerError(Exception):
+    """The worker could not answer: it died, hung past the time limit, or failed to start."""
+
+
+class WorkerKilled(WorkerError):
+    """The server killed the worker during a request; ``progress`` says which kernel it was building."""
+
+    def __init__(self, message: str, progress: Progress | None = None) -> None:
+        super().__init__(message)
+        self.progress = progress or Progress()
+
+
+class WorkerTimeout(WorkerKilled):
+    """The request ran past its time limit; the worker was killed."""
+
+
+class WorkerOutOfMemory(WorkerKilled):
+    """The worker's session grew past the memory limit; the worker was killed."""
+
+
+class RequestFailed(Exception):
+    """The worker answered with an error (a bug in analysis, not in the user's kernel)."""
+
+
+class RequestCancelled(Exception):
+    """The worker stopped the request because a newer edit asked it to."""
 
 
 STREAM_LIMIT = 64 * 2**20
@@ -79,6 +100,7 @@ def prestart_worker() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=worker_environment(),
+        start_new_session=True,
     )
 
 
@@ -126,8 +148,42 @@ def discard_prestarted() -> None:
 
 def discard(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
-        process.kill()
+        kill_session(process.pid)
         process.wait()
+    kill_session(process.pid)
+
+
+def session_members(leader: int) -> list[int]:
+    """The processes of the session ``leader`` leads (the worker is started with ``setsid``): the
+    worker and whatever it forked, also the children it no longer parents (orphans keep the session)."""
+    members = []
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == leader:
+                members.append(pid)
+    return members
+
+
+def session_rss_mb(leader: int) -> float:
+    """Resident memory of the whole session, in MiB (pages a fork shares count in each process)."""
+    total = 0
+    for pid in session_members(leader):
+        with contextlib.suppress(psutil.Error):
+            total += psutil.Process(pid).memory_info().rss
+    return total / 2**20
+
+
+def kill_session(leader: int) -> None:
+    """SIGKILL every process of the worker's session, its process group first."""
+    with contextlib.suppress(OSError):
+        os.killpg(leader, signal.SIGKILL)
+    for _ in range(3):  # a member may fork while it is being killed
+        members = session_members(leader)
+        if not members:
+            return
+        for pid in members:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 class _AdoptedProcess:
@@ -198,6 +254,11 @@ class WorkerClient:
         self.ready_info: dict[str, Any] = {}
         self._reader: asyncio.Task[None] | None = None
         self._stderr: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._kill_error: WorkerError | None = None
+        """Why the server killed the running worker: what its request in flight fails with."""
+        self.current: int | None = None
+        """The request in flight, if any."""
         self._restart_reason: str | None = None
 
     @property
@@ -230,14 +291,17 @@ class WorkerClient:
                     stderr=asyncio.subprocess.PIPE,
                     env=worker_environment(self.warmup_target),
                     limit=STREAM_LIMIT,
+                    start_new_session=True,
                 )
             except OSError as error:  # a `python` option naming no interpreter
                 reason = error.strerror or str(error)
                 raise WorkerError(f"cannot start the TileLang worker with {self.python}: {reason}") from None
+        self._kill_error = None
         self.ready = asyncio.get_running_loop().create_future()
         self.ready.add_done_callback(_retrieve)
         self._reader = asyncio.create_task(self._read(self.process))
         self._stderr = asyncio.create_task(self._forward_stderr(self.process))
+        self._watcher = asyncio.create_task(self._watch(self.process))
         if self._restart_reason is not None:
             self.restarts += 1
             if self.on_restart is not None:
@@ -274,7 +338,9 @@ class WorkerClient:
                 if future is not None and not future.done():
                     future.set_result(message)
         await process.wait()
-        self._fail_all(WorkerError(f"the TileLang worker exited (code {process.returncode})"))
+        self._fail_all(
+            self._kill_error or WorkerError(f"the TileLang worker exited (code {process.returncode})")
+        )
         if self._restart_reason is None:
             self._restart_reason = f"the TileLang worker exited unexpectedly (code {process.returncode})"
 
@@ -286,20 +352,49 @@ class WorkerClient:
                 future.set_exception(error)
         self.pending.clear()
 
-    async def kill(self, reason: str) -> None:
-        """Kill the worker; the next request starts a new one and reports ``reason``."""
+    async def _watch(self, process: asyncio.subprocess.Process) -> None:
+        """Kill the worker as soon as its session's resident memory passes the limit (not only when
+        a request answers: a kernel file can allocate without end before it answers), and kill
+        what it forked once it has exited. Exit is read from the return code, not from its pipes:
+        a forked child holds them open after the worker is gone."""
+        limit = self.memory_limit_mb
+        while process.returncode is None:
+            await asyncio.sleep(WATCH_BUSY_S if self.current is not None else WATCH_IDLE_S)
+            if process.returncode is not None:
+                break
+            used = session_rss_mb(process.pid)
+            if used <= limit:
+                continue
+            current = self.current
+            progress = self.progress.get(current, Progress()) if current is not None else Progress()
+            where = f" while building {progress.kernel}" if progress.kernel else ""
+            await self.kill(
+                f"the TileLang worker grew to {used:.0f} MB{where}, past its limit of {limit:g} MB "
+                "(workerMemoryLimitMb), and was restarted",
+                WorkerOutOfMemory(
+                    f"analysis stopped: the worker grew to {used:.0f} MB{where}, past the "
+                    f"{limit:g} MB limit (workerMemoryLimitMb)",
+                    progress,
+                ),
+            )
+        kill_session(process.pid)  # what the worker forked dies with it, and lets go of its pipes
+
+    async def kill(self, reason: str, error: WorkerError | None = None) -> None:
+        """Kill the worker and everything it forked; the request in flight fails with ``error``;
+        the next request starts a new worker and reports ``reason``."""
         process = self.process
         if process is None or process.returncode is not None:
             return
         self._restart_reason = reason
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+        self._kill_error = error or WorkerError(reason)
+        kill_session(process.pid)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(process.wait(), 10)
         if self._reader is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._reader, 10)
-        self._fail_all(WorkerError(reason))
+        # Only now, with the worker reaped: the next request must not find it still running.
+        self._fail_all(self._kill_error)
 
     async def request(
         self,
@@ -323,15 +418,15 @@ class WorkerClient:
             future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             future.add_done_callback(_retrieve)
             self.pending[request_id] = future
+            self.current = request_id
             self._write({"id": request_id, "method": method, "params": params})
             try:
                 message = await asyncio.wait_for(asyncio.shield(future), timeout)
             except asyncio.TimeoutError:
                 progress = self.progress.pop(request_id, Progress())
                 where = f" while building {progress.kernel}" if progress.kernel else ""
-                await self.kill(f"the TileLang worker ran past {timeout:g} s{where} and was restarted")
-                error = WorkerTimeout(f"analysis stopped after {timeout:g} s{where}")
-                error.progress = progress  # type: ignore[attr-defined]
+                error = WorkerTimeout(f"analysis stopped after {timeout:g} s{where}", progress)
+                await self.kill(f"the TileLang worker ran past {timeout:g} s{where} and was restarted", error)
                 raise error from None
             except asyncio.CancelledError:
                 self._write({"cancel": request_id})
@@ -342,11 +437,7 @@ class WorkerClient:
                 raise
             finally:
                 self.progress.pop(request_id, None)
-            if float(message.get("rss_mb") or 0) > self.memory_limit_mb:
-                await self.kill(
-                    f"the TileLang worker grew to {message['rss_mb']:.0f} MB "
-                    f"(limit {self.memory_limit_mb:g} MB) and was restarted"
-                )
+                self.current = None
         if "result" in message:
             return message["result"]
         if message.get("cancelled"):
@@ -361,17 +452,15 @@ class WorkerClient:
             process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
 
     async def stop(self) -> None:
-        """End the worker at shutdown (no restart is reported)."""
+        """End the worker and everything it forked at shutdown (no restart is reported)."""
         process = self.process
-        if process is None or process.returncode is not None:
+        if process is None:
             return
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            await asyncio.wait_for(process.wait(), 3)
-        except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+        if process.returncode is None and process.stdin is not None:
+            process.stdin.close()  # the worker ends its process group when its input closes
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.wait(), 3)
+        kill_session(process.pid)
         self._restart_reason = None
 
 

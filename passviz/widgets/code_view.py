@@ -107,13 +107,34 @@ class UnifiedRows(RowSource):
         return (Cell(line.kind, (line.old_no, line.new_no), line.text),)
 
 
+@dataclass(frozen=True)
+class NoteItem:
+    """A line of explanation among side-by-side rows: why the pair below has no word highlights."""
+
+    text: str
+    kind: str = "note"
+
+
 class SideBySideRows(RowSource):
-    """passdiff's side-by-side rows; replaced lines get a word diff when first shown."""
+    """passdiff's side-by-side rows; replaced lines get a word diff when first shown.
+
+    A pair of lines too long to compare word by word gets a note row above it, placed when the
+    rows are made (a cheap check for lines of usual length) so the row count never changes.
+    """
 
     columns = 2
 
     def __init__(self, rows: Sequence[Any]) -> None:
-        super().__init__(rows)
+        from passdiff.textdiff import word_diff_skipped
+
+        items: list[Any] = []
+        for row in rows:
+            if row.kind == "replace" and row.old_text is not None and row.new_text is not None:
+                note = word_diff_skipped(row.old_text, row.new_text)
+                if note is not None:
+                    items.append(NoteItem(note))
+            items.append(row)
+        super().__init__(items)
         self._built: dict[int, Row] = {}
 
     def row(self, index: int) -> Row:
@@ -124,6 +145,8 @@ class SideBySideRows(RowSource):
 
     @staticmethod
     def _build(row: Any) -> Row:
+        if isinstance(row, NoteItem):
+            return (Cell("note", (), row.text),)
         old_kind, new_kind = {
             "equal": ("equal", "equal"),
             "replace": ("delete", "insert"),
@@ -138,10 +161,12 @@ class SideBySideRows(RowSource):
         old_spans: list[tuple[int, int]] = []
         new_spans: list[tuple[int, int]] = []
         if row.kind == "replace" and row.old_text is not None and row.new_text is not None:
-            from passdiff import word_diff
+            from passdiff.textdiff import diff_words
 
             old_at = new_at = 0
-            for kind, fragment in word_diff(row.old_text, row.new_text):
+            words = diff_words(row.old_text, row.new_text)
+            # A skipped word diff has a note row above; the lines are shown without highlights.
+            for kind, fragment in () if words.skipped else words.pieces:
                 size = len(fragment)
                 if kind in ("equal", "delete", "replace"):
                     if kind != "equal":
@@ -341,7 +366,10 @@ def _row_texts(rows: Sequence[Row]) -> list[str]:
     if isinstance(rows, UnifiedRows):
         return [line.text for line in rows.items]
     if isinstance(rows, SideBySideRows):
-        return [max(r.old_text or "", r.new_text or "", key=len) for r in rows.items]
+        return [
+            r.text if isinstance(r, NoteItem) else max(r.old_text or "", r.new_text or "", key=len)
+            for r in rows.items
+        ]
     return [cell.text for row in rows for cell in row]
 
 

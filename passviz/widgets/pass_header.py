@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from irtrace.trace import KernelRun
+from irtrace.core.trace import KernelRun
 from passviz.model import PassEntry, format_ms
 
 

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from irtrace.trace import KernelRun, Trace
+from irtrace.core.trace import KernelRun, Trace
 from passviz.model import format_ms
 from passviz.semantics import CATEGORIES
 
@@ -58,7 +58,7 @@ def run_facts(trace: Trace, run: KernelRun) -> Table:
     if run.total_s is not None:
         table.add_row("lowering", format_ms(run.total_s))
     if run.resources:
-        from irtrace.machine_code import describe_resources
+        from irtrace.recording.machine_code import describe_resources
 
         table.add_row("resources", Text("\n".join(describe_resources(run.resources))))
     if run.bench is not None:

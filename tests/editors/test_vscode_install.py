@@ -49,6 +49,7 @@ def server_dependencies_only(venv: Path) -> Path:
     constraints = Path(__file__).resolve().parents[2] / "constraints.txt"
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "-c", str(constraints), "pygls", "lsprotocol"],
+        cwd=venv,
         env=OUTSIDE,
         check=True,
         capture_output=True,
@@ -151,6 +152,7 @@ def test_missing_server_is_offered_then_installed_by_pip_only_when_asked(
     assert subprocess.run(has_server, cwd=tmp_path, env=OUTSIDE, capture_output=True).returncode == 0
     shown = subprocess.run(
         [str(python), "-m", "pip", "show", "tilelang-devtools"],
+        cwd=tmp_path,  # not the checkout, whose *.egg-info (left by a build) pip would list
         env=OUTSIDE,
         capture_output=True,
         text=True,

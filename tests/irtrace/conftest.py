@@ -17,10 +17,12 @@ from typing import Any
 
 import pytest
 
-from irtrace.api import prepare_request
-from irtrace.manifest import load_manifest
-from irtrace.recorder import record_failure, record_lowering
-from irtrace.trace import PHASE_CODEGEN, KernelRun, Trace, TraceWriter, load_trace
+from irtrace.core.trace import PHASE_CODEGEN, KernelRun, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.api import prepare_request
+from irtrace.recording.manifest import load_manifest
+from irtrace.recording.recorder import record_failure, record_lowering
 
 from ..conftest import EXAMPLES, ROOT
 
@@ -34,8 +36,8 @@ _UNTRACED = """
 import json, sys
 from dataclasses import replace
 import tilelang, tvm
-from irtrace.api import prepare_request
-from irtrace.manifest import load_manifest
+from irtrace.recording.api import prepare_request
+from irtrace.recording.manifest import load_manifest
 
 sources = {}
 for request in load_manifest(sys.argv[1]):
@@ -174,8 +176,8 @@ def coverage(tmp_path_factory: pytest.TempPathFactory) -> Coverage:
 @cache  # two test files parametrize over it at collection, in every xdist worker
 def coverage_cases() -> list[tuple[str, str]]:
     """(kernel, target) for every example and every target of its dialect, without lowering."""
-    from irtrace.loader import load_spec_module, select_kernels
-    from irtrace.targets import resolve_targets
+    from irtrace.core.targets import resolve_targets
+    from irtrace.recording.loader import load_spec_module, select_kernels
 
     cases = []
     for request in load_manifest(MANIFEST):

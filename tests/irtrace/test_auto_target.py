@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from irtrace.trace import STATUS_OK, load_trace
+from irtrace.core.trace import STATUS_OK
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import DATA, ROOT
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from irtrace.cli import main
-from irtrace.coverage import coverage_matrix, failing_pass, matrix_markdown
-from irtrace.errors import ExitCode, UsageError
-from irtrace.targets import ALIASES, TARGETS, get_target, resolve_targets
-from irtrace.trace import STATUS_OK
+from irtrace.cli.main import main
+from irtrace.core.coverage import coverage_matrix, failing_pass, matrix_markdown
+from irtrace.core.errors import ExitCode, UsageError
+from irtrace.core.targets import ALIASES, TARGETS, get_target, resolve_targets
+from irtrace.core.trace import STATUS_OK
 
 from ..conftest import EXAMPLES
 from .conftest import Coverage

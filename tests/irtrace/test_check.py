@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
-from irtrace.check import check_traces
-from irtrace.errors import UsageError
-from irtrace.policy import PASS_TIME, TOTAL_TIME, Policy, load_policy
-from irtrace.trace import Trace, load_trace
+from irtrace.ci.check import check_traces
+from irtrace.core.errors import UsageError
+from irtrace.core.policy import PASS_TIME, TOTAL_TIME, Policy, load_policy
+from irtrace.core.trace import Trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 
@@ -109,7 +111,7 @@ def _finish_order_oracle(configs: dict[str, Any]) -> list[OraclePass]:
     import tvm
     from tvm.ir.instrument import pass_instrument
 
-    from irtrace.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target, make_tvm_target
 
     from ..passdiff.oracle import load_kernel_module
 

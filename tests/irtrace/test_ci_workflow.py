@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from irtrace.check import check_traces
-from irtrace.cli import build_parser
-from irtrace.policy import load_policy
-from irtrace.trace import load_trace
+from irtrace.ci.check import check_traces
+from irtrace.cli.main import build_parser
+from irtrace.core.policy import load_policy
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import ROOT
 from .conftest import Coverage

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.cli import main
-from irtrace.cli_edge import hide_harmless_native_warnings
-from irtrace.errors import ExitCode
-from irtrace.trace import STATUS_FAILED, STATUS_OK, Trace, load_trace
+from irtrace.cli.main import main
+from irtrace.core.errors import ExitCode
+from irtrace.core.native_log import hide_harmless_native_warnings
+from irtrace.core.trace import STATUS_FAILED, STATUS_OK, Trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import DATA, ROOT, SMALL_GEMM
 

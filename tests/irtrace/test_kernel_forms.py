@@ -20,13 +20,15 @@ from typing import Any
 
 import pytest
 
-from irtrace.api import RecordRequest, record_request
-from irtrace.cli import main
-from irtrace.errors import ExitCode, InputError, KernelSourceError, UsageError
-from irtrace.loader import parse_pass_config
-from irtrace.manifest import load_manifest
-from irtrace.specs import Expression, parse_spec
-from irtrace.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace, TraceWriter, load_trace
+from irtrace.cli.main import main
+from irtrace.core.errors import ExitCode, InputError, KernelSourceError, UsageError
+from irtrace.core.specs import Expression, parse_spec
+from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.api import RecordRequest, record_request
+from irtrace.recording.loader import parse_pass_config
+from irtrace.recording.manifest import load_manifest
 
 from ..conftest import DATA, ROOT, SMALL_GEMM
 
@@ -292,7 +294,7 @@ def test_dotted_module_spec_from_a_manifest_folder(tmp_path: Path) -> None:
 
 def test_dotted_module_spec_from_the_current_folder(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    script = "import sys; del sys.path[0]; from irtrace.cli import main; raise SystemExit(main())"
+    script = "import sys; del sys.path[0]; from irtrace.cli.main import main; raise SystemExit(main())"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from irtrace.metrics import SHARED_SCOPE, SYNC_OPS, run_metrics
-from irtrace.trace import load_trace
+from irtrace.core.metrics import SHARED_SCOPE, SYNC_OPS, run_metrics
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import EXAMPLES, SMALL_GEMM, record_to_file
 from ..passdiff.oracle import load_kernel_module
@@ -54,7 +54,7 @@ def _oracle(file: str, factory: tuple[str, tuple[Any, ...]], target_name: str) -
     from tilelang.instrumentation import compile_pass_instrumentation
     from tvm.s_tir.analysis import calculate_allocated_bytes
 
-    from irtrace.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target, make_tvm_target
 
     target = make_tvm_target(get_target(target_name))
     name, args = factory

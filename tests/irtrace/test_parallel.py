@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
-from irtrace.parallel import Shard, WorkItem, fastest_times
-from irtrace.trace import KernelRun, Trace, TraceWriter, load_trace
+from irtrace.core.trace import KernelRun, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.parallel import Shard, WorkItem, fastest_times
 
 from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM
 
@@ -139,8 +141,8 @@ def test_shards_cover_every_item_once_in_order() -> None:
 
 
 def test_repeat_keeps_the_fastest_time_of_each_pass(tmp_path: Path) -> None:
-    from irtrace.api import RecordRequest, record_requests
-    from irtrace.specs import parse_spec
+    from irtrace.core.specs import parse_spec
+    from irtrace.recording.api import RecordRequest, record_requests
 
     runs: list[KernelRun] = []
     for _ in range(3):

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.api import RecordRequest, record_request
-from irtrace.errors import InputError, KernelSourceError, NotInTraceError, TraceFormatError
-from irtrace.recorder import RecordedLowering
-from irtrace.specs import parse_spec
-from irtrace.trace import (
+from irtrace.core.errors import InputError, KernelSourceError, NotInTraceError, TraceFormatError
+from irtrace.core.specs import parse_spec
+from irtrace.core.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
     PHASE_FINALIZE,
@@ -21,11 +19,12 @@ from irtrace.trace import (
     STATUS_OK,
     UNFINISHED,
     Trace,
-    TraceWriter,
-    load_trace,
-    merge_traces,
     text_sha256,
 )
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter, merge_traces
+from irtrace.recording.api import RecordRequest, record_request
+from irtrace.recording.recorder import RecordedLowering
 
 from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
 
@@ -236,6 +235,10 @@ def test_find_pass_occurrences_and_errors(gemm_trace: Trace) -> None:
         ('{"record":"header","format":"other","schema":1}\n', "not an irtrace trace"),
         (
             '{"record":"header","format":"irtrace","schema":1}\n{"record":"pass","run":0}\n{}\n',
+            "pass record without 'index'",
+        ),
+        (
+            '{"record":"header","format":"irtrace","schema":1}\n{"record":"end","run":0,"status":"ok"}\n',
             "no run record before it",
         ),
     ],

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from irtrace.coverage import error_headline
-from irtrace.repro import mask_targets
-from irtrace.trace import load_trace
+from irtrace.ci.repro import mask_targets
+from irtrace.core.coverage import error_headline
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 from ..passdiff.oracle import load_kernel_module
@@ -51,7 +51,7 @@ def _plain_lowering_error(file: str, factory: tuple[str, tuple[Any, ...]], targe
     import tilelang
     import tvm
 
-    from irtrace.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target, make_tvm_target
 
     target = make_tvm_target(get_target(target_name))
     name, args = factory
@@ -72,7 +72,7 @@ def test_repro_script_reproduces_the_failure(
     (run,) = load_trace(trace_path).runs
     assert run.status == "failed"
 
-    done = irtrace("repro", trace_path, "-o", "repro.py", cwd=tmp_path)
+    done = irtrace("repro", trace_path, "--kernel-file", EXAMPLES / file, "-o", "repro.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"wrote repro.py: {step} fails alone" in done.stdout
     script = (tmp_path / "repro.py").read_text()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from irtrace.errors import UsageError
-from irtrace.specs import DtypeName, parse_spec
-from irtrace.targets import ASCEND, PORTABLE, TARGETS, get_target, resolve_targets, target_names
+from irtrace.core.errors import UsageError
+from irtrace.core.specs import DtypeName, parse_spec
+from irtrace.core.targets import ASCEND, PORTABLE, TARGETS, get_target, resolve_targets, target_names
 
 
 def test_plain_path_means_every_primfunc() -> None:

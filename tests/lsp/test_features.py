@@ -25,11 +25,11 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     import tilelang  # noqa: F401  (makes tvm importable)
     from tvm.tirx.stmt_functor import post_order_visit
 
-    from irtrace.loader import build_primfunc, find_kernels, load_kernel_module
-    from irtrace.recorder import record_lowering
-    from irtrace.specs import KernelSpec
-    from irtrace.targets import get_target, make_tvm_target
-    from irtrace.trace import TraceWriter
+    from irtrace.core.specs import KernelSpec
+    from irtrace.core.targets import get_target, make_tvm_target
+    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.recording.loader import build_primfunc, find_kernels, load_kernel_module
+    from irtrace.recording.recorder import record_lowering
 
     path = EXAMPLES / "gemm.py"
     target = get_target("cuda:sm_90")
@@ -296,7 +296,7 @@ async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> No
 
 
 async def test_trace_kernel_command_writes_a_trace_of_the_whole_pipeline(client: LanguageClient) -> None:
-    from irtrace.trace import load_trace
+    from irtrace.core.trace_reader import load_trace
 
     path = DATA / "styles" / "eager_gemm.py"
     uri, version = open_fresh(client, path)

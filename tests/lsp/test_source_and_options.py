@@ -9,18 +9,21 @@ from typing import Any
 
 import pytest
 
-from irtrace.specs import DtypeName, Expression
-from irtrace.targets import TARGETS
+from irtrace.core.specs import DtypeName, Expression
+from irtrace.core.targets import TARGETS
 from tilelang_lsp.options import InitializationOptions, InlayHintOptions, parse_options
 from tilelang_lsp.source import (
     ArgumentChoice,
     ProjectConfig,
     SourceBuffer,
+    imports_tilelang,
+    looks_like_tilelang,
     read_project_config,
     resolve_arguments,
     resolve_target,
     scan_kernels,
     source_buffers,
+    syntax_problem,
     uses_tilelang,
 )
 
@@ -217,6 +220,18 @@ def test_only_text_that_imports_tilelang_is_a_kernel_file() -> None:
     assert uses_tilelang("def f():\n    import tilelang.language as T\n")
     assert not uses_tilelang("import os\nos.system('rm -rf build')\n")
     assert not uses_tilelang("import tilelang_helpers\n# import tilelang\ntext = 'import tilelang'\n")
+    # read as Python, not as text: an import inside a string or a docstring is no import
+    assert not uses_tilelang('"""Notes.\n\nimport tilelang\n"""\nx = 1\n')
+    assert not uses_tilelang('x = """\nfrom tilelang import language as T\n"""\n')
+    assert not uses_tilelang("from .tilelang import language\nfrom . import tilelang\n")  # relative
+    assert uses_tilelang("if True:\n    class K:\n        from tilelang.language import alloc_shared\n")
+    # text that does not parse never runs, whatever it imports
+    assert imports_tilelang("import tilelang\ndef broken(:\n") is None
+    assert not uses_tilelang("import tilelang\ndef broken(:\n")
+    assert looks_like_tilelang("import tilelang\ndef broken(:\n")  # still shown as a kernel file
+    assert syntax_problem("import tilelang\ndef broken(:\n") == (2, "syntax error: invalid syntax")
+    assert syntax_problem("import tilelang\n") is None
+    assert imports_tilelang("import tilelang\n" + "(" * 10_000 + ")" * 10_000) is None  # no crash
 
 
 def test_source_hints_read_eager_declarations() -> None:

@@ -92,6 +92,59 @@ async def test_files_without_tilelang_are_never_executed(client: LanguageClient,
     assert marker.read_text() == "ran"
 
 
+@pytest.mark.parametrize(
+    "mention",
+    [
+        '"""Kernels for the notes below.\n\nimport tilelang\n"""\n',  # in the module docstring
+        "# import tilelang\n",  # in a comment
+        'NOTE = """\nfrom tilelang import language as T\n"""\n',  # in a string, at a line's start
+    ],
+)
+async def test_tilelang_named_only_in_text_does_not_run(
+    client: LanguageClient, tmp_path: Path, mention: str
+) -> None:
+    """The attack: a plain script with ``import tilelang`` in its text but not in its code. It ran
+    when a line of it started with the import; it runs only when a real import statement has it."""
+    marker = tmp_path / "ran.txt"
+    script = mention + f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+    uri, version = open_fresh(client, tmp_path / "script.py", script)
+    published = await wait_published(client, uri, version)
+    assert list(published.diagnostics) == []
+    assert await hints(client, uri) == []
+    await asyncio.sleep(0.5)  # nothing pending either
+    assert not marker.exists()
+    # the control: one real import statement, in a function the module never calls, makes it run
+    change(client, uri, version + 1, script + "def unused():\n    import tilelang\n")
+    await wait_published(client, uri, version + 1)
+    assert marker.read_text() == "ran"
+
+
+async def test_text_that_does_not_parse_never_reaches_the_worker(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """The worker is frozen, yet the syntax error comes at once: the server finds it with ``ast``
+    and never sends the text (sent, it would wait for the worker and be cut off after 4 s)."""
+    status = await client.protocol.send_request_async("tilelang/workerStatus", {})
+    text = "import tilelang.language as T\n\n\ndef broken(:\n    pass\n"
+    os.kill(status.pid, signal.SIGSTOP)
+    try:
+        uri, version = open_fresh(client, tmp_path / "kernel.py", text)
+        published = await wait_published(client, uri, version, timeout=3)
+    finally:
+        os.kill(status.pid, signal.SIGCONT)
+    assert list(published.diagnostics) == [
+        types.Diagnostic(
+            range=types.Range(start=types.Position(3, 0), end=types.Position(3, 12)),
+            message="syntax error: invalid syntax",
+            severity=types.DiagnosticSeverity.Error,
+            code="syntax",
+            source="tilelang",
+        )
+    ]
+    labels = [h.label for h in await hints(client, uri)]
+    assert labels == []  # no allocation to hint, and no analysis pending
+
+
 async def test_symbolic_kernels_survive_analysis_after_analysis(client: LanguageClient) -> None:
     """T.dynamic and symbolic T.const sizes: the worker once crashed (SIGSEGV) freeing the TVM
     strings of an earlier analysis."""

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.trace import Trace, load_trace
+from irtrace.core.trace import Trace
+from irtrace.core.trace_reader import load_trace
 
 from ..conftest import EXAMPLES, ROOT
 
@@ -38,8 +39,8 @@ CASES = [
 _PLAIN_LOWER = """
 import json, sys
 import tilelang, tvm
-from irtrace.api import RecordRequest, prepare_request
-from irtrace.specs import parse_spec
+from irtrace.recording.api import RecordRequest, prepare_request
+from irtrace.core.specs import parse_spec
 
 out = {}
 for item in json.loads(sys.argv[1]):

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.machine_code import find_cuda_tools
-from irtrace.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, load_trace, text_sha256
+from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, text_sha256
+from irtrace.core.trace_reader import load_trace
+from irtrace.recording.machine_code import find_cuda_tools
 
 from ..conftest import EXAMPLES, ROOT
 from .conftest import CASES, Recorded, oracle_resources, ptxas_verbose
@@ -112,7 +113,7 @@ def test_show_prints_resources_and_json_holds_them(recorded: Recorded) -> None:
 
 
 def test_merge_keeps_machine_code(recorded: Recorded, tmp_path: Path) -> None:
-    from irtrace.trace import merge_traces
+    from irtrace.core.trace_writer import merge_traces
 
     merged = merge_traces([recorded.path], tmp_path / "merged.jsonl")
     again = load_trace(tmp_path / "merged.jsonl")
@@ -156,7 +157,7 @@ def test_missing_tools_are_named_with_the_way_to_get_them(tmp_path: Path) -> Non
     that sees no site-packages (so no nvidia-cuda-* package) and an empty PATH."""
     code = (
         "import sys\n"
-        "from irtrace.machine_code import MachineCodeError, find_cuda_tools\n"
+        "from irtrace.recording.machine_code import MachineCodeError, find_cuda_tools\n"
         "try:\n    print(find_cuda_tools())\nexcept MachineCodeError as error:\n    print(error.message)\n"
     )
     env = {"CUDA_HOME": str(tmp_path / "no-cuda"), "PATH": str(tmp_path), "PYTHONPATH": str(ROOT)}
@@ -203,7 +204,7 @@ def test_record_stops_before_lowering_without_tools(tmp_path: Path) -> None:
 
 
 def test_bench_without_a_gpu_says_so_before_lowering(tmp_path: Path) -> None:
-    from irtrace.bench import cuda_device
+    from irtrace.recording.bench import cuda_device
 
     if cuda_device() is not None:
         pytest.skip("this machine has a GPU")
@@ -222,9 +223,9 @@ def test_bench_without_a_gpu_says_so_before_lowering(tmp_path: Path) -> None:
 def test_bench_does_everything_up_to_the_launch(recorded: Recorded) -> None:
     """tilelang.compile with the run's target and configs and TileLang's profiler on random inputs:
     all of --bench but the launch, which needs the GPU CI does not have."""
-    from irtrace.api import RecordRequest, prepare_request
-    from irtrace.bench import cuda_device, launch_bench, prepare_bench
-    from irtrace.specs import parse_spec
+    from irtrace.core.specs import parse_spec
+    from irtrace.recording.api import RecordRequest, prepare_request
+    from irtrace.recording.bench import cuda_device, launch_bench, prepare_bench
 
     spec, target = CASES[0]
     (prepared,) = prepare_request(RecordRequest(parse_spec(spec), (target,), base_dir=EXAMPLES))
@@ -245,8 +246,8 @@ _TILELANG_COMPILE = """
 import json, sys
 from pathlib import Path
 import tilelang
-from irtrace.api import RecordRequest, prepare_request
-from irtrace.specs import parse_spec
+from irtrace.recording.api import RecordRequest, prepare_request
+from irtrace.core.specs import parse_spec
 
 configs = json.loads(sys.argv[2])
 (prepared,) = prepare_request(RecordRequest(parse_spec(sys.argv[1]), ("cuda:sm_80",), configs))
@@ -258,7 +259,7 @@ print(json.dumps({"target_detail": str(prepared.tvm_target), "pass_configs": pre
 def test_nvcc_command_is_tilelangs_own(tmp_path: Path) -> None:
     """The command TileLang's compile step logs (TILELANG_VERBOSE) is ours, but for what we add:
     -keep (the PTX), --time (phase times) and our file names."""
-    from irtrace.machine_code import plan_compile
+    from irtrace.recording.machine_code import plan_compile
 
     configs = {"tl.enable_fast_math": True, "tl.ptxas_register_usage_level": 5}
     env = {**os.environ, "TILELANG_VERBOSE": "1", "TILELANG_DISABLE_CACHE": "1"}
@@ -294,7 +295,7 @@ def test_nvcc_command_is_tilelangs_own(tmp_path: Path) -> None:
 
 
 def test_resource_regressions_name_what_grew(recorded: Recorded) -> None:
-    from irtrace.resources import resource_regressions
+    from irtrace.core.resources import resource_regressions
 
     sm_80, sm_90a = _run_of(recorded, *CASES[1]), _run_of(recorded, *CASES[0])
     (before,), (after,) = sm_80.resources, sm_90a.resources

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.machine_code import find_cuda_tools
-from irtrace.trace import load_trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.recording.machine_code import find_cuda_tools
 
 from .conftest import (
     CASES,

@@ -24,7 +24,7 @@ from ..conftest import EXAMPLES, ROOT
 
 pytestmark = pytest.mark.packaging
 
-PACKAGES = ("irtrace", "passdiff", "passviz", "tilelang_lsp")
+PACKAGES = ("irtrace", "passdiff", "passviz", "tilelang_lsp", "tilelang_mcp")
 TOP_FILES = ("pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG.md", "LICENSE")
 TORCH = "torch==2.13.0"
 """The torch `make setup` installs; ``TORCH_INDEX_URL`` (CI) points pip at a CPU build of it."""
@@ -104,7 +104,7 @@ def test_wheel_holds_the_packages_and_their_data_and_nothing_else(dist: dict[str
         .read(next(n for n in names if n.endswith(".dist-info/entry_points.txt")))
         .decode()
     )
-    for tool in ("irtrace", "passdiff", "passviz", "tilelang-lsp"):
+    for tool in ("irtrace", "passdiff", "passviz", "tilelang-lsp", "tilelang-mcp"):
         assert f"{tool} = " in entry_points
 
 
@@ -118,9 +118,18 @@ def test_sdist_holds_no_tests_and_no_outputs(dist: dict[str, Path]) -> None:
     assert not [n for n in names if n.endswith((".pyc", ".jsonl", ".jsonl.gz"))]
 
 
+OUTSIDE = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+"""The environment without what would put this checkout (or the metadata a build left in it,
+``*.egg-info``) on the venv's path; the venv's commands also run outside the checkout."""
+
+
 def _pip(venv: Path, *args: str) -> None:
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *args], capture_output=True, text=True
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *args],
+        cwd=venv,
+        env=OUTSIDE,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, f"pip install {' '.join(args)} failed:\n{done.stderr[-3000:]}"
 
@@ -128,6 +137,8 @@ def _pip(venv: Path, *args: str) -> None:
 def _freeze(venv: Path) -> dict[str, str]:
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        cwd=venv,
+        env=OUTSIDE,
         capture_output=True,
         text=True,
         check=True,
@@ -139,7 +150,7 @@ def test_pip_install_into_an_env_with_tilelang_and_torch_changes_neither(
     dist: dict[str, Path], tmp_path: Path
 ) -> None:
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=OUTSIDE, check=True)
     index = os.environ.get("TORCH_INDEX_URL")
     _pip(venv, TORCH, *(["--index-url", index] if index else []))
     _pip(venv, TILELANG)
@@ -156,7 +167,7 @@ def test_pip_install_into_an_env_with_tilelang_and_torch_changes_neither(
     # The venv's own irtrace, run outside the checkout, so nothing is imported from here.
     work = tmp_path / "work"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = OUTSIDE
     recorded = subprocess.run(
         [str(venv / "bin" / "irtrace"), "record", GEMM, "-t", "cuda:sm_90", "-o", "gemm.jsonl", "-q"],
         cwd=work,

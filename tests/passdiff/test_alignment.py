@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from irtrace.trace import PHASE_CODEGEN, KernelRun, PassRecord, Trace
+from irtrace.core.trace import PHASE_CODEGEN, KernelRun, PassRecord, Trace
 from passdiff import (
     MOVED,
     NOT_REACHED,

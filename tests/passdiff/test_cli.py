@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.errors import ExitCode
-from irtrace.trace import Trace
+from irtrace.core.errors import ExitCode
+from irtrace.core.trace import Trace
 from passdiff import DiffOutcome, NormalizeRules, compare_runs, diff_pass
 from passdiff.cli import main
 from passdiff.render import terminal_lines
@@ -39,7 +39,7 @@ def test_unified_pass_diff_turns_what_irtrace_ir_writes_before_into_after(
     capsys: pytest.CaptureFixture[str], gemm_trace: Trace, gemm_path: Path, tmp_path: Path
 ) -> None:
     """The documented round trip, for every pass that changed the IR, hunks on the last line included."""
-    from irtrace.cli import main as irtrace_main
+    from irtrace.cli.main import main as irtrace_main
 
     run = gemm_trace.find_run("matmul", SM90)
     labels = dict(zip((p.index for p in run.passes), run.occurrence_names(), strict=True))

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from irtrace.errors import NotInTraceError
-from irtrace.trace import KernelRun, Trace
+from irtrace.core.errors import NotInTraceError
+from irtrace.core.trace import KernelRun, Trace
 from passdiff import (
     NormalizeRules,
     PassdiffError,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from irtrace.trace import Trace
+from irtrace.core.trace import Trace
 from passdiff import NormalizeRules, diff_texts, normalize_ir, word_diff
 from passdiff.textdiff import split_lines
 

@@ -6,7 +6,7 @@ import pytest
 from textual.reactive import reactive
 from textual.widgets import Input
 
-from irtrace.trace import Trace
+from irtrace.core.trace import Trace
 from passviz.model import with_fixed_times
 from tests.conftest import EXAMPLES, SMALL_GEMM, record_to_file
 

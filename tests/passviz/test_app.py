@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
-from irtrace.trace import Trace, TraceWriter, load_trace, text_sha256
+from msgspec.structs import replace
+
+from irtrace.core.trace import Trace, text_sha256
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from passdiff import diff_texts
 from passviz.app import KEYS, PassvizApp, key_help
 from passviz.widgets.code_view import CodeView
@@ -234,7 +237,11 @@ async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(
 
     passes = tuple(replace(p, ir_before=bigger(p.ir_before), ir_after=bigger(p.ir_after)) for p in run.passes)
     large_run = replace(
-        run, passes=passes, input_ir=bigger(run.input_ir), source_sha256=bigger(run.source_sha256)
+        run,
+        passes=passes,
+        input_ir=bigger(run.input_ir),
+        source_sha256=bigger(run.source_sha256),
+        kernel_file_sha256=bigger(run.kernel_file_sha256),
     )
     with TraceWriter(tmp_path / "large.jsonl") as writer:
         writer.add_run(large_run, {renamed[sha]: text for sha, text in big.items()})

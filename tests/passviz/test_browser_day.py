@@ -9,7 +9,8 @@ from pathlib import Path
 
 from textual import events
 
-from irtrace.trace import KernelRun, PassRecord, Trace, load_trace
+from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.core.trace_reader import load_trace
 from passdiff import diff_texts
 from passviz.app import PassvizApp
 from passviz.semantics import BY_NAME

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.errors import ExitCode
-from irtrace.trace import Trace
+from irtrace.core.errors import ExitCode
+from irtrace.core.trace import Trace
 from passviz.cli import main
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

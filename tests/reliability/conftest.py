@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.trace import UNFINISHED, KernelRun, PassRecord, Trace
+from irtrace.core.trace import UNFINISHED, KernelRun, PassRecord, Trace
 from tests.conftest import DATA, ROOT, record_to_file
 
 MISBEHAVING = DATA / "misbehaving.py"

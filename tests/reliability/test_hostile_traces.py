@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from irtrace.cli import main as irtrace_main
-from irtrace.errors import ExitCode, TraceFormatError
-from irtrace.trace import Trace, load_trace
+from irtrace.cli.main import main as irtrace_main
+from irtrace.core.errors import ExitCode, TraceFormatError
+from irtrace.core.trace import Trace
+from irtrace.core.trace_reader import load_trace
 from passdiff.cli import main as passdiff_main
 from passviz.cli import main as passviz_main
 from tests.conftest import record_to_file
@@ -121,7 +122,7 @@ def check_every_reader(path: Path, tmp: Path, capsys: pytest.CaptureFixture[str]
         ("pass", {"parent": 7}, "do not fit"),
         ("pass", {"ir_before": "not-a-sha"}, "SHA-256"),
         ("pass", {"changed": "yes"}, "'changed' must be true or false"),
-        ("pass", {"status": "exploded"}, "'status' must be 'ok' or 'failed'"),
+        ("pass", {"status": "exploded"}, "'status' must be 'failed' or 'ok'"),
         ("end", {"status": 1}, "'status' must be"),
         ("run", {"args": {"args": "x"}}, "'args.args' must be a list"),
         ("run", {"host": {"python": 3}}, "an object of strings"),

@@ -7,17 +7,10 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from irtrace.errors import ExitCode
-from irtrace.trace import (
-    STATUS_FAILED,
-    STATUS_INCOMPLETE,
-    STATUS_OK,
-    STOPPED_BY_CRASH,
-    Trace,
-    TraceWriter,
-    load_trace,
-    parse_trace_lines,
-)
+from irtrace.core.errors import ExitCode
+from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, STOPPED_BY_CRASH, Trace
+from irtrace.core.trace_reader import load_trace, parse_trace_lines
+from irtrace.core.trace_writer import TraceWriter
 from tests.conftest import DATA, SMALL_GEMM
 
 from .conftest import (

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.cli import main as irtrace_main
-from irtrace.errors import ExitCode
-from irtrace.trace import STATUS_INCOMPLETE, STATUS_OK, Trace, TraceWriter, load_trace
+from irtrace.cli.main import main as irtrace_main
+from irtrace.core.errors import ExitCode
+from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, Trace
+from irtrace.core.trace_reader import load_trace
+from irtrace.core.trace_writer import TraceWriter
 from passviz.cli import main as passviz_main
 
 from .conftest import (

@@ -19,7 +19,7 @@ async def handle(server: TileLangLanguageServer, params: Any) -> dict[str, Any] 
     """``{kernel, target, passName, index, uri, text}``; ``uri`` names a read-only document."""
     doc = document_of(server, params)
     kernel, pass_name = field_of(params, "kernel"), field_of(params, "passName")
-    if doc is None or not kernel or not pass_name or not server.options.trusted or not doc.uses_tilelang:
+    if doc is None or not kernel or not pass_name or not server.options.trusted or not doc.runnable:
         return None
     request = {
         "path": doc.path,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from irtrace.trace import occurrence_labels
+from irtrace.core.trace import occurrence_labels
 from tilelang_lsp.requests import document_of, field_of
 
 if TYPE_CHECKING:
