@@ -95,6 +95,7 @@ test-all: test test-sweeps test-wheel test-versions ## Everything CI runs, one a
 dist: setup ## Build the sdist and wheel into out/dist, twine-check them and list what they hold
 	rm -rf out/dist
 	$(PY) -m build -o out/dist .
+	rm -rf build *.egg-info  # setuptools' leftovers: pip run here would take them for an install
 	$(VENV)/bin/twine check --strict out/dist/*
 	@echo "== wheel"; $(PY) -m zipfile -l out/dist/*.whl
 	@echo "== sdist"; tar tzf out/dist/*.tar.gz
