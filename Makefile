@@ -6,6 +6,7 @@ TRACE  ?= out/examples.trace.jsonl
 
 .DEFAULT_GOAL := help
 .PHONY: help setup graphviz demo test lint format bench clean
+.PHONY: dist test-wheel test-sweeps test-versions test-all
 .PHONY: editors-setup nvim-setup vscode-setup vsix editor-screenshots
 
 help: ## List the targets
@@ -48,8 +49,56 @@ demo: setup ## Record every bundled example on every backend, print the summary 
 	$(VENV)/bin/irtrace record --manifest examples/irtrace.toml -o $(TRACE)
 	$(VENV)/bin/irtrace show $(TRACE) --by-pass
 
-test: setup editors-setup ## Run the test suite (with the editor tests' set-up)
-	$(PY) -m pytest -q
+# Tests run in parallel (pytest-xdist, one worker per core); tests that share an expensive
+# session fixture are grouped (xdist_group) so that it is recorded once, in one worker. Marked
+# tests that take long or need their own environments run in their own targets and CI jobs:
+# `sweep` (every example on every target), `packaging` (the wheel in a fresh venv) and
+# `versions` (each TileLang release of the range). `make test-all` runs all of them.
+PYTEST_JOBS ?= auto
+test: setup editors-setup ## Run the test suite in parallel (without sweeps, wheel and versions)
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
+
+test-sweeps: setup ## Every example on every target (exactness, identical source, coverage) and through nvcc
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m sweep
+
+test-wheel: setup ## Build the wheel, install it into a fresh venv with torch and tilelang 0.1.14, record
+	$(PY) -m pytest -q -p no:randomly -m packaging tests/packaging
+
+# One venv per TileLang release, made once under VERSIONS_DIR (not committed), each with torch,
+# that release and this checkout (editable); the `versions` tests run in each. A release inside
+# the range is kept by the project's install; one outside it is put back afterwards (pip's
+# conflict warning hidden), as a user who pins it would have it. --no-compile: byte-compiling
+# torch's files took most of a venv's set-up time here.
+# 0.1.12 is outside the range: its tests check that it is refused in one line.
+TILELANG_VERSIONS ?= 0.1.12 0.1.13 0.1.14 0.1.15
+VERSIONS_DIR ?= out/versions
+test-versions: ## Run the version-sensitive tests once per TileLang release (TILELANG_VERSIONS)
+	@set -e; mkdir -p $(VERSIONS_DIR); \
+	grep -v '^tilelang==' constraints.txt > $(VERSIONS_DIR)/constraints.txt; \
+	for v in $(TILELANG_VERSIONS); do \
+	  venv=$(VERSIONS_DIR)/tilelang-$$v; \
+	  if [ ! -f $$venv/.stamp ] || [ pyproject.toml -nt $$venv/.stamp ]; then \
+	    echo "== making $$venv"; \
+	    test -x $$venv/bin/python || python3 -m venv $$venv; \
+	    $$venv/bin/python -m pip install -q --no-compile torch==2.13.0; \
+	    $$venv/bin/python -m pip install -q --no-compile tilelang==$$v; \
+	    $$venv/bin/python -m pip install -q --no-compile -c $(VERSIONS_DIR)/constraints.txt -e '.[dev]'; \
+	    $$venv/bin/python -m pip install -q --no-compile tilelang==$$v 2>/dev/null; \
+	    touch $$venv/.stamp; \
+	  fi; \
+	  echo "== tilelang $$v"; \
+	  $$venv/bin/python -m pytest -q -p no:randomly -m versions tests/versions; \
+	done
+
+test-all: test test-sweeps test-wheel test-versions ## Everything CI runs, one after the other
+
+dist: setup ## Build the sdist and wheel into out/dist, twine-check them and list what they hold
+	rm -rf out/dist
+	$(PY) -m build -o out/dist .
+	rm -rf build *.egg-info  # setuptools' leftovers: pip run here would take them for an install
+	$(VENV)/bin/twine check --strict out/dist/*
+	@echo "== wheel"; $(PY) -m zipfile -l out/dist/*.whl
+	@echo "== sdist"; tar tzf out/dist/*.tar.gz
 
 lint: setup ## ruff (format and lint), mypy (strict on every package) and the layer contracts
 	$(VENV)/bin/ruff format --check .
@@ -91,4 +140,4 @@ editor-screenshots: editors-setup ## Retake docs/img's editor screenshots from r
 	$(PY) tests/editors/nvim/screenshot.py docs/img/nvim-hints.png
 
 clean: ## Remove build outputs (keeps .venv)
-	rm -rf out .pytest_cache .ruff_cache .mypy_cache *.egg-info
+	rm -rf out build .pytest_cache .ruff_cache .mypy_cache *.egg-info

@@ -1,4 +1,5 @@
-"""Shared fixtures: real traces recorded from the bundled examples, once per test session."""
+"""Shared fixtures: real traces recorded from the bundled examples, once per test session; how the
+suite is split (markers) and spread over cores (xdist groups)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,35 @@ def gemm_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     """The example GEMM (256^3) lowered for cuda:sm_90 and hip:gfx942."""
     path = tmp_path_factory.mktemp("traces") / "gemm.jsonl"
     return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90", "hip:gfx942"])
+
+
+@pytest.fixture(scope="session")
+def gemm_no_ws_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    """The GEMM on cuda:sm_90 with ``tl.disable_warp_specialized=True``: another pass config
+    (passdiff's run-to-run tests and passviz's --compare share this one recording)."""
+    path = tmp_path_factory.mktemp("traces") / "gemm_no_ws.jsonl"
+    return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90"], **{"tl.disable_warp_specialized": True})
+
+
+SWEEP_FIXTURES = ("coverage", "recorded")
+"""Fixtures that lower every bundled example on every target (``coverage``), or every CUDA
+example through nvcc (``recorded``, machine code): a test using one is a ``sweep`` (``make
+test-sweeps`` and its own CI job; the quick ``make test`` leaves it out). Measured with -n 2 on
+the shared 2-core machine, the machine-code group alone took over 400 s of one worker."""
+SHARED_GROUPS = {"coverage": "coverage", "recorded": "machine-code"}
+"""Session fixtures too costly to make twice (every example on every target; nvcc on each CUDA
+run): every test using one runs in the same xdist worker, which makes it once."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark sweeps, and give each test an xdist group for ``--dist loadgroup``: the costly shared
+    fixture it uses, else its file (module-scoped fixtures, such as a language server per
+    module, are then started once)."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if any(name in fixtures for name in SWEEP_FIXTURES):
+            item.add_marker(pytest.mark.sweep)
+        if item.get_closest_marker("xdist_group") is None:
+            group = next((g for name, g in SHARED_GROUPS.items() if name in fixtures), None)
+            item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::")[0]))

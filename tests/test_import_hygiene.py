@@ -15,6 +15,7 @@ CORE = [
     "irtrace.core.errors",
     "irtrace.edge.command",
     "irtrace.core.resources",
+    "irtrace.core.compat",  # reads the installed release from package metadata, without importing it
 ]
 LAZY = [
     "irtrace.recording.loader",

@@ -3,6 +3,7 @@
 "use strict";
 
 const path = require("path");
+const { execFile, spawn } = require("child_process");
 const vscode = require("vscode");
 const { LanguageClient, RevealOutputChannelOn } = require("vscode-languageclient/node");
 
@@ -19,6 +20,7 @@ let outputChannel;
 let starting = Promise.resolve();
 const irDocuments = new Map();
 const irChanged = new vscode.EventEmitter();
+const declinedInstall = new Set(); // interpreters the user said "Not now" for, this session
 
 function settings() {
   return vscode.workspace.getConfiguration("tilelang");
@@ -142,7 +144,65 @@ async function createClient() {
   );
 }
 
+// Whether `python` has the server: "yes", "missing" (Python says there is no tilelang_lsp
+// module), or "unknown" (no such interpreter, or another failure: the start reports it). Asked
+// with the environment and folder the server is started with, so the answer is the server's.
+function serverInstalled(python) {
+  return new Promise((resolve) => {
+    execFile(python, ["-c", "import tilelang_lsp"], { timeout: 60000 }, (error, _stdout, stderr) => {
+      if (!error) resolve("yes");
+      else resolve(/No module named '?tilelang_lsp'?/.test(String(stderr)) ? "missing" : "unknown");
+    });
+  });
+}
+
+// Asks (never installs silently) to run `python -m pip install tilelang-devtools`, showing pip's
+// output in the TileLang channel. True when pip succeeded.
+async function offerInstall(python) {
+  if (declinedInstall.has(python)) return false;
+  const choice = await vscode.window.showWarningMessage(
+    `TileLang: the language server (tilelang-devtools) is not installed for ${python}. ` +
+      "Install it with pip into that interpreter?",
+    "Install",
+    "Not now"
+  );
+  if (choice !== "Install") {
+    declinedInstall.add(python);
+    outputChannel.appendLine(`Not installing tilelang-devtools for ${python}; the server is not started.`);
+    return false;
+  }
+  const args = ["-m", "pip", "install", "tilelang-devtools"];
+  outputChannel.appendLine(`Running ${[python, ...args].join(" ")}`);
+  const code = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: "TileLang: pip install tilelang-devtools…" },
+    () =>
+      new Promise((resolve) => {
+        const child = spawn(python, args, { env: process.env });
+        child.stdout.on("data", (data) => outputChannel.append(String(data)));
+        child.stderr.on("data", (data) => outputChannel.append(String(data)));
+        child.on("error", (error) => {
+          outputChannel.appendLine(String(error));
+          resolve(-1);
+        });
+        child.on("close", (exitCode) => resolve(exitCode));
+      })
+  );
+  if (code !== 0) {
+    vscode.window.showErrorMessage(
+      `TileLang: pip install tilelang-devtools failed (exit ${code}); see the TileLang output.`
+    );
+    return false;
+  }
+  outputChannel.appendLine("tilelang-devtools installed; starting the server.");
+  return true;
+}
+
 async function start() {
+  const launch = await serverLaunch();
+  // Only the default launch (INTERPRETER -m tilelang_lsp.cli) is ours to check and fix.
+  if (launch.command === launch.interpreter && (await serverInstalled(launch.command)) === "missing") {
+    if (!(await offerInstall(launch.command))) return;
+  }
   client = await createClient();
   try {
     await client.start();
@@ -290,7 +350,11 @@ function activate(context) {
     }),
     vscode.commands.registerCommand(SHOW_IR, showIrAfterPass),
     vscode.commands.registerCommand("tilelang.traceCurrentKernel", traceCurrentKernel),
-    vscode.commands.registerCommand("tilelang.restartServer", restart),
+    // An explicit restart asks about installing the server again after a "Not now".
+    vscode.commands.registerCommand("tilelang.restartServer", () => {
+      declinedInstall.clear();
+      return restart();
+    }),
     vscode.commands.registerCommand("tilelang.showOutput", () => outputChannel.show(true)),
     // The server reads trust once, at initialize: restart it so it may compile kernels.
     vscode.workspace.onDidGrantWorkspaceTrust(() => {

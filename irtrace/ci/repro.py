@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from irtrace.core.compat import compile_session, require_supported_tilelang, stacked_pass_instrument
 from irtrace.core.coverage import error_headline
 from irtrace.core.errors import InputError, IrtraceError, NotInTraceError, UsageError
 from irtrace.core.specs import KernelSpec
@@ -231,20 +232,15 @@ class SavedModule:
 def capture_modules(run: KernelRun, spec: KernelSpec, indexes: Sequence[int]) -> dict[int, SavedModule]:
     """Lower ``spec`` (the run's kernel, see ``rebuild_spec``) again for the run's target and keep
     the module each pass in ``indexes`` (the trace's pass indexes) received."""
+    require_supported_tilelang()
     import tilelang
     import tvm
-    from tilelang.instrumentation import compile_pass_instrumentation
 
     prepared = _prepare(run, spec)
     capture = ModuleCapture(set(indexes))
     try:
         with (
-            compile_pass_instrumentation(
-                name=f"irtrace-repro:{run.kernel}",
-                tools=[capture],
-                include_default_tools=False,
-                reuse_existing=False,
-            ),
+            compile_session(f"irtrace-repro:{run.kernel}", [capture]),
             tvm.transform.PassContext(
                 opt_level=3, config=prepared.pass_configs, instruments=[capture.create_pass_instrument()]
             ),
@@ -296,9 +292,7 @@ class ModuleCapture:
 
     # TileLang PassInstrumentationTool
     def create_pass_instrument(self) -> Any:
-        from tilelang.instrumentation import StackedPassInstrument
-
-        return StackedPassInstrument(self, capture_nested=True)
+        return stacked_pass_instrument(self)
 
     def pipeline_scope(self, base_phase: str) -> Any:
         import contextlib

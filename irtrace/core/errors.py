@@ -22,6 +22,7 @@ class ExitCode(IntEnum):
     SCRIPT = 7
     NOT_FOUND = 8
     OUTPUT = 9
+    ENVIRONMENT = 10
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -41,6 +42,8 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
     ExitCode.NOT_FOUND: "a kernel, target, pass or kernel source asked for is not in the trace",
     ExitCode.OUTPUT: "the output cannot be written (-o is a folder or a device, another irtrace is writing "
     "it, disk full); an existing output is left as it was",
+    ExitCode.ENVIRONMENT: "the installed TileLang release is outside the supported range, or lacks the "
+    "target's backend (the message names the range)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); what was recorded so far is kept in OUTPUT.partial",
     ExitCode.TERMINATED: "terminated (SIGTERM); what was recorded so far is kept in OUTPUT.partial",
 }

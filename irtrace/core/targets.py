@@ -110,7 +110,14 @@ ALIASES = {
 
 
 def make_tvm_target(target: TargetSpec) -> Any:
-    """TileLang's ``Target`` object for a target spec (imports tilelang)."""
+    """TileLang's ``Target`` object for a target spec (imports tilelang).
+
+    An unsupported TileLang release, or one without the target's backend, is an
+    ``UnsupportedTileLang`` error naming the supported range (``irtrace.core.compat``).
+    """
+    from irtrace.core.compat import require_supported_backend
+
+    require_supported_backend(target.backend)
     from tilelang.backend.target import determine_target
 
     spec = dict(target.tvm_target) if isinstance(target.tvm_target, Mapping) else target.tvm_target

@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from irtrace.core import interrupts
+from irtrace.core.compat import require_instrumentation
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
 from irtrace.core.targets import TargetSpec, auto_target_fallback, get_target
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
@@ -425,6 +426,7 @@ def run_script(
     global _CAPTURE
     kind, target, args = split_command(command)
     os.environ["TILELANG_DISABLE_CACHE"] = "1"  # a cached kernel would lower nothing to capture
+    require_instrumentation("irtrace run")  # TileLang attaches our tool to the script's compilations
     from tilelang.instrumentation import (
         register_pass_instrumentation_tool,
         unregister_pass_instrumentation_tool,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from irtrace.core import interrupts
+from irtrace.core.compat import compile_session, stacked_pass_instrument
 from irtrace.core.pass_names import display_name
 from irtrace.core.schema import Phase
 from irtrace.core.targets import TargetSpec, make_tvm_target
@@ -292,9 +293,7 @@ class PassRecorder:
     # --- TileLang PassInstrumentationTool --------------------------------------------------
 
     def create_pass_instrument(self) -> Any:
-        from tilelang.instrumentation import StackedPassInstrument
-
-        return StackedPassInstrument(self, capture_nested=True)
+        return stacked_pass_instrument(self)
 
     @contextmanager
     def pipeline_scope(self, base_phase: Phase) -> Iterator[None]:
@@ -410,7 +409,6 @@ def record_lowering(
     """
     import tilelang
     import tvm
-    from tilelang.instrumentation import compile_pass_instrumentation
 
     target_object = tvm_target or make_tvm_target(target)
     configs = dict(pass_configs or {})
@@ -437,9 +435,7 @@ def record_lowering(
     started = time.perf_counter()
     try:
         with (
-            compile_pass_instrumentation(
-                name=f"irtrace:{kernel}", tools=[recorder], include_default_tools=False, reuse_existing=False
-            ),
+            compile_session(f"irtrace:{kernel}", [recorder]),
             tvm.transform.PassContext(
                 opt_level=3,
                 config=configs,

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,7 @@ def coverage(tmp_path_factory: pytest.TempPathFactory) -> Coverage:
     return record_coverage(tmp_path_factory.mktemp("coverage") / "coverage.jsonl")
 
 
+@cache  # two test files parametrize over it at collection, in every xdist worker
 def coverage_cases() -> list[tuple[str, str]]:
     """(kernel, target) for every example and every target of its dialect, without lowering."""
     from irtrace.core.targets import resolve_targets

@@ -12,13 +12,6 @@ from ..conftest import SMALL_GEMM, record_to_file
 
 
 @pytest.fixture(scope="session")
-def gemm_no_ws_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    """The GEMM on cuda:sm_90 with ``tl.disable_warp_specialized=True``: another pass config."""
-    path = tmp_path_factory.mktemp("traces") / "gemm_no_ws.jsonl"
-    return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90"], **{"tl.disable_warp_specialized": True})
-
-
-@pytest.fixture(scope="session")
 def gemm_path(gemm_trace: Trace) -> Path:
     assert gemm_trace.path is not None
     return Path(gemm_trace.path)

@@ -40,11 +40,10 @@ def no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def no_ws_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+def no_ws_trace(gemm_no_ws_trace: Trace) -> Trace:
     """The example GEMM on cuda:sm_90 with ``tl.disable_warp_specialized``: the same kernel with
-    one pass config changed, for --compare."""
-    path = tmp_path_factory.mktemp("passviz") / "gemm_no_ws.jsonl"
-    return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90"], **{"tl.disable_warp_specialized": True})
+    one pass config changed, for --compare (recorded once for the session, tests/conftest.py)."""
+    return gemm_no_ws_trace
 
 
 @pytest.fixture(scope="session")
