@@ -28,11 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from irtrace.core.compat import compile_session, require_supported_tilelang, stacked_pass_instrument
+from irtrace.core.compat import require_supported_tilelang
 from irtrace.core.coverage import error_headline
 from irtrace.core.errors import InputError, IrtraceError, NotInTraceError, UsageError
 from irtrace.core.specs import KernelSpec
 from irtrace.core.trace import PHASE_CODEGEN, STATUS_OK, KernelRun, PassRecord, Trace, text_sha256
+from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
 
 CODEGEN_STEP = "codegen"
 """Name of the recorder's codegen step (its ``raw_name`` is the codegen function)."""

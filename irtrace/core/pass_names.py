@@ -15,7 +15,7 @@ _PASS_FACTORY_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\([^()]*\)\s*\(")
 _INSTRUMENT_FILES = (
     "instrumentation/events.py",
     "irtrace/recording/recorder.py",
-    "irtrace/core/compat.py",  # its pass pairing, for a TileLang without instrumentation/events.py
+    "irtrace/recording/instrumentation.py",  # its pass pairing, for a TileLang without events.py
     "irtrace/core/pass_names.py",
     "tvm/ir/instrument.py",
 )

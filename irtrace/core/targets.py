@@ -5,8 +5,7 @@ This module does not import tilelang, so editors and trace readers can list targ
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,21 +108,6 @@ ALIASES = {
 }
 
 
-def make_tvm_target(target: TargetSpec) -> Any:
-    """TileLang's ``Target`` object for a target spec (imports tilelang).
-
-    An unsupported TileLang release, or one without the target's backend, is an
-    ``UnsupportedTileLang`` error naming the supported range (``irtrace.core.compat``).
-    """
-    from irtrace.core.compat import require_supported_backend
-
-    require_supported_backend(target.backend)
-    from tilelang.backend.target import determine_target
-
-    spec = dict(target.tvm_target) if isinstance(target.tvm_target, Mapping) else target.tvm_target
-    return determine_target(spec, return_object=True)
-
-
 def target_names() -> list[str]:
     """Every target name a user may pass, ``all`` last."""
     return [*TARGETS, ALL]
@@ -199,31 +183,6 @@ def resolve_targets(names: Iterable[str], dialect: str) -> list[TargetSpec]:
     for name in names:
         chosen.extend(spec for spec in expand_target(name, dialect) if spec not in chosen)
     return chosen or [default_target(dialect)]
-
-
-_AUTO_FALLBACKS: list[Any] = []
-"""TVM targets that TileLang's ``target="auto"`` falls back to, innermost last."""
-_AUTO_DETECTOR = "irtrace-fallback"
-
-
-@contextmanager
-def auto_target_fallback(target: TargetSpec) -> Iterator[None]:
-    """While active, TileLang's ``target="auto"`` means ``target`` when it finds no GPU.
-
-    Kernel files and scripts often compile with the default ``target="auto"`` (TileLang's
-    quickstart does so at import), which fails on a machine without a GPU. TileLang tries its
-    registered target detectors in order; this one is registered after the real ones, so on a
-    machine with a GPU the GPU still wins.
-    """
-    from tilelang.backend.target import list_target_detectors, register_target_detector
-
-    if _AUTO_DETECTOR not in list_target_detectors():
-        register_target_detector(_AUTO_DETECTOR, lambda: _AUTO_FALLBACKS[-1] if _AUTO_FALLBACKS else None)
-    _AUTO_FALLBACKS.append(make_tvm_target(target))
-    try:
-        yield
-    finally:
-        _AUTO_FALLBACKS.pop()
 
 
 def first_target(names: Iterable[str], dialect: str = PORTABLE) -> TargetSpec:

@@ -17,13 +17,7 @@ from typing import Any
 from irtrace.core import interrupts
 from irtrace.core.errors import IrtraceError, KernelSourceError, OutputError
 from irtrace.core.specs import KernelSpec
-from irtrace.core.targets import (
-    TargetSpec,
-    auto_target_fallback,
-    first_target,
-    make_tvm_target,
-    resolve_targets,
-)
+from irtrace.core.targets import TargetSpec, first_target, resolve_targets
 from irtrace.core.trace import KernelRun
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.loader import (
@@ -39,6 +33,7 @@ from irtrace.recording.loader import (
     target_context,
 )
 from irtrace.recording.recorder import RecordedLowering, record_failure, record_lowering
+from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 
 
 @dataclass(frozen=True)

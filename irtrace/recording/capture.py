@@ -28,13 +28,14 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from irtrace.core import interrupts
-from irtrace.core.compat import require_instrumentation
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
-from irtrace.core.targets import TargetSpec, auto_target_fallback, get_target
+from irtrace.core.targets import TargetSpec, get_target
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
+from irtrace.recording.tvm_targets import auto_target_fallback
 
 TOOL_NAME = "irtrace-capture"
 GPU_SCRIPT_TARGET = "cuda:sm_90a"
@@ -505,7 +506,7 @@ def lower_for_targets(
 ) -> list[KernelRun]:
     """Lower each captured kernel again for ``targets`` (the module as the script built it),
     except for the target the script already lowered it for."""
-    from irtrace.core.targets import make_tvm_target
+    from irtrace.recording.tvm_targets import make_tvm_target
 
     runs = []
     for kernel in captured:

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from irtrace.core import interrupts
-from irtrace.core.compat import compile_session, stacked_pass_instrument
 from irtrace.core.pass_names import display_name
 from irtrace.core.schema import Phase
-from irtrace.core.targets import TargetSpec, make_tvm_target
+from irtrace.core.targets import TargetSpec
 from irtrace.core.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
@@ -33,7 +32,9 @@ from irtrace.core.trace import (
     text_sha256,
 )
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
 from irtrace.recording.snapshots import ModuleState, Snapshot, SnapshotPrinter
+from irtrace.recording.tvm_targets import make_tvm_target
 
 
 class StopLowering(Exception):

@@ -111,7 +111,8 @@ def _finish_order_oracle(configs: dict[str, Any]) -> list[OraclePass]:
     import tvm
     from tvm.ir.instrument import pass_instrument
 
-    from irtrace.core.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target
+    from irtrace.recording.tvm_targets import make_tvm_target
 
     from ..passdiff.oracle import load_kernel_module
 

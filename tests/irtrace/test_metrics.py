@@ -54,7 +54,8 @@ def _oracle(file: str, factory: tuple[str, tuple[Any, ...]], target_name: str) -
     from tilelang.instrumentation import compile_pass_instrumentation
     from tvm.s_tir.analysis import calculate_allocated_bytes
 
-    from irtrace.core.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target
+    from irtrace.recording.tvm_targets import make_tvm_target
 
     target = make_tvm_target(get_target(target_name))
     name, args = factory

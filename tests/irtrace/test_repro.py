@@ -51,7 +51,8 @@ def _plain_lowering_error(file: str, factory: tuple[str, tuple[Any, ...]], targe
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target
+    from irtrace.recording.tvm_targets import make_tvm_target
 
     target = make_tvm_target(get_target(target_name))
     name, args = factory

@@ -26,10 +26,11 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     from tvm.tirx.stmt_functor import post_order_visit
 
     from irtrace.core.specs import KernelSpec
-    from irtrace.core.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.loader import build_primfunc, find_kernels, load_kernel_module
     from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.tvm_targets import make_tvm_target
 
     path = EXAMPLES / "gemm.py"
     target = get_target("cuda:sm_90")

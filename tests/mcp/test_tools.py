@@ -160,7 +160,8 @@ def _plain_lower_error(func: Any, target: str) -> str:
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target
+    from irtrace.recording.tvm_targets import make_tvm_target
 
     tvm_target = make_tvm_target(get_target(target))
     try:
@@ -322,7 +323,8 @@ def test_machine_code_is_what_ptxas_reports(mcp_server: McpServer, tmp_path: Pat
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target, make_tvm_target
+    from irtrace.core.targets import get_target
+    from irtrace.recording.tvm_targets import make_tvm_target
 
     from ..machine_code.conftest import oracle_resources, ptxas_verbose
 

@@ -18,6 +18,7 @@ import pytest
 
 from irtrace.core import compat
 from irtrace.core.errors import ExitCode
+from irtrace.recording import instrumentation
 
 from ..conftest import DATA, EXAMPLES, ROOT
 
@@ -149,7 +150,7 @@ def test_irtrace_run_captures_a_script_or_says_it_needs_0_1_14(tmp_path: Path) -
     done = irtrace(
         "run", "-o", "run.jsonl", "--", sys.executable, str(DATA / "capture_script.py"), cwd=tmp_path
     )
-    if not compat.has_instrumentation():
+    if not instrumentation.has_instrumentation():
         assert done.returncode == ExitCode.ENVIRONMENT, done.stderr
         assert done.stderr.strip() == (
             f"irtrace: error: irtrace run needs tilelang>=0.1.14 (tilelang.instrumentation); "

@@ -65,7 +65,7 @@ _TVM_TARGETS: dict[str, Any] = {}
 def tvm_target(target: TargetSpec) -> Any:
     """TileLang's target object for ``target``, made once per process."""
     if target.name not in _TVM_TARGETS:
-        from irtrace.core.targets import make_tvm_target
+        from irtrace.recording.tvm_targets import make_tvm_target
 
         _TVM_TARGETS[target.name] = make_tvm_target(target)
     return _TVM_TARGETS[target.name]
