@@ -24,7 +24,7 @@ from irtrace.core.trace import (
     merge_traces,
     text_sha256,
 )
-from irtrace.recording.api import RecordRequest, record_request
+from irtrace.recording.api import RecordRequest, prepare_request, record, record_prepared
 from irtrace.recording.recorder import RecordedLowering
 
 from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
@@ -32,7 +32,9 @@ from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
 
 def _record(spec: str, targets: list[str], path: Path | None = None, **configs: object) -> Trace:
     with TraceWriter(path) as writer:
-        record_request(RecordRequest(parse_spec(spec), tuple(targets), dict(configs)), writer)
+        recording = record([RecordRequest(parse_spec(spec), tuple(targets), dict(configs))], writer)
+        if recording.errors:
+            raise recording.errors[0]
         return writer.trace()
 
 
@@ -265,9 +267,8 @@ def test_gzip_traces_round_trip(tmp_path: Path) -> None:
 
 def test_stop_after_ends_the_pipeline_early() -> None:
     with TraceWriter() as writer:
-        (result,) = record_request(
-            RecordRequest(parse_spec(SMALL_GEMM), ("cuda:sm_90",)), writer, stop_after=["tl.LayoutInference"]
-        )
+        (prepared,) = prepare_request(RecordRequest(parse_spec(SMALL_GEMM), ("cuda:sm_90",)))
+        result = record_prepared(prepared, writer, stop_after=["tl.LayoutInference"])
     assert isinstance(result, RecordedLowering)
     assert result.run.passes[-1].name == "tl.LayoutInference"
     assert result.run.status == STATUS_OK and result.run.source_sha256 is None
