@@ -213,6 +213,9 @@ AfterRun = Callable[[KernelRun, "PreparedLowering | None"], None]
 worker processes): ``irtrace record --machine-code`` and ``--bench`` go on from there."""
 
 
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
+
+
 @dataclass(frozen=True)
 class Shard:
     """``I/N``: the Ith of N contiguous slices of the planned work (1-based)."""
@@ -231,9 +234,6 @@ class Shard:
         """This shard's slice: sizes differ by at most one item."""
         total = len(items)
         return list(items[(self.index - 1) * total // self.count : self.index * total // self.count])
-
-
-_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
 
 
 @dataclass(frozen=True)
