@@ -33,8 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from irtrace.core.specs import parse_spec  # noqa: E402
 from irtrace.core.trace import STATUS_OK, Trace, TraceWriter  # noqa: E402
-from irtrace.recording.api import RecordRequest  # noqa: E402
-from irtrace.recording.api import record as record_kernels  # noqa: E402
+from irtrace.recording.api import RecordRequest, record_kernels  # noqa: E402
 from passdiff import NormalizeRules, diff_texts, normalize_ir  # noqa: E402
 from passdiff.render import html_table, terminal_lines  # noqa: E402
 

@@ -43,12 +43,12 @@ def build_trace(path: Path) -> None:
     """Record every kernel for every target (a kernel failing on a backend is recorded as failed)."""
     from irtrace.core.specs import parse_spec
     from irtrace.core.trace import TraceWriter
-    from irtrace.recording.api import RecordRequest, record
+    from irtrace.recording.api import RecordRequest, record_kernels
 
     requests = [RecordRequest(parse_spec(spec), TARGETS, {}, name=name) for name, spec in KERNELS]
     partial = path.with_suffix(".partial")
     with TraceWriter(partial) as writer:
-        errors = record(requests, writer).errors
+        errors = record_kernels(requests, writer).errors
     for error in errors:
         print(f"warning: {error.message}", file=sys.stderr)
     partial.replace(path)

@@ -8,7 +8,7 @@ import pytest
 
 from irtrace.core.specs import parse_spec
 from irtrace.core.trace import Trace, TraceWriter, load_trace
-from irtrace.recording.api import RecordRequest, record
+from irtrace.recording.api import RecordRequest, record_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -19,7 +19,7 @@ def record_to_file(path: Path, specs: list[str], targets: list[str], **configs: 
     """Lower ``specs`` for ``targets`` through the real pipelines into ``path``."""
     requests = [RecordRequest(parse_spec(spec), tuple(targets), dict(configs)) for spec in specs]
     with TraceWriter(path) as writer:
-        errors = record(requests, writer).errors
+        errors = record_kernels(requests, writer).errors
     assert not errors, errors
     return load_trace(path)
 

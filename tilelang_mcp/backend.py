@@ -38,7 +38,7 @@ from irtrace.core.trace import (
     load_trace,
     occurrence_labels,
 )
-from irtrace.recording.api import RecordRequest, analyze_kernel, lowering_units, record
+from irtrace.recording.api import RecordRequest, analyze_kernel, lowering_units, record_kernels
 from irtrace.recording.executor import run_tasks
 from irtrace.recording.facts import (
     buffer_facts,
@@ -264,7 +264,7 @@ def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequenc
                 for hook in hooks:
                     hook(run, prepared)
 
-            recording = record([request], writer, after_run=after_run if hooks else None)
+            recording = record_kernels([request], writer, after_run=after_run if hooks else None)
         if recording.errors:
             raise recording.errors[0]
         return {}
@@ -388,20 +388,20 @@ def _diagnostics(params: Mapping[str, Any]) -> dict[str, Any]:
 def pass_rows(trace: Trace, run: KernelRun) -> list[dict[str, Any]]:
     """One compact row per pass: label, phase, self time, whether it changed the IR, +/- lines."""
     rows = []
-    for label, pass_record in zip(occurrence_labels(p.name for p in run.passes), run.passes, strict=True):
-        added, removed = trace.line_changes(pass_record)
+    for label, record in zip(occurrence_labels(p.name for p in run.passes), run.passes, strict=True):
+        added, removed = trace.line_changes(record)
         row: dict[str, Any] = {
             "pass": label,
-            "ms": round(pass_record.self_s * 1000, 2),
-            "changed": pass_record.changed,
+            "ms": round(record.self_s * 1000, 2),
+            "changed": record.changed,
         }
-        if pass_record.changed:
+        if record.changed:
             row["lines"] = f"+{added} -{removed}"
-        if pass_record.depth:
-            row["depth"] = pass_record.depth
-        if pass_record.phase != "lower":
-            row["phase"] = pass_record.phase
-        if pass_record.failed:
+        if record.depth:
+            row["depth"] = record.depth
+        if record.phase != "lower":
+            row["phase"] = record.phase
+        if record.failed:
             row["failed"] = True
         rows.append(row)
     return rows

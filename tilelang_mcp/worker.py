@@ -52,14 +52,16 @@ def warm_up() -> float:
     """Lower the bundled warm-up kernel for the default target; seconds it took."""
     from irtrace.core.specs import parse_spec
     from irtrace.core.trace import TraceWriter
-    from irtrace.recording.api import RecordRequest, record
+    from irtrace.recording.api import RecordRequest, record_kernels
 
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tilelang-mcp-warmup-") as folder:
         path = Path(folder) / "tilelang_mcp_warmup.py"
         path.write_text(WARMUP_KERNEL, encoding="utf-8")
         try:
-            record([RecordRequest(parse_spec(f"{path}::warmup()"), ("cuda:sm_90",))], TraceWriter(None))
+            record_kernels(
+                [RecordRequest(parse_spec(f"{path}::warmup()"), ("cuda:sm_90",))], TraceWriter(None)
+            )
         except Exception:
             traceback.print_exc()
     return time.perf_counter() - began

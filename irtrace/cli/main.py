@@ -236,7 +236,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
     from irtrace.core.trace import TraceWriter
-    from irtrace.recording.api import RecordRequest, Shard, record
+    from irtrace.recording.api import RecordRequest, Shard, record_kernels
     from irtrace.recording.bench import bench_for
     from irtrace.recording.loader import parse_pass_config
     from irtrace.recording.machine_code import machine_code_for
@@ -279,7 +279,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 for hook in hooks:
                     hook(run, prepared)
 
-            recording = record(
+            recording = record_kernels(
                 requests,
                 writer,
                 jobs=args.jobs,

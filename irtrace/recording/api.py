@@ -1,6 +1,6 @@
 """Record kernels for targets into a trace: the entry points the CLI and the language server share.
 
-``record`` records kernel specs for their targets (the CLI, the MCP server), in this process or
+``record_kernels`` records kernel specs for their targets (the CLI, the MCP server), in this process or
 in worker processes; ``analyze_kernel`` builds one kernel found in a loaded module and lowers it
 up to a pass (the language server's worker).
 """
@@ -248,7 +248,7 @@ class WorkItem:
 
 @dataclass
 class Recording:
-    """What ``record`` wrote: the runs, and the errors of requests that could not be loaded."""
+    """What ``record_kernels`` wrote: the runs, and the errors of requests that could not be loaded."""
 
     runs: list[KernelRun] = field(default_factory=list)
     errors: list[IrtraceError] = field(default_factory=list)
@@ -271,7 +271,7 @@ def plan_work(requests: Iterable[RecordRequest]) -> Iterator[WorkItem]:
             yield WorkItem(error=error)
 
 
-def record(
+def record_kernels(
     requests: Iterable[RecordRequest],
     writer: TraceWriter,
     *,

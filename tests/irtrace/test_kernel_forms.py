@@ -24,7 +24,7 @@ from irtrace.cli.main import main
 from irtrace.core.errors import ExitCode, InputError, KernelSourceError, UsageError
 from irtrace.core.specs import Expression, parse_spec
 from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace, TraceWriter, load_trace
-from irtrace.recording.api import RecordRequest, record
+from irtrace.recording.api import RecordRequest, record_kernels
 from irtrace.recording.loader import parse_pass_config
 from irtrace.recording.manifest import load_manifest
 
@@ -45,7 +45,7 @@ TVM_TARGETS: dict[str, Any] = {
 def _record(spec: str, targets: list[str], base_dir: Path | None = None, **configs: object) -> Trace:
     request = RecordRequest(parse_spec(spec), tuple(targets), dict(configs), base_dir=base_dir)
     with TraceWriter() as writer:
-        recording = record([request], writer)
+        recording = record_kernels([request], writer)
         if recording.errors:
             raise recording.errors[0]
         return writer.trace()
@@ -283,7 +283,7 @@ def test_dotted_module_spec_from_a_manifest_folder(tmp_path: Path) -> None:
     (request,) = load_manifest(manifest)
     assert request.pass_configs == {"tl.disable_warp_specialized": True}
     with TraceWriter() as writer:
-        recording = record(
+        recording = record_kernels(
             [RecordRequest(request.spec, request.targets, request.pass_configs, base_dir=FORMS)], writer
         )
         assert not recording.errors

@@ -140,12 +140,12 @@ def test_shards_cover_every_item_once_in_order() -> None:
 
 def test_repeat_keeps_the_fastest_time_of_each_pass(tmp_path: Path) -> None:
     from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, record
+    from irtrace.recording.api import RecordRequest, record_kernels
 
     runs: list[KernelRun] = []
     for _ in range(3):
         writer = TraceWriter()
-        recording = record([RecordRequest(parse_spec(RMSNORM), ("cuda:sm_90",))], writer)
+        recording = record_kernels([RecordRequest(parse_spec(RMSNORM), ("cuda:sm_90",))], writer)
         assert not recording.errors
         runs += recording.runs
     kept = fastest_times(runs[-1], runs)

@@ -24,7 +24,7 @@ from irtrace.core.trace import (
     merge_traces,
     text_sha256,
 )
-from irtrace.recording.api import RecordRequest, prepare_request, record, record_prepared
+from irtrace.recording.api import RecordRequest, prepare_request, record_kernels, record_prepared
 from irtrace.recording.recorder import RecordedLowering
 
 from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
@@ -32,7 +32,7 @@ from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
 
 def _record(spec: str, targets: list[str], path: Path | None = None, **configs: object) -> Trace:
     with TraceWriter(path) as writer:
-        recording = record([RecordRequest(parse_spec(spec), tuple(targets), dict(configs))], writer)
+        recording = record_kernels([RecordRequest(parse_spec(spec), tuple(targets), dict(configs))], writer)
         if recording.errors:
             raise recording.errors[0]
         return writer.trace()
