@@ -34,7 +34,10 @@ sys.path.insert(0, str(ROOT))
 from irtrace.core.specs import parse_spec  # noqa: E402
 from irtrace.core.trace import STATUS_OK, Trace  # noqa: E402
 from irtrace.core.trace_writer import TraceWriter  # noqa: E402
-from irtrace.recording.api import RecordRequest, record_requests  # noqa: E402
+from irtrace.recording.api import (  # noqa: E402
+    RecordRequest,
+    record_kernels,
+)
 from passdiff import NormalizeRules, diff_texts, normalize_ir  # noqa: E402
 from passdiff.render import html_table, terminal_lines  # noqa: E402
 
@@ -47,7 +50,8 @@ def record() -> Trace:
     writer = TraceWriter(None)
     for target in TARGETS:
         started = time.perf_counter()
-        runs, errors = record_requests([RecordRequest(parse_spec(SPEC), (target,))], writer)
+        recording = record_kernels([RecordRequest(parse_spec(SPEC), (target,))], writer)
+        runs, errors = recording.runs, recording.errors
         took = time.perf_counter() - started
         for error in errors:
             print(f"record {target}: error {error.message}")

@@ -43,12 +43,12 @@ def build_trace(path: Path) -> None:
     """Record every kernel for every target (a kernel failing on a backend is recorded as failed)."""
     from irtrace.core.specs import parse_spec
     from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import RecordRequest, record_requests
+    from irtrace.recording.api import RecordRequest, record_kernels
 
     requests = [RecordRequest(parse_spec(spec), TARGETS, {}, name=name) for name, spec in KERNELS]
     partial = path.with_suffix(".partial")
     with TraceWriter(partial) as writer:
-        _, errors = record_requests(requests, writer)
+        errors = record_kernels(requests, writer).errors
     for error in errors:
         print(f"warning: {error.message}", file=sys.stderr)
     partial.replace(path)

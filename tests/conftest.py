@@ -11,7 +11,7 @@ from irtrace.core.specs import parse_spec
 from irtrace.core.trace import Trace
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import RecordRequest, record_requests
+from irtrace.recording.api import RecordRequest, record_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -22,7 +22,7 @@ def record_to_file(path: Path, specs: list[str], targets: list[str], **configs: 
     """Lower ``specs`` for ``targets`` through the real pipelines into ``path``."""
     requests = [RecordRequest(parse_spec(spec), tuple(targets), dict(configs)) for spec in specs]
     with TraceWriter(path) as writer:
-        _, errors = record_requests(requests, writer)
+        errors = record_kernels(requests, writer).errors
     assert not errors, errors
     return load_trace(path)
 

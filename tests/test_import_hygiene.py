@@ -30,7 +30,7 @@ LAZY = [
     "irtrace.ci.check_report",
     "irtrace.core.metrics",
     "irtrace.core.policy",
-    "irtrace.recording.parallel",
+    "irtrace.recording.executor",
     "irtrace.ci.repro",
 ]
 

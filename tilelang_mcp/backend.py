@@ -1,7 +1,7 @@
 """Everything tilelang-mcp takes from irtrace and passdiff, in one module.
 
 Two halves. The *jobs* (``run_job``) run in the worker and lower user kernels, each wholly in a
-forked child (``irtrace.recording.isolation.run_in_child``) with a time and a memory limit: the worker
+forked child (``irtrace.recording.executor``, a pool of one) with a time and a memory limit: the worker
 itself never imports or runs a kernel file. The *readers* work on trace files the jobs wrote and
 need no tilelang, so the server calls them directly. Importing this module imports no tilelang.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -30,10 +29,16 @@ from irtrace.core.errors import IrtraceError, KernelSourceError
 from irtrace.core.policy import Policy, load_policy
 from irtrace.core.specs import KernelSpec, parse_spec
 from irtrace.core.targets import TARGETS, aliases_of, get_target
-from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
+from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import RecordRequest, analyze_kernel, lowering_units, record_request
+from irtrace.recording.api import (
+    RecordRequest,
+    analyze_kernel,
+    lowering_units,
+    record_kernels,
+)
+from irtrace.recording.executor import run_tasks
 from irtrace.recording.facts import (
     buffer_facts,
     capture_native_stderr,
@@ -42,7 +47,6 @@ from irtrace.recording.facts import (
     native_log_diagnostics,
     reached,
 )
-from irtrace.recording.isolation import end_stopped_runs, run_in_child
 from irtrace.recording.loader import is_module_name
 from passdiff import NormalizeRules, RunComparison, TextDiff, compare_runs, diff_span, label_in_run
 
@@ -204,44 +208,40 @@ def _enter_child(limits: JobLimits, close_fds: Sequence[int]) -> None:
 def _isolated(
     job: Callable[[TraceWriter], Any], writer: TraceWriter, limits: JobLimits, close_fds: Sequence[int]
 ) -> tuple[Any, list[KernelRun], str | None]:
-    """``job(writer)`` in a forked child: its JSON result, the runs it wrote, and why it was
-    stopped (``None`` when it finished). Errors it raised come back as ``JobError``."""
-    handle, result_path = tempfile.mkstemp(prefix="tilelang-mcp-", suffix=".json")
-    os.close(handle)
-
-    def child(child_writer: TraceWriter) -> None:
-        _enter_child(limits, close_fds)
-        result = job(child_writer)
-        Path(result_path).write_text(json.dumps(result), encoding="utf-8")
-
+    """``job(writer)`` in a forked worker (a pool of one, ``irtrace.recording.executor``): its JSON
+    result, the runs it wrote, and why it was stopped (``None`` when it finished). Errors it
+    raised come back as ``JobError``."""
     try:
-        runs, outcome = run_in_child(child, writer, timeout=limits.timeout_s)
-        text = Path(result_path).read_text(encoding="utf-8")
-    finally:
-        Path(result_path).unlink(missing_ok=True)
-    if outcome.error is not None:
-        message = str(getattr(outcome.error, "message", None) or outcome.error)
-        if "MemoryError" in message or "bad_alloc" in message:
-            message = (
-                f"the kernel ran out of memory (limit {limits.memory_mb} MB above the worker's): {message}"
-            )
-        raise JobError(message)
-    if outcome.interrupted:
-        raise JobError("the job was interrupted")
+        (result,) = run_tasks(
+            [job],
+            writer,
+            workers=1,
+            timeout=limits.timeout_s,
+            in_worker=lambda: _enter_child(limits, close_fds),
+        )
+    except KeyboardInterrupt:
+        raise JobError("the job was interrupted") from None
+    except RuntimeError as failure:  # the job raised something else than an IrtraceError
+        raise JobError(_out_of_memory(str(failure), limits)) from None
+    if result.error is not None:
+        raise JobError(_out_of_memory(result.error.message, limits))
     stopped = None
-    if outcome.stopped_by is not None:
-        open_runs = [run for run in runs if run.status == STATUS_INCOMPLETE]
-        runs = end_stopped_runs(writer, runs, outcome, limits.timeout_s)
-        if outcome.stopped_by == "timeout":
-            stopped = f"timed out after {limits.timeout_s:g} s; the child process was killed"
+    if result.stopped is not None:
+        killed = [run for run in result.runs if run.stopped_by is not None]
+        if killed:  # the run says where, in the executor's words
+            stopped = killed[-1].error
         else:
-            stopped = f"the child process died: {outcome.death}"
-        if not open_runs:
-            stopped += (
-                " before any lowering began (while importing the file, evaluating the arguments or "
+            stopped = result.stopped.describe(
+                "before any lowering began (while importing the file, evaluating the arguments or "
                 "building the kernel)"
             )
-    return (json.loads(text) if text else None), runs, stopped
+    return result.value, result.runs, stopped
+
+
+def _out_of_memory(message: str, limits: JobLimits) -> str:
+    if "MemoryError" in message or "bad_alloc" in message:
+        return f"the kernel ran out of memory (limit {limits.memory_mb} MB above the worker's): {message}"
+    return message
 
 
 def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int]) -> dict[str, Any]:
@@ -263,7 +263,9 @@ def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequenc
                 for hook in hooks:
                     hook(run, prepared)
 
-            record_request(request, writer, after_run=after_run if hooks else None)
+            recording = record_kernels([request], writer, after_run=after_run if hooks else None)
+        if recording.errors:
+            raise recording.errors[0]
         return {}
 
     writer = TraceWriter(params["output"])

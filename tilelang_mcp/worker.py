@@ -30,7 +30,7 @@ def warm_up() -> float:
     """Lower the bundled warm-up kernel for the default target; seconds it took."""
     from irtrace.core.specs import parse_spec
     from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import RecordRequest, record_request
+    from irtrace.recording.api import RecordRequest, record_kernels
     from irtrace.recording.warmup import WARMUP_KERNEL
 
     began = time.perf_counter()
@@ -38,7 +38,9 @@ def warm_up() -> float:
         path = Path(folder) / "tilelang_mcp_warmup.py"
         path.write_text(WARMUP_KERNEL, encoding="utf-8")
         try:
-            record_request(RecordRequest(parse_spec(f"{path}::warmup()"), ("cuda:sm_90",)), TraceWriter(None))
+            record_kernels(
+                [RecordRequest(parse_spec(f"{path}::warmup()"), ("cuda:sm_90",))], TraceWriter(None)
+            )
         except Exception:
             traceback.print_exc()
     return time.perf_counter() - began

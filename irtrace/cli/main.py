@@ -80,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument(
         "--isolate",
         action="store_true",
-        help="build and lower each kernel in a child process: a crash (segfault) in a pass fails that "
-        "run only, naming the pass, and recording goes on",
+        help="build and lower the kernels in a worker process (--jobs 1): a crash (segfault) in a pass "
+        "fails that run only, naming the pass, and a fresh worker goes on with the next kernel",
     )
     record.add_argument(
         "--timeout",
@@ -236,12 +236,11 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import RecordRequest
+    from irtrace.recording.api import RecordRequest, Shard, record_kernels
     from irtrace.recording.bench import bench_for
     from irtrace.recording.loader import parse_pass_config
     from irtrace.recording.machine_code import machine_code_for
     from irtrace.recording.manifest import load_manifest
-    from irtrace.recording.parallel import Shard, record_all
 
     if not args.specs and not args.manifest:
         raise UsageError("give a kernel spec (path.py::name(args)) or --manifest irtrace.toml")
@@ -280,7 +279,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 for hook in hooks:
                     hook(run, prepared)
 
-            runs, errors = record_all(
+            recording = record_kernels(
                 requests,
                 writer,
                 jobs=args.jobs,
@@ -290,7 +289,8 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 timeout=args.timeout,
                 after_run=after_run if hooks else None,
             )
-        runs = [writer.run(run.run_id) for run in runs]  # with their machine code and latency
+        runs = [writer.run(run.run_id) for run in recording.runs]  # with their machine code and latency
+        errors = recording.errors
     except KeyboardInterrupt:
         raise _interrupted(writer, args.output) from None
     except BaseException:

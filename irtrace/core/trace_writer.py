@@ -80,6 +80,7 @@ class TraceWriter:
         self._stream: IO[bytes] | None = None
         self._closed = False
         self._adopted_starts: dict[int, dict[int, str]] = {}
+        self._redirected: IO[bytes] | None = None
         self.failure: OutputError | None = None
         """The write error that stopped this writer, if any."""
         if self.path is not None:
@@ -259,6 +260,11 @@ class TraceWriter:
             ended = self.add_bench(started.run_id, run.bench)
         return ended
 
+    @property
+    def next_run_id(self) -> int:
+        """The number the next run begun will get: the runs so far are numbered below it."""
+        return self._next_run_id
+
     def run(self, run_id: int) -> KernelRun:
         """The run as written so far."""
         return self._runs[run_id]
@@ -268,22 +274,29 @@ class TraceWriter:
         path = str(self.path) if self.path else None
         return Trace(tuple(self._runs.values()), dict(self._texts), self.created, path)
 
-    # --- child processes (``irtrace record --isolate``) ------------------------------------------
+    # --- worker processes (``irtrace.recording.executor``) --------------------------------------
 
     def redirect(self, path: str | os.PathLike[str]) -> None:
-        """In a forked child: write every further line to ``path`` (plain JSON Lines, no header).
+        """In a forked worker: write every further line to ``path`` (plain JSON Lines, no header),
+        as a trace of its own: run numbers from 0, every IR text a run needs written there.
 
-        The parent's file stays untouched; the parent copies the child's lines with ``adopt``.
+        The parent's file stays untouched; the parent copies the worker's lines with ``adopt``.
         """
+        if self._redirected is not None:  # the last task's file; the parent's own is never closed here
+            with contextlib.suppress(OSError):
+                self._redirected.close()
         self._output = None
-        self._stream = open(path, "wb")  # noqa: SIM115 - the child exits without closing it
+        self._stream = self._redirected = open(path, "wb")  # noqa: SIM115 - closed by the next redirect
+        self._texts, self._runs, self._adopted_starts = {}, {}, {}
+        self._next_run_id, self.failure = 0, None
 
     def adopt(self, lines: list[str], where: str) -> list[KernelRun]:
-        """Copy lines a child wrote after ``redirect`` (a cut last line is dropped); returns its runs.
+        """Copy lines a worker wrote after ``redirect`` (a cut last line is dropped), numbering
+        its runs after this writer's; returns them.
 
-        Runs the child did not end stay open here; ``started_passes`` says what they were running.
+        Runs the worker did not end stay open here; ``started_passes`` says what they were running.
         """
-        run_ids: list[int] = []
+        numbers: dict[int, int] = {}
         complete = [line for line in lines if line.strip()]
         for number, line in enumerate(complete, start=1):
             try:
@@ -292,26 +305,31 @@ class TraceWriter:
                 continue
             except TraceFormatError:
                 if number == len(complete):
-                    break  # the child died writing it
+                    break  # the worker died writing it
                 raise
             if isinstance(record, IrRecord):
                 self.add_text(record.text, record.sha256)
-            elif isinstance(record, KernelRun):
-                if record.run_id != self._next_run_id:
-                    raise TraceFormatError(f"{where}:{number}: run {record.run_id} is out of order")
-                run_ids.append(self.begin_run(record).run_id)
-            elif isinstance(record, StartRecord):
-                self._adopted_starts.setdefault(record.run, {})[record.index] = record.name
-                self._write(record)
+                continue
+            if isinstance(record, KernelRun):
+                numbers[record.run_id] = self.begin_run(record).run_id
+                continue
+            if isinstance(record, FooterRecord):
+                continue
+            run_id = numbers.get(record.run)
+            if run_id is None:
+                raise TraceFormatError(f"{where}:{number}: a record of run {record.run} before the run")
+            if isinstance(record, StartRecord):
+                self._adopted_starts.setdefault(run_id, {})[record.index] = record.name
+                self._write(replace(record, run=run_id))
             elif isinstance(record, PassRecord):
-                self.add_pass(record.run, record)
+                self.add_pass(run_id, record)
             elif isinstance(record, EndRecord):
-                self._end(record)
+                self._end(replace(record, run=run_id))
             elif isinstance(record, MachineRecord):
-                self.add_machine_code(record.run, record.passes, resources_of(record))
+                self.add_machine_code(run_id, record.passes, resources_of(record))
             elif isinstance(record, BenchRecord):
-                self.add_bench(record.run, bench_of(record))
-        return [self._runs[run_id] for run_id in run_ids]
+                self.add_bench(run_id, bench_of(record))
+        return [self._runs[run_id] for run_id in numbers.values()]
 
     def restart_in_child(self, path: str | os.PathLike[str]) -> None:
         """In a forked child (``irtrace run`` of a script that forks): leave the parent's file and

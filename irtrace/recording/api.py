@@ -1,25 +1,31 @@
 """Record kernels for targets into a trace: the entry points the CLI and the language server share.
 
-``record_request`` records a kernel spec for its targets (the CLI); ``analyze_kernel`` builds one
-kernel found in a loaded module and lowers it up to a pass (the language server's worker).
+``record_kernels`` records kernel specs for their targets (the CLI, the MCP server), in this process or
+in worker processes; ``analyze_kernel`` builds one kernel found in a loaded module and lowers it
+up to a pass (the language server's worker).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from msgspec.structs import replace as struct_replace
+
 from irtrace.core import interrupts
-from irtrace.core.errors import IrtraceError, KernelSourceError, OutputError
+from irtrace.core.errors import IrtraceError, KernelSourceError, OutputError, UsageError
 from irtrace.core.specs import KernelSpec
 from irtrace.core.targets import TargetSpec, first_target, resolve_targets
-from irtrace.core.trace import KernelRun
+from irtrace.core.trace import KernelRun, PassRecord
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.executor import Task, run_tasks
 from irtrace.recording.loader import (
     BuiltKernel,
     KernelCall,
@@ -32,7 +38,7 @@ from irtrace.recording.loader import (
     source_as_imported,
     target_context,
 )
-from irtrace.recording.recorder import RecordedLowering, record_failure, record_lowering
+from irtrace.recording.recorder import RecordedLowering, begin_run_record, record_failure, record_lowering
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 
 
@@ -199,71 +205,197 @@ def record_prepared(
 
 
 AfterRun = Callable[[KernelRun, "PreparedLowering | None"], None]
-"""Called after each run is written, with the built kernel when this process built it (not with
-``isolate``): ``irtrace record --machine-code`` and ``--bench`` go on from there."""
+"""Called after each run is written, with the built kernel when this process built it (not in
+worker processes): ``irtrace record --machine-code`` and ``--bench`` go on from there."""
 
 
-def record_request(
-    request: RecordRequest,
-    writer: TraceWriter,
-    *,
-    stop_after: Sequence[str] = (),
-    isolate: bool = False,
-    timeout: float | None = None,
-    after_run: AfterRun | None = None,
-) -> list[RecordedLowering | KernelRun]:
-    """Lower one request for each of its targets; a kernel that cannot be built or lowered is
-    recorded as a failed run and the others go on.
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
 
-    With ``isolate`` (implied by ``timeout``), each kernel is built and lowered in a child
-    process (``irtrace.recording.isolation``): a crash or a hang ends that run only.
+
+@dataclass(frozen=True)
+class Shard:
+    """``I/N``: the Ith of N contiguous slices of the planned work (1-based)."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        match = _SHARD.match(text)
+        if match is None or not 1 <= int(match.group(1)) <= int(match.group(2)):
+            raise UsageError(f"--shard {text!r}: write I/N with 1 <= I <= N, such as 1/4")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def take(self, items: Sequence[WorkItem]) -> list[WorkItem]:
+        """This shard's slice: sizes differ by at most one item."""
+        total = len(items)
+        return list(items[(self.index - 1) * total // self.count : self.index * total // self.count])
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One kernel for one target with its arguments evaluated, or a request that failed to load."""
+
+    unit: LoweringUnit | None = None
+    call: KernelCall | None = None
+    error: IrtraceError | None = None
+    """Why the request's file or arguments could not be loaded (then there is no unit)."""
+
+
+@dataclass
+class Recording:
+    """What ``record_kernels`` wrote: the runs, and the errors of requests that could not be loaded."""
+
+    runs: list[KernelRun] = field(default_factory=list)
+    errors: list[IrtraceError] = field(default_factory=list)
+
+
+def plan_work(requests: Iterable[RecordRequest]) -> Iterator[WorkItem]:
+    """Every kernel x target of every request, in order, lazily (each file is loaded when reached).
+
+    A request that cannot be loaded is one error item, and an argument that cannot be evaluated
+    for a target ends that request there; the other requests go on.
     """
-    from irtrace.recording.isolation import record_in_child
-
-    results: list[RecordedLowering | KernelRun] = []
-    for unit in lowering_units(request):
-        call = bind_unit(unit)
-        prepared: PreparedLowering | None = None
-        recorded: Sequence[RecordedLowering | KernelRun]
-        if isolate or timeout is not None:
-            recorded = record_in_child(unit, call, writer, timeout=timeout, stop_after=stop_after)
-        else:
-            prepared = build_unit(unit, call)
-            recorded = [record_prepared(prepared, writer, stop_after=stop_after)]
-        results.extend(recorded)
-        interrupts.raise_if_requested()
-        if after_run is not None:
-            for result in recorded:
-                after_run(result.run if isinstance(result, RecordedLowering) else result, prepared)
-    return results
-
-
-def record_requests(
-    requests: Iterable[RecordRequest],
-    writer: TraceWriter,
-    *,
-    isolate: bool = False,
-    timeout: float | None = None,
-    after_run: AfterRun | None = None,
-) -> tuple[list[KernelRun], list[IrtraceError]]:
-    """Record every request; a request that cannot be loaded is reported and the rest go on.
-
-    An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
-    """
-    runs: list[KernelRun] = []
-    errors: list[IrtraceError] = []
     for request in requests:
         try:
-            for result in record_request(
-                request, writer, isolate=isolate, timeout=timeout, after_run=after_run
-            ):
-                runs.append(result.run if isinstance(result, RecordedLowering) else result)
+            for unit in lowering_units(request):
+                yield WorkItem(unit, bind_unit(unit))
         except OutputError:
             raise
         except IrtraceError as error:
             interrupts.raise_if_requested()
-            errors.append(error)
-    return runs, errors
+            yield WorkItem(error=error)
+
+
+def record_kernels(
+    requests: Iterable[RecordRequest],
+    writer: TraceWriter,
+    *,
+    jobs: int = 1,
+    shard: Shard | None = None,
+    repeat: int = 1,
+    isolate: bool = False,
+    timeout: float | None = None,
+    after_run: AfterRun | None = None,
+) -> Recording:
+    """Record every kernel of every request for each of its targets into ``writer``, in order.
+
+    In this process, one item after the other as ``plan_work`` loads them; with ``jobs`` > 1,
+    ``isolate`` or ``timeout``, in ``jobs`` forked worker processes (``--isolate`` is a pool of
+    one, ``timeout`` implies it) where a crash or a hang fails that run only
+    (``irtrace.recording.executor``). ``shard`` records one slice of the planned items; ``repeat``
+    lowers each that many times and keeps the fastest times. A kernel that cannot be built or
+    lowered is a failed run; a request that cannot be loaded is an error, and the rest go on.
+    An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
+    """
+    items: Iterable[WorkItem] = plan_work(requests)
+    if shard is not None:
+        items = shard.take(list(items))
+    pooled = jobs > 1 or isolate or timeout is not None
+    units: list[WorkItem] = []
+    errors_before: dict[int, list[IrtraceError]] = {}
+    """Load errors, by the number of the unit they came before: reported in plan order."""
+
+    def tasks() -> Iterator[Task]:
+        for item in items:
+            if item.error is not None:
+                errors_before.setdefault(len(units), []).append(item.error)
+                continue
+            units.append(item)
+            yield partial(_record_item, item, repeat=repeat, keep_built=not pooled)
+
+    recording = Recording()
+    results = run_tasks(
+        tasks(),
+        writer,
+        workers=max(jobs, 1) if pooled else None,
+        timeout=timeout,
+        stand_in=lambda index, writer: _stand_in(units[index], writer),
+    )
+    for index, result in enumerate(results):
+        recording.errors += errors_before.pop(index, [])
+        if result.error is not None:
+            recording.errors.append(result.error)
+        recording.runs += result.runs
+        if after_run is not None:
+            for run in result.runs:
+                after_run(run, result.value)
+    for index in sorted(errors_before):
+        recording.errors += errors_before[index]
+    return recording
+
+
+def _record_item(
+    item: WorkItem, writer: TraceWriter, *, repeat: int, keep_built: bool
+) -> PreparedLowering | None:
+    """One planned item recorded into ``writer``; the built kernel, for ``after_run`` in this process."""
+    assert item.unit is not None and item.call is not None
+    _, prepared = record_unit(item.unit, item.call, writer, repeat=repeat)
+    return prepared if keep_built else None
+
+
+def _stand_in(item: WorkItem, writer: TraceWriter) -> KernelRun:
+    """The run of an item whose worker was stopped while it built the kernel (before its run began)."""
+    assert item.unit is not None and item.call is not None
+    unit = item.unit
+    name = unit.request.name or unit.kernel.name
+    target_detail = str(unit.tvm_target)
+    return begin_run_record(
+        writer, unit.target.name, name, unit.spec.text, item.call.args_json(), target_detail, {}
+    )
+
+
+def record_unit(
+    unit: LoweringUnit, call: KernelCall, writer: TraceWriter, *, repeat: int = 1
+) -> tuple[KernelRun, PreparedLowering]:
+    """Build and lower one unit into ``writer``; with ``repeat`` > 1, lower it that many times and
+    keep the last lowering with each pass's (and the total's) smallest time over all of them.
+
+    Repeated lowerings are made in memory and the kept one is copied once they are done.
+    """
+    prepared = build_unit(unit, call)
+    if repeat <= 1:
+        return _run_of(record_prepared(prepared, writer)), prepared
+    lowered: list[KernelRun] = []
+    scratch = TraceWriter()
+    for attempt in range(repeat):
+        if attempt:
+            prepared = build_unit(unit, call)  # lowering changes its PrimFunc in place
+        scratch = TraceWriter()  # memory only
+        lowered.append(_run_of(record_prepared(prepared, scratch)))
+    return writer.add_run(fastest_times(lowered[-1], lowered), scratch.trace().texts), prepared
+
+
+def _run_of(result: RecordedLowering | KernelRun) -> KernelRun:
+    return result.run if isinstance(result, RecordedLowering) else result
+
+
+def fastest_times(kept: KernelRun, runs: Sequence[KernelRun]) -> KernelRun:
+    """``kept`` with each pass's wall and self time, and the total, at their minimum over ``runs``.
+
+    A pass takes the minimum over the runs that have a pass of the same name at its index (all
+    of them, when lowering is deterministic).
+    """
+    passes = []
+    for record in kept.passes:
+        same = [
+            other.passes[record.index]
+            for other in runs
+            if record.index < len(other.passes) and other.passes[record.index].name == record.name
+        ]
+        passes.append(_fastest(record, same))
+    totals = [run.total_s for run in runs if run.total_s is not None]
+    return struct_replace(kept, passes=tuple(passes), total_s=min(totals) if totals else kept.total_s)
+
+
+def _fastest(record: PassRecord, same: Sequence[PassRecord]) -> PassRecord:
+    if not same:
+        return record
+    return struct_replace(
+        record,
+        wall_s=min(other.wall_s for other in same),
+        self_s=min(other.self_s for other in same),
+    )
 
 
 @dataclass

@@ -26,7 +26,7 @@ from irtrace.core.specs import Expression, parse_spec
 from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import RecordRequest, record_request
+from irtrace.recording.api import RecordRequest, record_kernels
 from irtrace.recording.loader import parse_pass_config
 from irtrace.recording.manifest import load_manifest
 
@@ -47,7 +47,9 @@ TVM_TARGETS: dict[str, Any] = {
 def _record(spec: str, targets: list[str], base_dir: Path | None = None, **configs: object) -> Trace:
     request = RecordRequest(parse_spec(spec), tuple(targets), dict(configs), base_dir=base_dir)
     with TraceWriter() as writer:
-        record_request(request, writer)
+        recording = record_kernels([request], writer)
+        if recording.errors:
+            raise recording.errors[0]
         return writer.trace()
 
 
@@ -283,9 +285,10 @@ def test_dotted_module_spec_from_a_manifest_folder(tmp_path: Path) -> None:
     (request,) = load_manifest(manifest)
     assert request.pass_configs == {"tl.disable_warp_specialized": True}
     with TraceWriter() as writer:
-        record_request(
-            RecordRequest(request.spec, request.targets, request.pass_configs, base_dir=FORMS), writer
+        recording = record_kernels(
+            [RecordRequest(request.spec, request.targets, request.pass_configs, base_dir=FORMS)], writer
         )
+        assert not recording.errors
         trace = writer.trace()
     run = _ok_run(trace, "cuda:sm_90")
     assert run.spec == "tilepkg.ops.scale::scale(32, 256)"

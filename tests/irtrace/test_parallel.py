@@ -18,7 +18,7 @@ import pytest
 from irtrace.core.trace import KernelRun, Trace
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.parallel import Shard, WorkItem, fastest_times
+from irtrace.recording.api import Shard, WorkItem, fastest_times
 
 from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM
 
@@ -142,14 +142,14 @@ def test_shards_cover_every_item_once_in_order() -> None:
 
 def test_repeat_keeps_the_fastest_time_of_each_pass(tmp_path: Path) -> None:
     from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, record_requests
+    from irtrace.recording.api import RecordRequest, record_kernels
 
     runs: list[KernelRun] = []
     for _ in range(3):
         writer = TraceWriter()
-        recorded, errors = record_requests([RecordRequest(parse_spec(RMSNORM), ("cuda:sm_90",))], writer)
-        assert not errors
-        runs += recorded
+        recording = record_kernels([RecordRequest(parse_spec(RMSNORM), ("cuda:sm_90",))], writer)
+        assert not recording.errors
+        runs += recording.runs
     kept = fastest_times(runs[-1], runs)
     assert [p.ir_after for p in kept.passes] == [p.ir_after for p in runs[-1].passes]
     for record in kept.passes:

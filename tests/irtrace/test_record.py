@@ -23,7 +23,12 @@ from irtrace.core.trace import (
 )
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter, merge_traces
-from irtrace.recording.api import RecordRequest, record_request
+from irtrace.recording.api import (
+    RecordRequest,
+    prepare_request,
+    record_kernels,
+    record_prepared,
+)
 from irtrace.recording.recorder import RecordedLowering
 
 from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
@@ -31,7 +36,9 @@ from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
 
 def _record(spec: str, targets: list[str], path: Path | None = None, **configs: object) -> Trace:
     with TraceWriter(path) as writer:
-        record_request(RecordRequest(parse_spec(spec), tuple(targets), dict(configs)), writer)
+        recording = record_kernels([RecordRequest(parse_spec(spec), tuple(targets), dict(configs))], writer)
+        if recording.errors:
+            raise recording.errors[0]
         return writer.trace()
 
 
@@ -264,9 +271,8 @@ def test_gzip_traces_round_trip(tmp_path: Path) -> None:
 
 def test_stop_after_ends_the_pipeline_early() -> None:
     with TraceWriter() as writer:
-        (result,) = record_request(
-            RecordRequest(parse_spec(SMALL_GEMM), ("cuda:sm_90",)), writer, stop_after=["tl.LayoutInference"]
-        )
+        (prepared,) = prepare_request(RecordRequest(parse_spec(SMALL_GEMM), ("cuda:sm_90",)))
+        result = record_prepared(prepared, writer, stop_after=["tl.LayoutInference"])
     assert isinstance(result, RecordedLowering)
     assert result.run.passes[-1].name == "tl.LayoutInference"
     assert result.run.status == STATUS_OK and result.run.source_sha256 is None

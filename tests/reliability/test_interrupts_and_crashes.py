@@ -69,6 +69,17 @@ def test_ctrl_c_stops_isolated_record_too(tmp_path: Path) -> None:
     assert len(finished_and_running(run)[0]) == LOWER_TILE_OP_INDEX
 
 
+def test_ctrl_c_with_worker_processes_keeps_the_passes_each_worker_finished(tmp_path: Path) -> None:
+    # the copy hangs in one worker while the other lowers the GEMM; the parent alone gets SIGINT
+    code, log, partial = interrupt_in_native_pass(tmp_path, "record", "--jobs", "2", COPY, SMALL_GEMM)
+    assert code == ExitCode.INTERRUPTED, log
+    hanging = load_trace(partial).runs[0]
+    assert hanging.kernel == "copy" and hanging.status == STATUS_INCOMPLETE
+    assert hanging.running == "tl.LowerTileOp"
+    assert len(finished_and_running(hanging)[0]) == LOWER_TILE_OP_INDEX
+    assert not list(tmp_path.glob("t.jsonl.partial.task-*"))  # the workers' files are gone
+
+
 def test_ctrl_c_stops_irtrace_run_without_relowering(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(
