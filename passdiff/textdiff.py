@@ -203,6 +203,13 @@ def diff_texts(before: str, after: str, rules: NormalizeRules = NormalizeRules()
     return TextDiff(before, after, rules, added, removed, tuple(opcodes))
 
 
+def count_line_changes(before: str, after: str) -> tuple[int, int]:
+    """Lines added and removed by the line diff ``passdiff pass`` shows (default normalization):
+    a line that moved counts once in each, where counting lines as a multiset would miss it."""
+    diff = diff_texts(before, after, NormalizeRules())
+    return (diff.added, diff.removed)
+
+
 def split_lines(text: str) -> list[str]:
     """Lines split on newlines only (as ``patch`` sees them), without the newline."""
     lines = text.split("\n")

@@ -266,8 +266,8 @@ class PassvizApp(App[None]):
 
         from textual.worker import get_current_worker
 
-        import passdiff  # noqa: F401  - loaded before the fork, so the child imports nothing
-        from passviz.model import count_line_changes
+        # loaded before the fork, so the child imports nothing
+        from passdiff import count_line_changes
 
         worker = get_current_worker()
         counts = {p.index: (0, 0) for p in run.passes}

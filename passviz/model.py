@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from msgspec.structs import replace as replace_struct
 
 from irtrace.core.safe_text import terminal_safe
+from irtrace.core.summary import line_changes
 from irtrace.core.trace import (
     PHASE_CHECK,
     PHASE_CODEGEN,
@@ -69,29 +70,13 @@ def line_counts(
     """Lines added and removed per pass index: the counts of the diff the browser shows.
 
     passdiff's real line diff (with its default normalization), so a line that moved counts as
-    one added and one removed, as in ``passdiff pass``. ``cache`` (one per trace) keeps counts
-    by the pair of texts, which repeat across the runs of one kernel.
+    one added and one removed, as in ``passdiff pass`` and ``irtrace show``. ``cache`` (one per
+    trace) keeps counts by the pair of texts, which repeat across the runs of one kernel.
     """
+    from passdiff import count_line_changes
+
     cache = {} if cache is None else cache
-    counts: LineCounts = {}
-    for record in run.passes:
-        if record.ir_after is None or record.ir_before is None or record.ir_after == record.ir_before:
-            counts[record.index] = (0, 0)
-            continue
-        key = (record.ir_before, record.ir_after)
-        found = cache.get(key)
-        if found is None:
-            found = cache[key] = count_line_changes(trace.text(record.ir_before), trace.text(record.ir_after))
-        counts[record.index] = found
-    return counts
-
-
-def count_line_changes(before: str, after: str) -> tuple[int, int]:
-    """Lines added and removed by passdiff's diff (default normalization) of two texts."""
-    from passdiff import NormalizeRules, diff_texts
-
-    diff = diff_texts(before, after, NormalizeRules())
-    return (diff.added, diff.removed)
+    return {record.index: line_changes(trace, record, count_line_changes, cache) for record in run.passes}
 
 
 def run_text_size(trace: Trace, run: KernelRun) -> int:

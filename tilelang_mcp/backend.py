@@ -28,6 +28,7 @@ from irtrace.core.coverage import (
 from irtrace.core.errors import IrtraceError, KernelSourceError
 from irtrace.core.policy import Policy, load_policy
 from irtrace.core.specs import KernelSpec, parse_spec
+from irtrace.core.summary import line_changes
 from irtrace.core.targets import TARGETS, aliases_of, get_target
 from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
 from irtrace.core.trace_reader import load_trace
@@ -48,7 +49,15 @@ from irtrace.recording.facts import (
     reached,
 )
 from irtrace.recording.loader import is_module_name
-from passdiff import NormalizeRules, RunComparison, TextDiff, compare_runs, diff_span, label_in_run
+from passdiff import (
+    NormalizeRules,
+    RunComparison,
+    TextDiff,
+    compare_runs,
+    count_line_changes,
+    diff_span,
+    label_in_run,
+)
 
 __all__ = [  # what the server uses, irtrace's types included
     "SOURCE",
@@ -385,10 +394,12 @@ def _diagnostics(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pass_rows(trace: Trace, run: KernelRun) -> list[dict[str, Any]]:
-    """One compact row per pass: label, phase, self time, whether it changed the IR, +/- lines."""
+    """One compact row per pass: label, phase, self time, whether it changed the IR, +/- lines
+    (counted by passdiff's line diff, as ``irtrace show`` and ``passdiff pass`` count them)."""
     rows = []
+    cache: dict[tuple[str, str], tuple[int, int]] = {}
     for label, record in zip(occurrence_labels(p.name for p in run.passes), run.passes, strict=True):
-        added, removed = trace.line_changes(record)
+        added, removed = line_changes(trace, record, count_line_changes, cache)
         row: dict[str, Any] = {
             "pass": label,
             "ms": round(record.self_s * 1000, 2),

@@ -541,11 +541,12 @@ def _load(path: str) -> Trace:
 
 def cmd_show(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.summary import totals_by_pass, trace_document
+    from passdiff import count_line_changes
 
     trace = _load(args.trace)
     runs = trace.select(args.kernel, args.target)
     if args.json:
-        document: Any = trace_document(trace, runs)
+        document: Any = trace_document(trace, runs, count_line_changes)
         if args.by_pass:
             document["by_pass"] = [row.__dict__ for row in totals_by_pass(runs)]
         print(json.dumps(document, indent=2))
@@ -568,6 +569,7 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
     from rich.table import Table
 
     from irtrace.core.summary import pass_rows
+    from passdiff import count_line_changes
 
     console = _console()
     total = f"{run.total_s * 1000:.0f} ms" if run.total_s is not None else "?"
@@ -584,7 +586,7 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("#", "pass", "phase", "ms", "share", "+", "-"):
         table.add_column(column, justify="right" if column in ("#", "ms", "+", "-") else "left")
-    for row in pass_rows(trace, run):
+    for row in pass_rows(trace, run, count_line_changes):
         record = row.record
         if changed_only and not record.changed and not record.failed:
             continue

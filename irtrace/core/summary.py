@@ -1,17 +1,22 @@
 """Summaries of a trace as plain data: per-run pass tables, per-pass-name totals, the JSON document.
 
 The CLI renders these with rich; ``--json`` prints ``trace_document`` as is
-(documented in ``docs/trace-format.md``).
+(documented in ``docs/trace-format.md``). Lines added and removed are counted by a function the
+caller passes (passdiff's line diff, which the core cannot import), so every tool shows the
+counts of the diff ``passdiff pass`` shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from irtrace.core.resources import resources_to_json
-from irtrace.core.trace import SCHEMA_VERSION, KernelRun, PassRecord, Trace
+from irtrace.core.trace import SCHEMA_VERSION, KernelRun, PassRecord, Trace, occurrence_labels
+
+LineCounter = Callable[[str, str], tuple[int, int]]
+"""Lines added and removed between two texts (``passdiff.count_line_changes``)."""
 
 
 @dataclass(frozen=True)
@@ -27,16 +32,34 @@ class PassRow:
     """Self time as a share of the run's total pass time."""
 
 
-def pass_rows(trace: Trace, run: KernelRun) -> list[PassRow]:
+def line_changes(
+    trace: Trace,
+    record: PassRecord,
+    count: LineCounter,
+    cache: dict[tuple[str, str], tuple[int, int]] | None = None,
+) -> tuple[int, int]:
+    """Lines the pass added and removed, (0, 0) when it changed nothing. ``cache`` keeps counts
+    by the pair of texts, which repeat across the runs of one kernel."""
+    if not record.changed or record.ir_after is None or record.ir_after == record.ir_before:
+        return (0, 0)
+    key = (record.ir_before or "", record.ir_after)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        found = count(trace.text(record.ir_before), trace.text(record.ir_after))
+        if cache is not None:
+            cache[key] = found
+    return found
+
+
+def pass_rows(trace: Trace, run: KernelRun, count: LineCounter) -> list[PassRow]:
+    """The run's passes with their labels, line counts (by ``count``) and share of the time."""
     total = sum(p.self_s for p in run.passes) or 1.0
-    counts: dict[str, int] = {}
-    for record in run.passes:
-        counts[record.name] = counts.get(record.name, 0) + 1
+    labels = occurrence_labels((p.name for p in run.passes), bare_when_unique=True)
+    cache: dict[tuple[str, str], tuple[int, int]] = {}
     rows = []
-    for record, label in zip(run.passes, run.occurrence_names(), strict=False):
-        added, removed = trace.line_changes(record)
-        shown = label if counts[record.name] > 1 else record.name
-        rows.append(PassRow(record, shown, added, removed, record.self_s / total))
+    for record, label in zip(run.passes, labels, strict=True):
+        added, removed = line_changes(trace, record, count, cache)
+        rows.append(PassRow(record, label, added, removed, record.self_s / total))
     return rows
 
 
@@ -69,18 +92,18 @@ def totals_by_pass(runs: Sequence[KernelRun]) -> list[PassTotal]:
     return sorted(rows, key=lambda row: row.total_s, reverse=True)
 
 
-def trace_document(trace: Trace, runs: Sequence[KernelRun]) -> dict[str, Any]:
-    """The ``irtrace show --json`` document."""
+def trace_document(trace: Trace, runs: Sequence[KernelRun], count: LineCounter) -> dict[str, Any]:
+    """The ``irtrace show --json`` document; ``count`` counts each pass's lines."""
     return {
         "schema": SCHEMA_VERSION,
         "trace": trace.path,
         "created": trace.created,
         "truncated": trace.truncated,
-        "runs": [_run_document(trace, run) for run in runs],
+        "runs": [_run_document(trace, run, count) for run in runs],
     }
 
 
-def _run_document(trace: Trace, run: KernelRun) -> dict[str, Any]:
+def _run_document(trace: Trace, run: KernelRun, count: LineCounter) -> dict[str, Any]:
     return {
         "kernel": run.kernel,
         "target": run.target,
@@ -117,6 +140,6 @@ def _run_document(trace: Trace, run: KernelRun) -> dict[str, Any]:
                 "status": row.record.status,
                 "error": row.record.error,
             }
-            for row in pass_rows(trace, run)
+            for row in pass_rows(trace, run, count)
         ],
     }

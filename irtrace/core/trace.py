@@ -68,7 +68,6 @@ __all__ = [
     "PassRecord",
     "Trace",
     "bench_of",
-    "count_line_changes",
     "host_facts",
     "occurrence_labels",
     "occurrences",
@@ -273,19 +272,6 @@ class Trace:
     def _contents(self) -> str:
         labels = self.run_labels()
         return "; ".join(f"{labels[run.run_id]} on {run.target}" for run in self.runs) or "no runs"
-
-    def line_changes(self, record: PassRecord) -> tuple[int, int]:
-        """Lines added and removed by the pass (0, 0 when unchanged)."""
-        if not record.changed or record.ir_after is None:
-            return (0, 0)
-        return count_line_changes(self.text(record.ir_before), self.text(record.ir_after))
-
-
-def count_line_changes(before: str, after: str) -> tuple[int, int]:
-    """Added and removed lines, matching lines as a multiset (cheap; passdiff does real diffs)."""
-    old = Counter(before.splitlines())
-    new = Counter(after.splitlines())
-    return (sum((new - old).values()), sum((old - new).values()))
 
 
 def host_facts() -> dict[str, str]:

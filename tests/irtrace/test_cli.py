@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,8 @@ def test_record_show_and_ir(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     assert "tl.LayoutInference" in out and "hip:gfx942" in out
     assert "\x1b[" not in out  # plain when not a terminal
     run = trace.find_run("matmul", "hip:gfx942")
-    added, removed = trace.line_changes(run.find_pass("tl.LayoutInference"))
+    layout = run.find_pass("tl.LayoutInference")
+    added, removed = gnu_diff_counts(trace.ir_before(layout) or "", trace.ir_after(layout) or "", tmp_path)
     assert f"+{added}" in out and f"-{removed}" in out
 
     code, out, _ = run_cli(
@@ -80,6 +82,45 @@ def test_show_json_document(capsys: pytest.CaptureFixture[str], gemm_trace: Trac
     simplify = next(row for row in document["by_pass"] if row["name"] == "tl.Simplify")
     expected = sum(1 for run in gemm_trace.runs for p in run.passes if p.name == "tl.Simplify")
     assert simplify["count"] == expected > 2
+
+
+def gnu_diff_counts(before: str, after: str, folder: Path) -> tuple[int, int]:
+    """Lines added and removed as GNU diff counts them: the oracle for every ``+N -M``."""
+    (folder / "before").write_text(before + "\n")
+    (folder / "after").write_text(after + "\n")
+    out = subprocess.run(
+        ["diff", str(folder / "before"), str(folder / "after")], capture_output=True, text=True
+    ).stdout.splitlines()
+    return sum(line.startswith(">") for line in out), sum(line.startswith("<") for line in out)
+
+
+def test_show_counts_a_moved_line_as_passdiff_does(
+    capsys: pytest.CaptureFixture[str], gemm_trace: Trace, tmp_path: Path
+) -> None:
+    """A pass that only reorders lines changed them: ``irtrace show`` says so, with the counts
+    of ``passdiff pass`` and of GNU diff, never (0, 0)."""
+    from passdiff.cli import main as passdiff_main
+
+    assert gemm_trace.path
+    run = gemm_trace.find_run("matmul", "cuda:sm_90")
+    record = run.find_pass("tl.PlanAndUpdateBufferAllocationLocation")
+    before, after = gemm_trace.ir_before(record) or "", gemm_trace.ir_after(record) or ""
+    assert Counter(before.splitlines()) == Counter(after.splitlines()) and before != after  # a reorder
+    expected = gnu_diff_counts(before, after, tmp_path)
+    assert expected != (0, 0)
+
+    passdiff_main(["pass", gemm_trace.path, "-t", "cuda:sm_90", "-p", record.name, "-f", "json"])
+    (pass_diff,) = json.loads(capsys.readouterr().out)["pass_diffs"]
+    assert (pass_diff["added"], pass_diff["removed"]) == expected
+
+    code, out, _ = run_cli(capsys, "show", gemm_trace.path, "-t", "cuda:sm_90", "--json")
+    (entry,) = json.loads(out)["runs"]
+    row = next(p for p in entry["passes"] if p["index"] == record.index)
+    assert code == ExitCode.OK and (row["lines_added"], row["lines_removed"]) == expected
+
+    code, out, _ = run_cli(capsys, "show", gemm_trace.path, "-t", "cuda:sm_90")
+    (line,) = [line for line in out.splitlines() if record.name in line]
+    assert line.split()[-2:] == [f"+{expected[0]}", f"-{expected[1]}"]
 
 
 def test_show_by_pass_table(capsys: pytest.CaptureFixture[str], gemm_trace: Trace) -> None:
