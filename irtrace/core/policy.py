@@ -23,14 +23,18 @@ spill_bytes = 0.0
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from irtrace.core.errors import UsageError
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
 from irtrace.core.metrics import METRIC_NAMES
 from irtrace.core.toml_file import read_toml
+from irtrace.core.typed_input import decode_tables
 
 DEFAULT_POLICY_FILE = "irtrace-policy.toml"
 
@@ -60,6 +64,53 @@ CHANGE_KINDS: Mapping[str, str] = {
 
 DEFAULT_FAIL = frozenset({REMOVED, NEWLY_FAILING})
 DEFAULT_MIN_SECONDS = 0.005
+
+# ----------------------------------------------------------------------------- the file's tables
+
+Number = Annotated[float, Meta(ge=0, le=sys.float_info.max, description="a number >= 0")]
+Switch = Annotated[bool, Meta(description="true or false")]
+_SWITCH_OR_UNSET: Any = Switch | UnsetType  # typed Any: mypy takes an Annotated union for no type
+_NUMBER_OR_UNSET: Any = Number | UnsetType
+
+FailTable = msgspec.defstruct(
+    "FailTable",
+    [(kind, _SWITCH_OR_UNSET, UNSET) for kind in CHANGE_KINDS],
+    forbid_unknown_fields=True,
+    frozen=True,
+)
+"""``[fail]``: one switch per change kind; a kind left out keeps its default."""
+
+MetricsTable = msgspec.defstruct(
+    "MetricsTable",
+    [(name, _NUMBER_OR_UNSET, UNSET) for name in METRIC_NAMES],
+    forbid_unknown_fields=True,
+    frozen=True,
+)
+"""``[metrics]``: the largest allowed growth per metric; a metric left out is not gated."""
+
+
+class TimeTable(Struct, forbid_unknown_fields=True, frozen=True):
+    """``[time]``: ratios to the baseline (0: report only) and the noise floor."""
+
+    total_ratio: Number = 0.0
+    pass_ratio: Number = 0.0
+    min_seconds: Number = DEFAULT_MIN_SECONDS
+
+    def __post_init__(self) -> None:
+        for key in ("total_ratio", "pass_ratio"):
+            ratio = getattr(self, key)
+            if 0 < ratio < 1:
+                raise ValueError(
+                    f"{key}: {ratio:g} would fail on times under the baseline's; give 0 (off) or >= 1"
+                )
+
+
+class PolicyFile(Struct, forbid_unknown_fields=True, frozen=True):
+    """A policy file's tables, as written."""
+
+    fail: FailTable = msgspec.field(default_factory=FailTable)  # type: ignore[valid-type]
+    time: TimeTable = msgspec.field(default_factory=TimeTable)
+    metrics: MetricsTable = msgspec.field(default_factory=MetricsTable)  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -108,48 +159,11 @@ def find_policy(given: str | None, folder: Path | None = None) -> Policy:
 def load_policy(path: str | Path) -> Policy:
     """Read a policy file; a missing file, bad TOML, an unknown key or a bad value is an error."""
     file = Path(path)
-    data = read_toml(file, "policy file")
-    _only(data, ("fail", "time", "metrics"), f"{file}")
-    fail = _table(data.get("fail", {}), f"{file} [fail]")
-    _only(fail, tuple(CHANGE_KINDS), f"{file} [fail]")
+    tables = decode_tables(read_toml(file, "policy file"), PolicyFile, str(file))
     fail_on = set(DEFAULT_FAIL)
-    for kind, value in fail.items():
-        if not isinstance(value, bool):
-            raise UsageError(f"{file} [fail] {kind}: expected true or false, not {value!r}")
-        (fail_on.add if value else fail_on.discard)(kind)
-    time = _table(data.get("time", {}), f"{file} [time]")
-    _only(time, ("total_ratio", "pass_ratio", "min_seconds"), f"{file} [time]")
-    total_ratio = _ratio(time.get("total_ratio", 0.0), f"{file} [time] total_ratio")
-    pass_ratio = _ratio(time.get("pass_ratio", 0.0), f"{file} [time] pass_ratio")
-    min_seconds = _number(time.get("min_seconds", DEFAULT_MIN_SECONDS), f"{file} [time] min_seconds")
-    metrics = _table(data.get("metrics", {}), f"{file} [metrics]")
-    _only(metrics, METRIC_NAMES, f"{file} [metrics]")
-    limits = {name: _number(value, f"{file} [metrics] {name}") for name, value in metrics.items()}
-    return Policy(frozenset(fail_on), total_ratio, pass_ratio, min_seconds, limits, str(file))
-
-
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise UsageError(f"{where}: expected a table")
-    return value
-
-
-def _only(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    unknown = [key for key in table if key not in known]
-    if unknown:
-        raise UsageError(f"{where}: unknown key {unknown[0]!r}; known keys: {', '.join(known)}")
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-        raise UsageError(f"{where}: expected a number >= 0, not {value!r}")
-    return float(value)
-
-
-def _ratio(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if 0 < number < 1:
-        raise UsageError(
-            f"{where}: {number:g} would fail on times under the baseline's; give 0 (off) or >= 1"
-        )
-    return number
+    for kind, value in msgspec.structs.asdict(tables.fail).items():
+        if value is not msgspec.UNSET:
+            (fail_on.add if value else fail_on.discard)(kind)
+    time = tables.time
+    limits = {k: v for k, v in msgspec.structs.asdict(tables.metrics).items() if v is not msgspec.UNSET}
+    return Policy(frozenset(fail_on), time.total_ratio, time.pass_ratio, time.min_seconds, limits, str(file))

@@ -22,57 +22,94 @@ tl.disable_warp_specialized = true      # unquoted dotted keys are read as "tl.d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from irtrace.core.errors import UsageError
 from irtrace.core.specs import parse_spec
 from irtrace.core.targets import check_target_name
 from irtrace.core.toml_file import read_toml
+from irtrace.core.typed_input import decode_tables
 from irtrace.recording.api import RecordRequest
+
+SpecText = Annotated[str, Meta(description='a kernel spec string, e.g. "path.py::name(args)"')]
+TargetNames = Annotated[str | list[str], Meta(description="a target name or a list of target names")]
+PassConfigs = Annotated[dict[str, Any], Meta(description="a table of pass configs")]
+
+
+def _check_targets(targets: str | list[str] | UnsetType) -> None:
+    """Every name a target, an alias, ``all`` or ``BACKEND:*`` (``ValueError`` locates it)."""
+    if isinstance(targets, UnsetType):
+        return
+    for name in [targets] if isinstance(targets, str) else targets:
+        try:
+            check_target_name(name)
+        except UsageError as error:
+            raise ValueError(f"targets: {error.message}") from None
+
+
+class ManifestDefaults(Struct, forbid_unknown_fields=True, frozen=True):
+    """``[defaults]``: what kernels that say nothing get."""
+
+    targets: TargetNames = msgspec.field(default_factory=list)
+    pass_configs: PassConfigs = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_targets(self.targets)
+
+
+class ManifestKernel(Struct, forbid_unknown_fields=True, frozen=True):
+    """One ``[[kernel]]`` entry."""
+
+    spec: SpecText
+    targets: TargetNames | UnsetType = UNSET
+    """Left out: the ``[defaults]`` targets."""
+    name: str | UnsetType = UNSET
+    """Record the kernel under this name instead of its Python name."""
+    pass_configs: PassConfigs = msgspec.field(default_factory=dict)
+    """Added on top of the ``[defaults]`` pass configs."""
+
+    def __post_init__(self) -> None:
+        try:
+            parse_spec(self.spec)
+        except UsageError as error:
+            raise ValueError(f"spec: {error.message}") from None
+        _check_targets(self.targets)
+
+
+class ManifestFile(Struct, forbid_unknown_fields=True, frozen=True):
+    """A manifest's tables, as written."""
+
+    kernel: Annotated[
+        list[ManifestKernel],
+        Meta(min_length=1, description='one or more tables, each with spec = "path.py::name(args)"'),
+    ]
+    defaults: ManifestDefaults = msgspec.field(default_factory=ManifestDefaults)
 
 
 def load_manifest(path: str | Path) -> list[RecordRequest]:
-    """Parse a manifest into record requests; every problem names the file and the entry."""
+    """Parse a manifest into record requests; every problem names the file, the entry and the key."""
     file = Path(path)
-    data = read_toml(file, "manifest")
-    defaults = _table(data.get("defaults", {}), f"{file} [defaults]")
-    entries = data.get("kernel", [])
-    if not isinstance(entries, list) or not entries:
-        raise UsageError(f'{file}: no [[kernel]] entries; each needs spec = "path.py::name(args)"')
-    default_targets = _strings(defaults.get("targets", []), f"{file} [defaults] targets")
-    default_configs = _pass_configs(defaults.get("pass_configs", {}), f"{file} [defaults] pass_configs")
+    manifest = decode_tables(read_toml(file, "manifest"), ManifestFile, str(file))
+    defaults = manifest.defaults
     requests = []
-    for number, entry in enumerate(entries, start=1):
-        where = f"{file} [[kernel]] #{number}"
-        entry = _table(entry, where)
-        if not isinstance(entry.get("spec"), str):
-            raise UsageError(f'{where}: missing spec = "path.py::name(args)"')
-        targets = _strings(entry.get("targets", default_targets), f"{where} targets")
-        for target in targets:
-            check_target_name(target)
-        configs = {**default_configs, **_pass_configs(entry.get("pass_configs", {}), f"{where} pass_configs")}
-        name = entry.get("name")
-        if name is not None and not isinstance(name, str):
-            raise UsageError(f"{where}: name must be a string")
+    for entry in manifest.kernel:
+        targets = defaults.targets if entry.targets is UNSET else entry.targets
         requests.append(
             RecordRequest(
-                spec=parse_spec(entry["spec"]),
-                targets=tuple(targets),
-                pass_configs=configs,
-                name=name,
+                spec=parse_spec(entry.spec),
+                targets=(targets,) if isinstance(targets, str) else tuple(targets),
+                pass_configs={**_joined(defaults.pass_configs), **_joined(entry.pass_configs)},
+                name=None if entry.name is UNSET else entry.name,
                 base_dir=file.resolve().parent,
             )
         )
     return requests
 
 
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise UsageError(f"{where}: expected a table")
-    return value
-
-
-def _pass_configs(value: Any, where: str) -> dict[str, Any]:
+def _joined(configs: dict[str, Any]) -> dict[str, Any]:
     """Pass configs with TOML's dotted keys joined again.
 
     TOML reads ``tl.disable_warp_specialized = true`` as ``{"tl": {"disable_warp_specialized":
@@ -89,13 +126,5 @@ def _pass_configs(value: Any, where: str) -> dict[str, Any]:
             else:
                 flat[name] = item
 
-    add("", _table(value, where))
+    add("", configs)
     return flat
-
-
-def _strings(value: Any, where: str) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{where}: expected a list of target names")
-    return list(value)

@@ -296,17 +296,41 @@ def test_time_gates_use_the_policy_thresholds_and_ignore_noise(traces: Traces) -
     assert not check_traces(new, baseline, Policy()).gated
 
 
-def test_policy_file_errors_are_usage_errors(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="unknown key 'ir_changed'"):
-        load_policy(_policy(tmp_path, "[fail]\nir_changed = true\n"))
-    with pytest.raises(UsageError, match="give 0 \\(off\\) or >= 1"):
-        load_policy(_policy(tmp_path, "[time]\ntotal_ratio = 0.5\n"))
-    with pytest.raises(UsageError, match="unknown key 'register'"):
-        load_policy(_policy(tmp_path, "[metrics]\nregister = 0.1\n"))
-    policy = load_policy(
-        _policy(tmp_path, "[fail]\nremoved = false\nsource = true\n[metrics]\nsyncs = 0.5\n")
-    )
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "[fail]\nir_changed = true\n",
+            " [fail]: unknown key 'ir_changed'; known keys: removed, added, newly_failing, ",
+        ),
+        ("[fail]\nir = 1\n", " [fail] ir: expected true or false, not 1"),
+        ("fail = 3\n", " [fail]: expected a table, not 3"),
+        ("nope = 1\n", ": unknown key 'nope'; known keys: fail, time, metrics"),
+        (
+            "[time]\ntotal_ratio = 0.5\n",
+            " [time] total_ratio: 0.5 would fail on times under the baseline's; give 0 (off) or >= 1",
+        ),
+        ("[time]\nmin_seconds = -1\n", " [time] min_seconds: expected a number >= 0, not -1"),
+        ("[time]\npass_ratio = inf\n", " [time] pass_ratio: expected a number >= 0, not inf"),
+        ('[time]\ntotal_ratio = "2"\n', " [time] total_ratio: expected a number >= 0, not '2'"),
+        ("[metrics]\nregister = 0.1\n", " [metrics]: unknown key 'register'; known keys: ir_lines, "),
+        ("[metrics]\nsyncs = true\n", " [metrics] syncs: expected a number >= 0, not True"),
+    ],
+)
+def test_policy_file_errors_are_usage_errors(tmp_path: Path, text: str, expected: str) -> None:
+    path = _policy(tmp_path, text)
+    with pytest.raises(UsageError) as raised:
+        load_policy(path)
+    assert raised.value.message.startswith(f"{path}{expected}")
+
+
+def test_policy_file_values_are_read(tmp_path: Path) -> None:
+    text = "[fail]\nremoved = false\nsource = true\n[time]\ntotal_ratio = 2\nmin_seconds = 0\n"
+    text += "[metrics]\nsyncs = 0.5\n"
+    policy = load_policy(_policy(tmp_path, text))
     assert policy.fail_on == {"newly_failing", "source"} and policy.metric_limits == {"syncs": 0.5}
+    assert (policy.total_ratio, policy.pass_ratio, policy.min_seconds) == (2.0, 0.0, 0.0)
+    assert load_policy(_policy(tmp_path, "")) == Policy(path=str(tmp_path / "policy.toml"))
 
 
 def test_usage_and_input_errors_exit_2(traces: Traces, tmp_path: Path) -> None:

@@ -290,6 +290,49 @@ targets = ["hip:gfx942", "metal"]
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ': missing [[kernel]] (one or more tables, each with spec = "path.py::name(args)")'),
+        (
+            '[[kernel]]\ntargets = ["cuda"]\n',
+            ' [[kernel]] #1: missing spec (a kernel spec string, e.g. "path.py::name(args)")',
+        ),
+        (
+            '[[kernel]]\nspec = "k.py::f()"\ntarget = "cuda"\n',
+            " [[kernel]] #1: unknown key 'target'; known keys: spec, targets, name, pass_configs",
+        ),
+        (
+            '[[kernel]]\nspec = "k.py::f()"\n[[kernel]]\nspec = "k.py::g()"\ntargets = ["cuda", 3]\n',
+            " [[kernel]] #2 targets: expected a target name or a list of target names, not ['cuda', 3]",
+        ),
+        (
+            '[[kernel]]\nspec = "k.py::f()"\ntargets = "cuda:sm_99"\n',
+            " [[kernel]] #1 targets: unknown target 'cuda:sm_99'; valid targets: ",
+        ),
+        (
+            '[[kernel]]\nspec = "k.py::"\n',
+            " [[kernel]] #1 spec: kernel spec 'k.py::' has an empty name after '::'",
+        ),
+        ('[[kernel]]\nspec = "k.py::f()"\nname = 3\n', " [[kernel]] #1 name: expected a string, not 3"),
+        (
+            '[[kernel]]\nspec = "k.py::f()"\npass_configs = 3\n',
+            " [[kernel]] #1 pass_configs: expected a table of pass configs, not 3",
+        ),
+        ('defaults = 1\n[[kernel]]\nspec = "k.py::f()"\n', " [defaults]: expected a table, not 1"),
+    ],
+)
+def test_manifest_errors_name_the_file_entry_and_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: str
+) -> None:
+    manifest = tmp_path / "irtrace.toml"
+    manifest.write_text(text)
+    code, _, err = run_cli(capsys, "record", "--manifest", str(manifest), "-o", str(tmp_path / "t.jsonl"))
+    (line,) = err.strip().splitlines()
+    assert code == ExitCode.USAGE and f"{manifest}{expected}" in line
+    assert not (tmp_path / "t.jsonl").exists()
+
+
 def test_merge_command(capsys: pytest.CaptureFixture[str], tmp_path: Path, gemm_trace: Trace) -> None:
     assert gemm_trace.path
     code, out, _ = run_cli(capsys, "merge", gemm_trace.path, gemm_trace.path, "-o", str(tmp_path / "m.jsonl"))
