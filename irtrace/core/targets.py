@@ -5,6 +5,7 @@ This module does not import tilelang, so editors and trace readers can list targ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,25 @@ PORTABLE = "tilelang"
 """Dialect of kernels written in ``tilelang.language`` (CUDA, HIP, Metal)."""
 ASCEND = "ascend"
 """Dialect of kernels written in ``tilelang.ascend.language`` (Ascend 950 only)."""
+ASCEND_PACKAGE = "tilelang.ascend"
+"""Importing this package (or a module in it) makes a kernel file of the Ascend dialect."""
+_IMPORTS = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w., \t]+))", re.MULTILINE)
+"""``from M import ...`` (M) and ``import M1 as a, M2`` (``M1 as a, M2``)."""
+
+
+def dialect_of_modules(names: Iterable[str]) -> str:
+    """The dialect of a file that imported the modules ``names``: Ascend when one is in
+    ``tilelang.ascend``, else portable TileLang."""
+    ascend = any(name == ASCEND_PACKAGE or name.startswith(ASCEND_PACKAGE + ".") for name in names)
+    return ASCEND if ascend else PORTABLE
+
+
+def dialect_of_source(text: str) -> str:
+    """The dialect of a kernel file from its text, without running it: its import statements."""
+    names = []
+    for module, modules in _IMPORTS.findall(text):
+        names += [module] if module else [part.split()[0] for part in modules.split(",") if part.strip()]
+    return dialect_of_modules(names)
 
 
 @dataclass(frozen=True)
@@ -39,16 +59,26 @@ class TargetSpec:
     """What the kernel source of this target is written in (CUDA, HIP, Metal, C, ...)."""
 
 
+def tvm_target_name(kind: str, arch: str | None = None, mcpu: str | None = None) -> str:
+    """The short name of a TVM target from its kind and its ``arch`` or ``mcpu``: ``cuda:sm_90``,
+    ``hip:gfx942`` (for ``rocm`` too), else the kind itself (``metal``, ``c``)."""
+    if kind == "cuda" and arch:
+        return f"cuda:{arch}"
+    if kind in ("hip", "rocm") and mcpu:
+        return f"hip:{mcpu}"
+    return kind
+
+
 def _cuda(arch: str, family: str, hardware: str) -> TargetSpec:
+    name = tvm_target_name("cuda", arch=arch)
     return TargetSpec(
-        f"cuda:{arch}", "cuda", {"kind": "cuda", "arch": arch}, PORTABLE, "NVIDIA", family, hardware, "CUDA"
+        name, "cuda", {"kind": "cuda", "arch": arch}, PORTABLE, "NVIDIA", family, hardware, "CUDA"
     )
 
 
 def _hip(mcpu: str, family: str, hardware: str) -> TargetSpec:
-    return TargetSpec(
-        f"hip:{mcpu}", "hip", {"kind": "hip", "mcpu": mcpu}, PORTABLE, "AMD", family, hardware, "HIP"
-    )
+    name = tvm_target_name("hip", mcpu=mcpu)
+    return TargetSpec(name, "hip", {"kind": "hip", "mcpu": mcpu}, PORTABLE, "AMD", family, hardware, "HIP")
 
 
 # TileLang 0.1.15 keeps no list of the architectures it supports (its CUDA and ROCm backends take
@@ -134,6 +164,28 @@ def targets_by_vendor() -> dict[str, list[TargetSpec]]:
 def canonical_target_name(name: str) -> str:
     """``name`` with an alias (``cuda``, ``cuda:hopper``, ``gfx942``) replaced by the target it stands for."""
     return ALIASES.get(name.strip(), name.strip())
+
+
+def known_target_name(text: str | None) -> str | None:
+    """The known target that a user's or a script's text stands for: a name or alias (``cuda``,
+    ``sm_90``, ``cuda:hopper``) or TVM target text (``cuda -arch=sm_90a``, ``hip -mcpu=gfx942``);
+    an architecture irtrace does not list falls back to its backend's default. ``None`` when the
+    text names no known target."""
+    if not text or not text.strip():
+        return None
+    text = text.strip()
+    if canonical_target_name(text) in TARGETS:
+        return canonical_target_name(text)
+    kind, _, options = text.partition(" ")
+    arch = re.search(r"-arch=(sm_\w+)", options)
+    mcpu = re.search(r"-mcpu=(gfx\w+)", options)
+    exact = tvm_target_name(kind, arch[1] if arch else None, mcpu[1] if mcpu else None)
+    # sm_90a -> sm_90 when only the plain arch is listed; then the backend's default
+    plain = exact.removesuffix("a") if kind == "cuda" else exact
+    for name in (exact, plain, canonical_target_name(kind)):
+        if name in TARGETS:
+            return name
+    return None
 
 
 def get_target(name: str) -> TargetSpec:

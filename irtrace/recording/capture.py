@@ -29,11 +29,13 @@ from typing import Any, NoReturn
 
 from irtrace.core import interrupts
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
-from irtrace.core.targets import TargetSpec, get_target
+from irtrace.core.specs import KernelSpec
+from irtrace.core.targets import TargetSpec, get_target, tvm_target_name
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import require_instrumentation
+from irtrace.recording.loader import CapturedKernel, KernelCall
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 from irtrace.recording.tvm_targets import auto_target_fallback
 
@@ -43,27 +45,13 @@ GPU_SCRIPT_TARGET = "cuda:sm_90a"
 
 
 def short_target_name(target: Any) -> str:
-    """``cuda:sm_90`` for a TVM CUDA target with arch sm_90, and so on."""
+    """``cuda:sm_90`` for a TVM CUDA target with arch sm_90, and so on (``tvm_target_name``)."""
     if target is None:
         return "unknown"
-    kind = str(target.kind.name)
     attrs = target.attrs
-    if kind == "cuda" and "arch" in attrs:
-        return f"cuda:{attrs['arch']}"
-    if kind in ("hip", "rocm") and "mcpu" in attrs:
-        return f"hip:{attrs['mcpu']}"
-    return kind
-
-
-@dataclass
-class CapturedKernel:
-    """A kernel seen during the script, kept so it can be lowered for other targets later."""
-
-    kernel: str
-    module: Any = field(repr=False)
-    pass_configs: dict[str, Any]
-    target: str = ""
-    """The short name of the target the script lowered it for."""
+    arch = str(attrs["arch"]) if "arch" in attrs else None
+    mcpu = str(attrs["mcpu"]) if "mcpu" in attrs else None
+    return tvm_target_name(str(target.kind.name), arch, mcpu)
 
 
 class CaptureSession:
@@ -97,16 +85,17 @@ class CaptureRecorder(PassRecorder):
         self.configs = {str(k): v for k, v in dict(tvm.transform.PassContext.current().config).items()}
         target = Target.current(allow_none=True)
         target_name = short_target_name(target)
+        captured = CapturedKernel(self.kernel, mod, pass_configs=self.configs, target=target_name)
         run = begin_run_record(
             self.writer,
             target_name,
             self.kernel,
-            f"captured:{self.kernel}",
+            captured.spec_text,
             None,
             str(target) if target is not None else "",
             self.configs,
         )
-        self.session.captured.append(CapturedKernel(self.kernel, mod, self.configs, target_name))
+        self.session.captured.append(captured)
         return run.run_id
 
     def finish(self, error: BaseException | None) -> None:
@@ -510,16 +499,17 @@ def lower_for_targets(
 
     runs = []
     for kernel in captured:
+        module, configs = kernel.build(KernelCall(), KernelSpec(kernel.spec_text))
         for target in targets:
             if target.name == kernel.target:
                 continue
             result = record_lowering(
-                kernel.module,
+                module,
                 target,
                 writer,
-                kernel=kernel.kernel,
-                spec=f"captured:{kernel.kernel}",
-                pass_configs=kernel.pass_configs,
+                kernel=kernel.name,
+                spec=kernel.spec_text,
+                pass_configs=configs,
                 tvm_target=make_tvm_target(target),
                 threaded=False,
             )

@@ -26,31 +26,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from irtrace.core.errors import InputError, KernelSourceError, UsageError
+from irtrace.core.kernel_kinds import KernelKind
 from irtrace.core.specs import DtypeName, Expression, KernelSpec
-from irtrace.core.targets import ASCEND, PORTABLE
+from irtrace.core.targets import dialect_of_modules
 
-PRIMFUNC = "primfunc"
-JIT = "jit"
-FACTORY = "factory"
-AUTOTUNE = "autotune"
-
-
-@dataclass(frozen=True)
-class KernelDefinition:
-    """A kernel found in a module: a PrimFunc, a ``@tilelang.jit`` kernel, an ``@autotune`` kernel
-    or a factory."""
-
-    name: str
-    kind: str
-    """``primfunc``, ``jit``, ``autotune`` or ``factory``."""
-    obj: Any = field(repr=False)
-    line: int | None = None
-    """1-based line of its definition, when known."""
-    namespace: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
-    """The defining module's globals, where expression arguments are evaluated."""
+# The kinds by their old names, for readers not yet on KernelKind.
+PRIMFUNC = KernelKind.PRIM_FUNC
+JIT = KernelKind.JIT
+FACTORY = KernelKind.FACTORY
+AUTOTUNE = KernelKind.AUTOTUNE
 
 
 @dataclass(frozen=True)
@@ -153,12 +140,9 @@ def _module_file(name: str) -> Path:
 
 
 def detect_dialect(module: types.ModuleType) -> str:
-    """Ascend when the module uses ``tilelang.ascend.language``, else portable TileLang."""
-    for value in vars(module).values():
-        name = getattr(value, "__name__", "") if isinstance(value, types.ModuleType) else ""
-        if name.startswith("tilelang.ascend"):
-            return ASCEND
-    return PORTABLE
+    """Ascend when the module imported ``tilelang.ascend`` (``.language``), else portable TileLang."""
+    modules = [value for value in vars(module).values() if isinstance(value, types.ModuleType)]
+    return dialect_of_modules(str(value.__name__) for value in modules)
 
 
 def load_kernel_module(path: str | Path, text: str | None = None) -> LoadedModule:
@@ -246,27 +230,17 @@ def _describe(error: BaseException, file: Path) -> str:
 
 
 def find_kernels(loaded: LoadedModule) -> list[KernelDefinition]:
-    """Every PrimFunc, ``@tilelang.jit`` kernel and plain function defined in the module."""
-    from tilelang.autotuner.tuner import AutoTuneImpl
-    from tilelang.jit import JITImpl
-    from tvm.tirx import PrimFunc
-
+    """Every kernel the module defines, each as the first form in ``KERNEL_FORMS`` that takes it."""
     namespace = vars(loaded.module)
     found = []
     for name, value in namespace.items():
         if name.startswith("__"):
             continue
-        if isinstance(value, PrimFunc):
-            found.append(KernelDefinition(name, PRIMFUNC, value, _primfunc_line(value), namespace))
-        elif isinstance(value, JITImpl):
-            found.append(
-                KernelDefinition(name, JIT, value, _line_of(getattr(value, "func", None)), namespace)
-            )
-        elif isinstance(value, AutoTuneImpl):
-            line = _line_of(getattr(value.jit_impl, "func", None))
-            found.append(KernelDefinition(name, AUTOTUNE, value, line, namespace))
-        elif inspect.isfunction(value) and value.__module__ == loaded.module.__name__:
-            found.append(KernelDefinition(name, FACTORY, value, _line_of(value), namespace))
+        for form in KERNEL_FORMS:
+            kernel = form.recognize(name, value, namespace, loaded.module.__name__)
+            if kernel is not None:
+                found.append(kernel)
+                break
     return found
 
 
@@ -276,20 +250,14 @@ def _line_of(obj: Any) -> int | None:
     return code.co_firstlineno if code is not None else None
 
 
-def _primfunc_line(func: Any) -> int | None:
-    span = getattr(func, "span", None)
-    line = getattr(span, "line", None) if span is not None else None
-    return int(line) if line else None
-
-
 def select_kernels(loaded: LoadedModule, spec: KernelSpec) -> list[KernelDefinition]:
     """The kernels a spec names; errors list what the file does define."""
     kernels = find_kernels(loaded)
     if spec.name is None:
-        primfuncs = [k for k in kernels if k.kind == PRIMFUNC]
+        primfuncs = [k for k in kernels if not k.kind.takes_arguments]
         if primfuncs:
             return primfuncs
-        candidates = [k for k in kernels if k.kind in (JIT, AUTOTUNE, FACTORY)]
+        candidates = [k for k in kernels if k.kind.takes_arguments]
         hint = ", ".join(f"{spec.path}::{k.name}(...)" for k in candidates[:6]) or "none"
         raise InputError(
             f"{spec.path} defines no module-level PrimFunc; name a factory or jit kernel, e.g. {hint}"
@@ -377,6 +345,232 @@ def describe_value(value: Any) -> Any:
     return text if type(text) is str else str.__new__(str, text)
 
 
+# ----------------------------------------------------------------------------- kernel forms
+
+
+@dataclass(frozen=True)
+class KernelDefinition:
+    """A kernel found in a module. One subclass per form TileLang offers holds what differs
+    between them: how it is recognized, how its arguments are completed, how it is built. A new
+    form is one class, added to ``KERNEL_FORMS`` (and its kind to ``KernelKind``)."""
+
+    name: str
+    obj: Any = field(repr=False)
+    line: int | None = None
+    """1-based line of its definition, when known."""
+    namespace: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The defining module's globals, where expression arguments are evaluated."""
+    kind: ClassVar[KernelKind]
+
+    @classmethod
+    def recognize(
+        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
+    ) -> KernelDefinition | None:
+        """This form of ``value``, a global of module ``module``; ``None`` when it is not one."""
+        return None
+
+    def complete_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, file: Path | None
+    ) -> KernelCall:
+        """The call with the spec's evaluated arguments, and any the form fills in itself."""
+        return KernelCall(args, kwargs)
+
+    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        """The PrimFunc for ``call`` and the pass configs the definition carries (in the target's
+        context, as TileLang builds at compile time)."""
+        raise NotImplementedError
+
+    def build_hint(self, error: Exception) -> str:
+        """What to add to the message of an error building it: how to fix the spec."""
+        return ""
+
+
+@dataclass(frozen=True)
+class PrimFuncKernel(KernelDefinition):
+    """A module-level ``@T.prim_func``: built already, named without arguments."""
+
+    kind = KernelKind.PRIM_FUNC
+
+    @classmethod
+    def recognize(
+        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
+    ) -> KernelDefinition | None:
+        from tvm.tirx import PrimFunc
+
+        if not isinstance(value, PrimFunc):
+            return None
+        span = getattr(value, "span", None)
+        line = getattr(span, "line", None) if span is not None else None
+        return cls(name, value, int(line) if line else None, namespace)
+
+    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        if spec.called:
+            raise UsageError(f"{self.name} is a PrimFunc, not a factory; drop the call arguments")
+        return self.obj, {}
+
+
+@dataclass(frozen=True)
+class JitKernel(KernelDefinition):
+    """A ``@tilelang.jit`` kernel whose function builds an inner ``@T.prim_func`` (lazy style);
+    it recognizes eager ones too, as ``EagerJitKernel``."""
+
+    kind = KernelKind.JIT
+
+    @classmethod
+    def recognize(
+        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
+    ) -> KernelDefinition | None:
+        from tilelang.jit import JITImpl
+
+        if not isinstance(value, JITImpl):
+            return None
+        form = EagerJitKernel if _is_eager(value) else JitKernel
+        return form(name, value, _line_of(getattr(value, "func", None)), namespace)
+
+    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        return self.obj.get_tir(*call.args, **call.kwargs), dict(self.obj.pass_configs or {})
+
+
+@dataclass(frozen=True)
+class EagerJitKernel(JitKernel):
+    """A ``@tilelang.jit`` kernel that declares its tensors and ``T.const`` sizes in its body: a
+    size the spec leaves out is the build error, and the hint says to give it by name."""
+
+    kind = KernelKind.EAGER_JIT
+
+    def build_hint(self, error: Exception) -> str:
+        return _missing_size_hint(error, self.name)
+
+
+@dataclass(frozen=True)
+class AutotuneKernel(KernelDefinition):
+    """An ``@autotune`` kernel: TileLang tunes over every config, a trace shows one, the spec's
+    arguments with the rest from the first config, as if the user had passed them."""
+
+    kind = KernelKind.AUTOTUNE
+
+    @classmethod
+    def recognize(
+        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
+    ) -> KernelDefinition | None:
+        from tilelang.autotuner.tuner import AutoTuneImpl
+
+        if not isinstance(value, AutoTuneImpl):
+            return None
+        return cls(name, value, _line_of(getattr(value.jit_impl, "func", None)), namespace)
+
+    def complete_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, file: Path | None
+    ) -> KernelCall:
+        configs = self.obj.configs
+        if callable(configs):
+            try:
+                configs = configs(*args, **kwargs)
+            except Exception as error:
+                raise KernelSourceError(
+                    f"the @autotune configs function of {where} raised {_describe(error, file or Path('?'))}"
+                ) from error
+        try:
+            first = next(iter(configs or ()), None)
+        except TypeError:
+            first = None
+        if not isinstance(first, Mapping):
+            raise InputError(
+                f"{where}: its @autotune configs give no config to trace (expected a list of dicts, "
+                f"got {type(configs).__name__}); pass every tunable argument in the spec instead"
+            )
+        parameters = list(self.obj.jit_impl.signature.parameters)
+        given = set(parameters[: len(args)]) | set(kwargs)
+        filled = {k: v for k, v in first.items() if k in parameters and k not in given}
+        configs_entry = first.get("pass_configs") if filled else None
+        return KernelCall(args, kwargs, filled, dict(configs_entry or {}))
+
+    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        jit = self.obj.jit_impl
+        func = jit.get_tir(*call.args, **{**call.kwargs, **call.autotune_defaults})
+        return func, {**dict(jit.pass_configs or {}), **call.pass_configs}
+
+    def build_hint(self, error: Exception) -> str:
+        return _missing_size_hint(error, self.name) if _is_eager(self.obj.jit_impl) else ""
+
+
+@dataclass(frozen=True)
+class FactoryKernel(KernelDefinition):
+    """A plain function of the module, called with the spec's arguments; it returns a PrimFunc or
+    a ``@tilelang.jit`` kernel (built with no arguments). It may also be a helper, not a kernel."""
+
+    kind = KernelKind.FACTORY
+
+    @classmethod
+    def recognize(
+        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
+    ) -> KernelDefinition | None:
+        if not inspect.isfunction(value) or value.__module__ != module:
+            return None
+        return cls(name, value, _line_of(value), namespace)
+
+    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        from tilelang.jit import JITImpl
+
+        func = self.obj(*call.args, **call.kwargs)
+        if isinstance(func, JITImpl):
+            return func.get_tir(), dict(func.pass_configs or {})
+        return func, {}
+
+
+@dataclass(frozen=True)
+class CapturedKernel(KernelDefinition):
+    """A module a script lowered itself (``irtrace run``), kept to lower again for other targets:
+    built already, as the script built it, with the script's pass configs."""
+
+    kind = KernelKind.CAPTURED
+    pass_configs: dict[str, Any] = field(default_factory=dict)
+    target: str = ""
+    """The short name of the target the script lowered it for."""
+
+    @property
+    def spec_text(self) -> str:
+        """How its runs name their spec: there is no file and no call to repeat."""
+        return f"captured:{self.name}"
+
+    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+        return self.obj, dict(self.pass_configs)
+
+
+KERNEL_FORMS: tuple[type[KernelDefinition], ...] = (
+    PrimFuncKernel,
+    AutotuneKernel,
+    JitKernel,
+    FactoryKernel,
+)
+"""The forms ``find_kernels`` looks for, in order: the first that takes a global wins (a plain
+function last, since every kernel form wraps one)."""
+
+
+def _is_eager(jit: Any) -> bool:
+    """Whether a ``@tilelang.jit`` kernel is eager, as TileLang decides in ``auto`` mode without
+    calling it: its function defines no inner ``@T.prim_func``."""
+    from tilelang.language.eager import JITFunc
+    from tilelang.language.eager.ast import has_internal_prim_func
+
+    mode = getattr(jit, "mode", "auto")
+    if mode in ("lazy", "eager"):
+        return bool(mode == "eager")
+    func = getattr(jit, "func", None)
+    if not isinstance(func, JITFunc):
+        return False
+    try:
+        return not has_internal_prim_func(func.orig_func)
+    except Exception:  # its source cannot be read: TileLang would decide by calling it
+        return False
+
+
+def _missing_size_hint(error: Exception, name: str) -> str:
+    """For an eager kernel's ``T.const`` size the spec did not give: how to give it."""
+    match = re.search(r"constexpr variable `(\w+)`", str(error))
+    return f"; give it by name: {name}({match[1]}=...)" if match else ""
+
+
 def bind_call(kernel: KernelDefinition, spec: KernelSpec, file: Path | None = None) -> KernelCall:
     """Evaluate the spec's arguments for ``kernel``; call it inside the target's context, so a
     helper such as ``determine_fp8_type()`` sees the target.
@@ -399,9 +593,7 @@ def bind_call(kernel: KernelDefinition, spec: KernelSpec, file: Path | None = No
 
     args = tuple(evaluate(a) for a in spec.args)
     kwargs = {k: evaluate(v) for k, v in spec.kwargs.items()}
-    if kernel.kind != AUTOTUNE:
-        return KernelCall(args, kwargs)
-    return _fill_from_first_config(kernel, args, kwargs, where, file)
+    return kernel.complete_call(args, kwargs, where, file)
 
 
 def _evaluate_expression(
@@ -419,36 +611,6 @@ def _evaluate_expression(
         raise KernelSourceError(
             f"argument {expression.source!r} of {where} raised {_describe(error, file or Path('?'))}"
         ) from error
-
-
-def _fill_from_first_config(
-    kernel: KernelDefinition, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, file: Path | None
-) -> KernelCall:
-    """TileLang tunes over every config; a trace shows one: the spec's arguments, the rest from
-    the first config, as if the user had passed them."""
-    impl = kernel.obj
-    configs = impl.configs
-    if callable(configs):
-        try:
-            configs = configs(*args, **kwargs)
-        except Exception as error:
-            raise KernelSourceError(
-                f"the @autotune configs function of {where} raised {_describe(error, file or Path('?'))}"
-            ) from error
-    try:
-        first = next(iter(configs or ()), None)
-    except TypeError:
-        first = None
-    if not isinstance(first, Mapping):
-        raise InputError(
-            f"{where}: its @autotune configs give no config to trace (expected a list of dicts, "
-            f"got {type(configs).__name__}); pass every tunable argument in the spec instead"
-        )
-    parameters = list(impl.jit_impl.signature.parameters)
-    given = set(parameters[: len(args)]) | set(kwargs)
-    filled = {k: v for k, v in first.items() if k in parameters and k not in given}
-    configs_entry = first.get("pass_configs") if filled else None
-    return KernelCall(args, kwargs, filled, dict(configs_entry or {}))
 
 
 @contextmanager
@@ -478,32 +640,14 @@ def build_primfunc(
     with target_context(tvm_target):
         if call is None:
             call = bind_call(kernel, spec, file)
-        args, kwargs = call.args, call.kwargs
-        configs: dict[str, Any] = {}
         try:
-            if kernel.kind == PRIMFUNC:
-                if spec.called:
-                    raise UsageError(f"{kernel.name} is a PrimFunc, not a factory; drop the call arguments")
-                func = kernel.obj
-            elif kernel.kind == JIT:
-                func = kernel.obj.get_tir(*args, **kwargs)
-                configs.update(dict(kernel.obj.pass_configs or {}))
-            elif kernel.kind == AUTOTUNE:
-                jit = kernel.obj.jit_impl
-                func = jit.get_tir(*args, **{**kwargs, **call.autotune_defaults})
-                configs.update(dict(jit.pass_configs or {}))
-                configs.update(call.pass_configs)
-            else:
-                func = kernel.obj(*args, **kwargs)
-                if not isinstance(func, PrimFunc) and _is_jit(func):
-                    configs.update(dict(func.pass_configs or {}))
-                    func = func.get_tir()
+            func, configs = kernel.build(call, spec)
         except (UsageError, InputError):
             raise
         except Exception as error:
             where = f"{kernel.name}{spec.call_text}"
             message = f"building {where} raised {_describe(error, file or Path('?'))}"
-            raise KernelSourceError(message + _missing_size_hint(error, kernel.name)) from error
+            raise KernelSourceError(message + kernel.build_hint(error)) from error
     if not isinstance(func, PrimFunc):
         raise InputError(
             f"{kernel.name}{spec.call_text} returned {type(func).__name__}, not a PrimFunc; "
@@ -512,18 +656,6 @@ def build_primfunc(
     if func.attrs is not None and "tilelang_pass_configs" in func.attrs:
         configs = {**dict(func.attrs["tilelang_pass_configs"]), **configs}
     return BuiltKernel(func=func, pass_configs=normalize_configs(configs))
-
-
-def _missing_size_hint(error: Exception, name: str) -> str:
-    """For an eager kernel's ``T.const`` size the spec did not give: how to give it."""
-    match = re.search(r"constexpr variable `(\w+)`", str(error))
-    return f"; give it by name: {name}({match[1]}=...)" if match else ""
-
-
-def _is_jit(value: Any) -> bool:
-    from tilelang.jit import JITImpl
-
-    return isinstance(value, JITImpl)
 
 
 def normalize_configs(configs: Mapping[Any, Any]) -> dict[str, Any]:

@@ -22,12 +22,13 @@ import pytest
 
 from irtrace.cli.main import main
 from irtrace.core.errors import ExitCode, InputError, KernelSourceError, UsageError
+from irtrace.core.kernel_kinds import KernelKind, kind_from_source
 from irtrace.core.specs import Expression, parse_spec
 from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import RecordRequest, record_kernels
-from irtrace.recording.loader import parse_pass_config
+from irtrace.recording.loader import find_kernels, load_kernel_module, parse_pass_config
 from irtrace.recording.manifest import load_manifest
 
 from ..conftest import DATA, ROOT, SMALL_GEMM
@@ -99,6 +100,76 @@ def _allocations(trace: Trace, run: KernelRun) -> dict[str, tuple[int, ...]]:
 
 def _kernel_signature(source: str) -> str:
     return next(line for line in source.splitlines() if "__global__" in line)
+
+
+# ----------------------------------------------------------------------------- kernel kinds
+
+
+@pytest.mark.parametrize(
+    ("file", "name", "call"),
+    [
+        (DATA / "jit_kernels.py", "lazy_add", {"M": 64}),
+        (DATA / "jit_kernels.py", "eager_scale", {"M": 64, "N": 256}),
+        (FORMS / "eager.py", "eager_matmul", {"M": 256, "N": 256, "K": 256}),
+        (FORMS / "dynamic.py", "dynamic_rows_add", {"N": 1024}),
+    ],
+)
+def test_a_jit_kernel_is_eager_exactly_when_tilelang_builds_it_eagerly(
+    file: Path, name: str, call: dict[str, int]
+) -> None:
+    """The loader tells eager from lazy without calling the kernel; the oracle is TileLang's own
+    ``JITImpl`` settling its ``mode`` while it builds the kernel from the real call."""
+    loaded = load_kernel_module(file)
+    (kernel,) = [k for k in find_kernels(loaded) if k.name == name]
+    jit = getattr(_import_file(file), name)
+    with _target("cuda:sm_90"):
+        jit.get_tir(**call)
+    assert jit.mode in ("eager", "lazy")
+    assert kernel.kind == (KernelKind.EAGER_JIT if jit.mode == "eager" else KernelKind.JIT)
+
+
+def _possible_kinds(value: Any) -> set[KernelKind]:
+    """The kinds a global can be, by the object TileLang made of it."""
+    from tilelang.autotuner.tuner import AutoTuneImpl
+    from tilelang.jit import JITImpl
+    from tvm.tirx import PrimFunc
+
+    if isinstance(value, PrimFunc):
+        return {KernelKind.PRIM_FUNC}
+    if isinstance(value, AutoTuneImpl):
+        return {KernelKind.AUTOTUNE}
+    if isinstance(value, JITImpl):
+        return {KernelKind.JIT, KernelKind.EAGER_JIT}
+    return {KernelKind.FACTORY}
+
+
+def test_each_form_is_found_as_its_kind_and_the_kind_says_how_it_is_called() -> None:
+    files = [*FORMS.glob("*.py"), DATA / "jit_kernels.py", DATA / "sibling" / "fill_kernel.py"]
+    seen = set()
+    for file in files:
+        loaded = load_kernel_module(file)
+        for kernel in find_kernels(loaded):
+            assert kernel.kind in _possible_kinds(getattr(loaded.module, kernel.name)), kernel
+            assert kernel.kind.takes_arguments == (kernel.kind is not KernelKind.PRIM_FUNC)
+            seen.add(kernel.kind)
+    assert seen == set(KernelKind) - {KernelKind.CAPTURED}
+
+
+@pytest.mark.parametrize(
+    ("jit", "autotune", "eager", "expected"),
+    [
+        (False, False, False, KernelKind.FACTORY),
+        (True, False, False, KernelKind.JIT),
+        (True, False, True, KernelKind.EAGER_JIT),
+        (True, True, True, KernelKind.AUTOTUNE),
+        (False, True, False, KernelKind.AUTOTUNE),
+    ],
+)
+def test_kind_from_source(jit: bool, autotune: bool, eager: bool, expected: KernelKind) -> None:
+    """What the language server's source scan sees maps to the loader's kinds."""
+    kind = kind_from_source(jit=jit, autotune=autotune, eager=eager)
+    assert kind is expected and kind.tunes == autotune and kind.sizes_by_name == (eager and not autotune)
+    assert f"{kind}" == str(kind) == kind.value
 
 
 # ----------------------------------------------------------------------------- @autotune

@@ -6,7 +6,16 @@ import pytest
 
 from irtrace.core.errors import UsageError
 from irtrace.core.specs import DtypeName, parse_spec
-from irtrace.core.targets import ASCEND, PORTABLE, TARGETS, get_target, resolve_targets, target_names
+from irtrace.core.targets import (
+    ASCEND,
+    PORTABLE,
+    TARGETS,
+    dialect_of_source,
+    get_target,
+    known_target_name,
+    resolve_targets,
+    target_names,
+)
 
 
 def test_plain_path_means_every_primfunc() -> None:
@@ -58,3 +67,59 @@ def test_all_expands_per_dialect() -> None:
     assert [t.name for t in resolve_targets(["all"], ASCEND)] == ["ascend"]
     assert [t.name for t in resolve_targets([], ASCEND)] == ["ascend"]
     assert resolve_targets(["metal", "all", "metal"], PORTABLE)[0].name == "metal"
+
+
+# ----------------------------------------------------------------------------- target names and dialects
+
+
+def test_every_target_is_named_back_from_its_tvm_target() -> None:
+    """The oracle is TileLang's own ``Target`` for each spec: its kind and arch/mcpu name the
+    spec again, as ``irtrace run`` names what a script lowered for."""
+    from irtrace.recording.capture import short_target_name
+    from irtrace.recording.tvm_targets import make_tvm_target
+
+    for spec in TARGETS.values():
+        assert short_target_name(make_tvm_target(spec)) == spec.name
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cuda:sm_90a", "cuda:sm_90a"),
+        (" cuda ", "cuda:sm_90"),
+        ("sm_80", "cuda:sm_80"),
+        ("hip:mi300x", "hip:gfx942"),
+        ("cuda -arch=sm_90a", "cuda:sm_90a"),
+        ("cuda -keys=cuda,gpu -arch=sm_86", "cuda:sm_86"),
+        ("cuda -arch=sm_89a", "cuda:sm_89"),
+        ("cuda -arch=sm_87", "cuda:sm_90"),
+        ("rocm -mcpu=gfx90a", "hip:gfx90a"),
+        ("hip -mcpu=gfx1030", "hip:gfx942"),
+        ("metal", "metal"),
+        ("llvm -mtriple=x86_64", "llvm"),
+        ("opencl", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_known_target_name_reads_names_aliases_and_tvm_text(text: str | None, expected: str | None) -> None:
+    assert known_target_name(text) == expected
+
+
+def test_dialect_from_the_text_agrees_with_the_imported_module() -> None:
+    """Two routes to a file's dialect: its import statements, and the modules it holds once run."""
+    from irtrace.recording.loader import load_kernel_module
+
+    from ..conftest import EXAMPLES
+
+    dialects = {}
+    for file in sorted(EXAMPLES.glob("*.py")):
+        dialects[file.name] = load_kernel_module(file).dialect
+        assert dialect_of_source(file.read_text()) == dialects[file.name], file.name
+    assert {name for name, dialect in dialects.items() if dialect == ASCEND} == {
+        "ascend_gemm_epilogue.py",
+        "ascend_vector.py",
+    }
+    assert dialect_of_source("from tilelang.ascend import language as T\n") == ASCEND
+    assert dialect_of_source("import numpy as np, tilelang.ascend.language as T\n") == ASCEND
+    assert dialect_of_source("import tilelang.ascendant\n# import tilelang.ascend\n") == PORTABLE
