@@ -39,6 +39,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FORMS = DATA / "forms"
+EXAMPLES = ROOT / "examples"
+EAGER_GEMM = EXAMPLES / "eager_gemm.py"
 TVM_TARGETS: dict[str, Any] = {
     "cuda:sm_90": {"kind": "cuda", "arch": "sm_90"},
     "hip:gfx942": {"kind": "hip", "mcpu": "gfx942"},
@@ -110,7 +112,7 @@ def _kernel_signature(source: str) -> str:
     [
         (DATA / "jit_kernels.py", "lazy_add", {"M": 64}),
         (DATA / "jit_kernels.py", "eager_scale", {"M": 64, "N": 256}),
-        (FORMS / "eager.py", "eager_matmul", {"M": 256, "N": 256, "K": 256}),
+        (EAGER_GEMM, "token_matmul", {"N": 256, "K": 256}),
         (FORMS / "dynamic.py", "dynamic_rows_add", {"N": 1024}),
     ],
 )
@@ -175,17 +177,45 @@ def test_kind_from_source(jit: bool, autotune: bool, eager: bool, expected: Kern
 # ----------------------------------------------------------------------------- @autotune
 
 
-def test_autotune_traces_the_first_config_with_its_pass_configs() -> None:
-    module = _import_file(FORMS / "autotuned.py")
+GEMM_CONFIGS = [
+    {
+        "block_M": 64,
+        "block_N": 32,
+        "block_K": 32,
+        "num_stages": 2,
+        "threads": 128,
+        "pass_configs": {"tl.disable_warp_specialized": True},
+    },
+    {"block_M": 128, "block_N": 128, "block_K": 64, "num_stages": 3, "threads": 256},
+]
+EXAMPLE_AUTOTUNE = "@tilelang.autotune(configs=gemm_configs, warmup=10, rep=20)"
+
+
+@pytest.fixture
+def listed_configs(tmp_path: Path) -> Path:
+    """The example's autotuned GEMM under a config list whose first config carries pass configs:
+    ``examples/autotune_gemm.py`` with only its decorator's configs replaced."""
+    source = (EXAMPLES / "autotune_gemm.py").read_text()
+    assert source.count(EXAMPLE_AUTOTUNE) == 1, "the example's @autotune line changed: update this test"
+    listed = (
+        f"GEMM_CONFIGS = {GEMM_CONFIGS!r}\n\n\n@tilelang.autotune(configs=GEMM_CONFIGS, warmup=5, rep=10)"
+    )
+    file = tmp_path / "autotune_gemm_listed.py"
+    file.write_text(source.replace(EXAMPLE_AUTOTUNE, listed))
+    return file
+
+
+def test_autotune_traces_the_first_config_with_its_pass_configs(listed_configs: Path) -> None:
+    module = _import_file(listed_configs)
     first = dict(module.GEMM_CONFIGS[0])
     config_pass_configs = first.pop("pass_configs")
     target = _target("cuda:sm_90")
-    jit = module.tuned_matmul.jit_impl
+    jit = module.matmul_relu.jit_impl
     with target:
         func = jit.get_tir(256, 256, 256, **first)
     expected = _untraced_source(func, target, {**(jit.pass_configs or {}), **config_pass_configs})
 
-    trace = _record(f"{FORMS / 'autotuned.py'}::tuned_matmul(256, 256, 256)", ["cuda:sm_90"])
+    trace = _record(f"{listed_configs}::matmul_relu(256, 256, 256)", ["cuda:sm_90"])
     run = _ok_run(trace, "cuda:sm_90")
     assert run.args == {"args": [256, 256, 256], "kwargs": {}, "autotune_defaults": first}
     assert run.pass_configs["tl.disable_warp_specialized"] is True
@@ -193,9 +223,9 @@ def test_autotune_traces_the_first_config_with_its_pass_configs() -> None:
     assert _allocations(trace, run)["A_shared"] == (first["block_M"], first["block_K"]) == (64, 32)
 
 
-def test_autotune_takes_nothing_from_configs_when_the_spec_gives_every_tunable() -> None:
-    spec = "tuned_matmul(256, 256, 256, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256)"
-    trace = _record(f"{FORMS / 'autotuned.py'}::{spec}", ["hip:gfx942"])
+def test_autotune_takes_nothing_from_configs_when_the_spec_gives_every_tunable(listed_configs: Path) -> None:
+    spec = "matmul_relu(256, 256, 256, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256)"
+    trace = _record(f"{listed_configs}::{spec}", ["hip:gfx942"])
     run = _ok_run(trace, "hip:gfx942")
     assert "autotune_defaults" not in run.args
     assert "tl.disable_warp_specialized" not in run.pass_configs
@@ -398,33 +428,35 @@ def test_dotted_module_spec_from_the_current_folder(tmp_path: Path) -> None:
 
 
 def test_eager_jit_with_compile_keyword_sizes() -> None:
-    module = _import_file(FORMS / "eager.py")
-    call = {"M": 1024, "N": 512, "K": 256, "block_M": 128}
-    trace = _record(f"{FORMS / 'eager.py'}::eager_matmul(M=1024, N=512, K=256, block_M=128)", ["cuda:sm_90"])
+    """The example's eager GEMM: ``T.const`` sizes given by keyword, as ``.compile(N=..., K=...)``
+    takes them; the tensors need no value and the ``T.dynamic`` token count stays symbolic."""
+    module = _import_file(EAGER_GEMM)
+    call = {"N": 512, "K": 256, "block_M": 128}
+    trace = _record(f"{EAGER_GEMM}::token_matmul(N=512, K=256, block_M=128)", ["cuda:sm_90"])
     target = _target("cuda:sm_90")
     with target:
-        func = module.eager_matmul.get_tir(**call)
+        func = module.token_matmul.get_tir(**call)
     run = _ok_run(trace, "cuda:sm_90")
     assert run.args == {"args": [], "kwargs": call}
-    assert [_shape(func, i) for i in range(3)] == [(1024, 256), (256, 512), (1024, 512)]
-    assert "= T.match_buffer(A, (1024, 256)" in _first_ir(trace, run)
-    assert _allocations(trace, run)["A_shared"] == (128, 32)
+    assert [_shape(func, i) for i in range(3)] == [("tokens", 256), (256, 512), ("tokens", 512)]
+    assert "= T.match_buffer(W, (256, 512)" in _first_ir(trace, run)
+    assert _allocations(trace, run)["X_shared"] == (128, 32)
     assert trace.kernel_source(run) == _untraced_source(func, target)
 
 
 def test_eager_jit_missing_size_says_how_to_give_it() -> None:
-    trace = _record(f"{FORMS / 'eager.py'}::eager_matmul(block_M=128)", ["cuda:sm_90"])
+    trace = _record(f"{EAGER_GEMM}::token_matmul(block_M=128)", ["cuda:sm_90"])
     (run,) = trace.runs
     assert run.status == STATUS_FAILED
-    assert "give it by name: eager_matmul(M=...)" in (run.error or "")
+    assert "give it by name: token_matmul(N=...)" in (run.error or "")
 
 
 @pytest.mark.parametrize(
     ("spec", "target", "symbol"),
     [
-        ("eager.py::eager_ragged_scale(cols=1000)", "cuda:sm_90", "rows"),
-        ("dynamic.py::dynamic_copy()", "hip:gfx942", "m"),
-        ("dynamic.py::dynamic_rows_add(N=1024)", "cuda:sm_90", "m"),
+        (f"{EAGER_GEMM}::token_matmul(N=512, K=256)", "cuda:sm_90", "tokens"),
+        (f"{FORMS / 'dynamic.py'}::dynamic_copy()", "hip:gfx942", "m"),
+        (f"{FORMS / 'dynamic.py'}::dynamic_rows_add(N=1024)", "cuda:sm_90", "m"),
     ],
 )
 def test_dynamic_sizes_stay_symbolic(spec: str, target: str, symbol: str) -> None:
