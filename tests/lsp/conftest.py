@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -17,6 +19,45 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 DATA = Path(__file__).resolve().parent / "data"
 SERVER = [sys.executable, "-m", "tilelang_lsp.cli"]
+
+
+def styles_corpus(folder: Path) -> Path:
+    """The kernel-style corpus (``data/styles``) written into ``folder``, with its kernel package
+    ``quantpkg`` completed from ``examples/fp8_quant.py``."""
+    shutil.copytree(DATA / "styles", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    write_quant_package(folder / "quantpkg")
+    return folder
+
+
+def write_quant_package(package: Path) -> None:
+    """The FP8 example laid out as a project lays out a kernel package: its platform facts in
+    ``platform.py``, its kernel under ``@tilelang.jit`` in ``kernels/per_token.py``, importing them
+    relatively. The pieces are the example's own source, so the two never drift apart."""
+    example = (EXAMPLES / "fp8_quant.py").read_text()
+    pieces: dict[str, str] = {}
+    for node in ast.parse(example).body:
+        if isinstance(node, ast.FunctionDef):
+            pieces[node.name] = ast.get_source_segment(example, node) or ""
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            pieces[node.targets[0].id] = ast.get_source_segment(example, node) or ""
+    (package / "platform.py").write_text(
+        '"""Platform facts the kernels share: sizes and the FP8 format of the current target."""\n\n'
+        "import tilelang.language as T\nfrom tvm.target import Target\n\n"
+        f"{pieces['HIDDEN']}\n{pieces['FP8_MAX']}\n\n\n{pieces['determine_fp8_type']}\n"
+    )
+    (package / "kernels" / "per_token.py").write_text(
+        '"""Per-token FP8 quantization in a package, built with expression arguments: a shift, a\n'
+        "constant and two helper calls from sibling modules, one of which asks the current target for\n"
+        'its FP8 type."""\n\n'
+        "import tilelang\nimport tilelang.language as T\n\n"
+        "from ..platform import FP8_MAX, HIDDEN, determine_fp8_type\nfrom ..tiling import pick_block_m\n\n\n"
+        f"@tilelang.jit(out_idx=[1, 2])\n{pieces['per_token_quant']}\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    kernel = per_token_quant(\n"
+        "        1 << 14, HIDDEN, block_M=pick_block_m(HIDDEN), out_dtype=determine_fp8_type()\n"
+        "    )\n"
+        "    print(kernel.get_kernel_source())\n"
+    )
 
 
 def recording_client() -> LanguageClient:

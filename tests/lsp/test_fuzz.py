@@ -12,25 +12,22 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp.conftest import DATA, EXAMPLES, change, open_fresh, wait_published, whole_file_server
+from tests.lsp.conftest import EXAMPLES, change, open_fresh, styles_corpus, wait_published, whole_file_server
 
 client = whole_file_server(trusted=True, debounce_ms=20, hint_wait_s=0.5, extra_targets=[], summary=False)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 EDITS = 320
 LIMIT_S = 5.0
-STYLES = DATA / "styles"
-FILES = [
-    EXAMPLES / "gemm.py",
-    EXAMPLES / "flash_attention.py",
-    EXAMPLES / "rmsnorm.py",
-    STYLES / "eager_gemm.py",
-    STYLES / "eager_elementwise.py",
-    STYLES / "dynamic_gemm.py",
-    STYLES / "autotune_gemm.py",
-    STYLES / "lazy_kernels.py",
-    STYLES / "quantpkg" / "kernels" / "per_token.py",
-    STYLES / "ascend_scale.py",
+EXAMPLE_FILES = [EXAMPLES / "gemm.py", EXAMPLES / "flash_attention.py", EXAMPLES / "rmsnorm.py"]
+STYLE_FILES = [
+    "eager_gemm.py",
+    "eager_elementwise.py",
+    "dynamic_gemm.py",
+    "autotune_gemm.py",
+    "lazy_kernels.py",
+    "quantpkg/kernels/per_token.py",
+    "ascend_scale.py",
 ]
 
 
@@ -65,9 +62,10 @@ async def timed(request) -> float:  # type: ignore[no-untyped-def]
     return time.monotonic() - started
 
 
-async def test_random_edits_are_survived(client: LanguageClient) -> None:
+async def test_random_edits_are_survived(client: LanguageClient, tmp_path: Path) -> None:
     rng = random.Random(4)
-    examples = [str(path) for path in FILES]
+    styles = styles_corpus(tmp_path / "styles")
+    examples = [str(path) for path in [*EXAMPLE_FILES, *(styles / name for name in STYLE_FILES)]]
     originals = {name: Path(name).read_text() for name in examples}
     opened = {name: open_fresh(client, Path(name), originals[name]) for name in examples}
     uris = {name: uri for name, (uri, _) in opened.items()}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,13 +26,12 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp.conftest import DATA, hints, open_file, wait_published, whole_file_server
+from tests.lsp.conftest import hints, open_file, styles_corpus, wait_published, whole_file_server
 from tests.lsp.oracle import compiler_buffers, expected_hint, tilelang_target
 
 client = whole_file_server(trusted=True, extra_targets=[], summary=False)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-STYLES = DATA / "styles"
 GPU_TARGETS = ("cuda:sm_90", "hip:gfx942", "metal")
 
 
@@ -119,20 +117,20 @@ CASES = [
 FILE_TARGETS = sorted({(case.file, target) for case in CASES for target in case.targets})
 
 
-def import_corpus_module(file: str) -> ModuleType:
+def import_corpus_module(styles: Path, file: str) -> ModuleType:
     """The corpus file imported afresh, as Python would: a package module by its dotted name.
 
     Afresh for each target, as in a new process: lowering changes a module-level PrimFunc in
     place, and a second lowering of the same object does not infer the same layouts.
     """
     if "/" in file:
-        if str(STYLES) not in sys.path:
-            sys.path.insert(0, str(STYLES))
+        if str(styles) not in sys.path:
+            sys.path.insert(0, str(styles))
         dotted = file.removesuffix(".py").replace("/", ".")
         sys.modules.pop(dotted, None)
         return importlib.import_module(dotted)
     name = f"_styles_{Path(file).stem}"
-    spec = importlib.util.spec_from_file_location(name, STYLES / file)
+    spec = importlib.util.spec_from_file_location(name, styles / file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -140,9 +138,9 @@ def import_corpus_module(file: str) -> ModuleType:
     return module
 
 
-def oracle_hints(file: str, target: str) -> list[tuple[int, str]]:
+def oracle_hints(styles: Path, file: str, target: str) -> list[tuple[int, str]]:
     """``(line, hint)`` for every buffer of the file's kernels, from the compiler."""
-    module = import_corpus_module(file)
+    module = import_corpus_module(styles, file)
     expected: list[tuple[int, str]] = []
     for case in CASES:
         if case.file != file or target not in case.targets:
@@ -156,14 +154,20 @@ def oracle_hints(file: str, target: str) -> list[tuple[int, str]]:
 
 
 @pytest.fixture(scope="module")
+def styles(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus the oracle imports from: one for the module, as a package is imported from the
+    first folder on ``sys.path`` that holds it."""
+    return styles_corpus(tmp_path_factory.mktemp("oracle") / "styles")
+
+
+@pytest.fixture(scope="module")
 def corpus_for(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """A copy of the corpus per target, whose ``pyproject.toml`` makes that target the default."""
     copies: dict[str, Path] = {}
 
     def copy(target: str) -> Path:
         if target not in copies:
-            folder = tmp_path_factory.mktemp(target.replace(":", "_")) / "styles"
-            shutil.copytree(STYLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+            folder = styles_corpus(tmp_path_factory.mktemp(target.replace(":", "_")) / "styles")
             (folder / "pyproject.toml").write_text(f'[tool.tilelang-lsp]\ntarget = "{target}"\n')
             copies[target] = folder
         return copies[target]
@@ -173,7 +177,7 @@ def corpus_for(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path
 
 @pytest.mark.parametrize(("file", "target"), FILE_TARGETS)
 async def test_compiled_hints_equal_the_compilers_facts(
-    client: LanguageClient, corpus_for: Callable[[str], Path], file: str, target: str
+    client: LanguageClient, styles: Path, corpus_for: Callable[[str], Path], file: str, target: str
 ) -> None:
     path = corpus_for(target) / file
     uri = open_file(client, path)
@@ -183,4 +187,4 @@ async def test_compiled_hints_equal_the_compilers_facts(
     got = await hints(client, uri)
     assert [h.label for h in got if "source only" in h.label] == []
     compiled = sorted((h.position.line + 1, h.label) for h in got)
-    assert compiled == oracle_hints(file, target)
+    assert compiled == oracle_hints(styles, file, target)
