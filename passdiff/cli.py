@@ -16,7 +16,7 @@ from irtrace import __version__
 from irtrace.core.errors import ExitCode, UsageError
 from irtrace.core.output import write_atomically
 from irtrace.core.trace import Trace
-from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
+from irtrace.edge.command import echo, load_trace_warning_if_cut, run_subcommand
 from passdiff.compare import compare_targets, compare_traces, diff_span, resolve_pass
 from passdiff.errors import DiffOutcome, exit_codes_help
 from passdiff.normalize import NormalizeRules
@@ -70,14 +70,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"passdiff {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    single = commands.add_parser(
+    def command(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=help_text,
+            description=description,
+            parents=[common],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog=exit_codes_help(),
+        )
+
+    single = command(
         "pass",
-        help="what one pass (or a span of passes) did",
-        description="Diff the IR a pass received "
-        "against the IR it produced; with --to, from before --pass to after --to.",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=exit_codes_help(),
+        "what one pass (or a span of passes) did",
+        "Diff the IR a pass received against the IR it produced; with --to, from before --pass to "
+        "after --to.",
     )
     single.add_argument("trace")
     single.add_argument("-k", "--kernel")
@@ -85,29 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
     single.add_argument("-p", "--pass", dest="pass_name", required=True, metavar="NAME[#N]")
     single.add_argument("--to", metavar="NAME[#N]", help="last pass of a span (included)")
 
-    runs = commands.add_parser(
+    runs = command(
         "runs",
-        help="two traces of the same kernels: the first pass whose output differs",
-        description="Align passes by the pipeline's structure (nesting, order, name) and report, per "
-        "kernel and target, the first pass where the IR parts, with the diff there; passes only one run "
-        "ran, ran at another point, or never reached because a run stopped, by name.",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=exit_codes_help(),
+        "two traces of the same kernels: the first pass whose output differs",
+        "Align passes by the pipeline's structure (nesting, order, name) and report, per kernel and "
+        "target, the first pass where the IR parts, with the diff there; passes only one run ran, ran "
+        "at another point, or never reached because a run stopped, by name.",
     )
     runs.add_argument("old")
     runs.add_argument("new")
     runs.add_argument("-k", "--kernel")
     runs.add_argument("-t", "--target")
 
-    targets = commands.add_parser(
+    targets = command(
         "targets",
-        help="two targets of one kernel: where the lowerings part ways",
-        description="Align the passes two targets share, report the first shared pass whose IR "
-        "differs and diff there; also diff the final kernel sources.",
-        parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=exit_codes_help(),
+        "two targets of one kernel: where the lowerings part ways",
+        "Align the passes two targets share, report the first shared pass whose IR differs and diff "
+        "there; also diff the final kernel sources.",
     )
     targets.add_argument("trace")
     targets.add_argument("target_a", metavar="TARGET_A")
@@ -117,20 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return int(ExitCode.USAGE)
+    return run_subcommand("passdiff", build_parser(), argv, _compare)
 
-    def compare() -> int:
-        report = COMMANDS[args.command](args)
-        emit(report, args)
-        if report.failed:
-            return int(ExitCode.LOWERING)
-        return int(DiffOutcome.DIFFERENT if report.different else DiffOutcome.SAME)
 
-    return run_command("passdiff", compare, debug=args.debug)
+def _compare(args: argparse.Namespace) -> int:
+    report = COMMANDS[args.command](args)
+    emit(report, args)
+    if report.failed:
+        return int(ExitCode.LOWERING)
+    return int(DiffOutcome.DIFFERENT if report.different else DiffOutcome.SAME)
 
 
 def rules_from_args(args: argparse.Namespace) -> NormalizeRules:

@@ -51,27 +51,31 @@ def _selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
 
 
-def dot_parser() -> argparse.ArgumentParser:
+def _command_parser(name: str, description: str) -> argparse.ArgumentParser:
+    """A subcommand's parser: its description, the exit codes, and the runs it works on."""
     parser = argparse.ArgumentParser(
-        prog="passviz dot",
-        description="Draw the pipeline with Graphviz: one lane per target, aligned passes on one row.",
+        prog=f"passviz {name}",
+        description=description,
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _selection(parser)
+    return parser
+
+
+def dot_parser() -> argparse.ArgumentParser:
+    parser = _command_parser(
+        "dot", "Draw the pipeline with Graphviz: one lane per target, aligned passes on one row."
+    )
     parser.add_argument("-o", "--output", required=True, help="FILE.svg, FILE.png or FILE.dot")
     parser.add_argument("--fold", action="store_true", help="fold runs of passes that changed nothing")
     return parser
 
 
 def html_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="passviz html",
-        description="Write one self-contained HTML report: runs, time chart, drawings, pass lists, diffs.",
-        epilog=_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = _command_parser(
+        "html", "Write one self-contained HTML report: runs, time chart, drawings, pass lists, diffs."
     )
-    _selection(parser)
     parser.add_argument("-o", "--output", default="passviz-report.html", help="default passviz-report.html")
     return parser
 

@@ -24,6 +24,7 @@ from irtrace.edge.command import (
     echo,
     load_trace_warning_if_cut,
     run_command,
+    run_subcommand,
 )
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
@@ -201,18 +202,11 @@ def _with_exit_codes() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return int(ExitCode.USAGE)
-    return run_command(
-        "irtrace",
-        lambda: COMMANDS[args.command](args),
-        debug=args.debug,
-        interrupted="interrupted",
-        catch_signals=True,
-    )
+    return run_subcommand("irtrace", build_parser(), argv, _run_named_command, catch_signals=True)
+
+
+def _run_named_command(args: argparse.Namespace) -> int:
+    return int(COMMANDS[args.command](args))
 
 
 def escape(text: object) -> str:

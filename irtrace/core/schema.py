@@ -169,22 +169,16 @@ UNFINISHED = "did not finish: the recording stopped while this pass was running"
 
 def unfinished_pass(start: StartRecord) -> PassRecord:
     """The record of a pass that started and never ended: failed, with the IR it received."""
+    known = {name: getattr(start, name) for name in StartRecord.__struct_fields__}
+    known.update(
+        raw_name=start.name if start.raw_name is None else start.raw_name, start_s=start.start_s or 0.0
+    )
     return PassRecord(
-        run=start.run,
-        index=start.index,
-        name=start.name,
-        raw_name=start.raw_name if start.raw_name is not None else start.name,
-        phase=start.phase,
-        pipeline=start.pipeline,
-        depth=start.depth,
-        parent=start.parent,
-        start_s=start.start_s or 0.0,
+        **known,
         wall_s=0.0,
         self_s=0.0,
         changed=False,
-        ir_before=start.ir_before,
         ir_after=None,
-        scope=start.scope,
         status=STATUS_FAILED,
         error=UNFINISHED,
     )
@@ -192,19 +186,7 @@ def unfinished_pass(start: StartRecord) -> PassRecord:
 
 def start_of(record: PassRecord) -> StartRecord:
     """The ``start`` record of a pass: every field known before it runs."""
-    return StartRecord(
-        run=record.run,
-        index=record.index,
-        name=record.name,
-        raw_name=record.raw_name,
-        phase=record.phase,
-        pipeline=record.pipeline,
-        depth=record.depth,
-        parent=record.parent,
-        start_s=record.start_s,
-        ir_before=record.ir_before,
-        scope=record.scope,
-    )
+    return StartRecord(**{name: getattr(record, name) for name in StartRecord.__struct_fields__})
 
 
 class ResourceCounts(Struct, frozen=True, kw_only=True):

@@ -313,17 +313,8 @@ def with_machine_code(
 
 def with_end(run: KernelRun, end: EndRecord) -> KernelRun:
     """``run`` with the outcome its ``end`` record gives, passes in index order."""
-    return replace(
-        run,
-        passes=tuple(sorted(run.passes, key=lambda p: p.index)),
-        status=end.status,
-        error=end.error,
-        total_s=end.total_s,
-        input_ir=end.input_ir,
-        source_sha256=end.source_sha256,
-        running=end.running,
-        stopped_by=end.stopped_by,
-    )
+    outcome = {name: getattr(end, name) for name in EndRecord.__struct_fields__ if name != "run"}
+    return replace(run, passes=tuple(sorted(run.passes, key=lambda p: p.index)), **outcome)
 
 
 def resources_of(record: MachineRecord) -> list[KernelResources]:
@@ -339,12 +330,7 @@ def resources_of(record: MachineRecord) -> list[KernelResources]:
 
 
 def bench_of(record: BenchRecord) -> BenchResult:
+    """The benchmark a ``bench`` record holds (the record's fields but its run)."""
     return BenchResult(
-        latency_ms=record.latency_ms,
-        device=record.device,
-        source_sha256=record.source_sha256,
-        backend=record.backend,
-        warmup=record.warmup,
-        repeat=record.repeat,
-        error=record.error,
+        **{name: getattr(record, name) for name in BenchRecord.__struct_fields__ if name != "run"}
     )

@@ -8,12 +8,14 @@ command with exit 0. Used by ``irtrace``, ``passdiff`` and ``passviz``.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from irtrace.core import interrupts
 from irtrace.core.errors import ExitCode, IrtraceError
@@ -78,6 +80,22 @@ def run_command(
             traceback.print_exc()
         print(f"{tool}: error: input nested too deeply to process", file=sys.stderr)
         return int(ExitCode.TRACE_FORMAT)
+
+
+def run_subcommand(
+    tool: str,
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    call: Callable[[argparse.Namespace], int],
+    **options: Any,
+) -> int:
+    """Parse ``argv`` and run its subcommand with ``run_command`` (``options`` go to it); with no
+    subcommand, print the help and exit with the usage code."""
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return int(ExitCode.USAGE)
+    return run_command(tool, lambda: call(args), debug=args.debug, **options)
 
 
 def _discard_stdout() -> None:

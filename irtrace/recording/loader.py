@@ -236,10 +236,10 @@ def find_kernels(loaded: LoadedModule) -> list[KernelDefinition]:
     for name, value in namespace.items():
         if name.startswith("__"):
             continue
-        for form in KERNEL_FORMS:
-            kernel = form.recognize(name, value, namespace, loaded.module.__name__)
-            if kernel is not None:
-                found.append(kernel)
+        for candidate in KERNEL_FORMS:
+            form = candidate.form_of(value, loaded.module.__name__)
+            if form is not None:
+                found.append(form(name, value, form.line_of(value), namespace))
                 break
     return found
 
@@ -363,11 +363,15 @@ class KernelDefinition:
     kind: ClassVar[KernelKind]
 
     @classmethod
-    def recognize(
-        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
-    ) -> KernelDefinition | None:
-        """This form of ``value``, a global of module ``module``; ``None`` when it is not one."""
+    def form_of(cls, value: Any, module: str) -> type[KernelDefinition] | None:
+        """The form (this class or a subclass) of ``value``, a global of module ``module``;
+        ``None`` when it is not of this form."""
         return None
+
+    @classmethod
+    def line_of(cls, value: Any) -> int | None:
+        """The 1-based line where ``value`` is defined, when known."""
+        return _line_of(value)
 
     def complete_call(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, file: Path | None
@@ -392,16 +396,15 @@ class PrimFuncKernel(KernelDefinition):
     kind = KernelKind.PRIM_FUNC
 
     @classmethod
-    def recognize(
-        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
-    ) -> KernelDefinition | None:
+    def form_of(cls, value: Any, module: str) -> type[KernelDefinition] | None:
         from tvm.tirx import PrimFunc
 
-        if not isinstance(value, PrimFunc):
-            return None
-        span = getattr(value, "span", None)
-        line = getattr(span, "line", None) if span is not None else None
-        return cls(name, value, int(line) if line else None, namespace)
+        return cls if isinstance(value, PrimFunc) else None
+
+    @classmethod
+    def line_of(cls, value: Any) -> int | None:
+        line = getattr(getattr(value, "span", None), "line", None)
+        return int(line) if line else None
 
     def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
         if spec.called:
@@ -417,15 +420,16 @@ class JitKernel(KernelDefinition):
     kind = KernelKind.JIT
 
     @classmethod
-    def recognize(
-        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
-    ) -> KernelDefinition | None:
+    def form_of(cls, value: Any, module: str) -> type[KernelDefinition] | None:
         from tilelang.jit import JITImpl
 
         if not isinstance(value, JITImpl):
             return None
-        form = EagerJitKernel if _is_eager(value) else JitKernel
-        return form(name, value, _line_of(getattr(value, "func", None)), namespace)
+        return EagerJitKernel if _is_eager(value) else JitKernel
+
+    @classmethod
+    def line_of(cls, value: Any) -> int | None:
+        return _line_of(getattr(value, "func", None))
 
     def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
         return self.obj.get_tir(*call.args, **call.kwargs), dict(self.obj.pass_configs or {})
@@ -450,14 +454,14 @@ class AutotuneKernel(KernelDefinition):
     kind = KernelKind.AUTOTUNE
 
     @classmethod
-    def recognize(
-        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
-    ) -> KernelDefinition | None:
+    def form_of(cls, value: Any, module: str) -> type[KernelDefinition] | None:
         from tilelang.autotuner.tuner import AutoTuneImpl
 
-        if not isinstance(value, AutoTuneImpl):
-            return None
-        return cls(name, value, _line_of(getattr(value.jit_impl, "func", None)), namespace)
+        return cls if isinstance(value, AutoTuneImpl) else None
+
+    @classmethod
+    def line_of(cls, value: Any) -> int | None:
+        return _line_of(getattr(value.jit_impl, "func", None))
 
     def complete_call(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, file: Path | None
@@ -502,12 +506,8 @@ class FactoryKernel(KernelDefinition):
     kind = KernelKind.FACTORY
 
     @classmethod
-    def recognize(
-        cls, name: str, value: Any, namespace: Mapping[str, Any], module: str
-    ) -> KernelDefinition | None:
-        if not inspect.isfunction(value) or value.__module__ != module:
-            return None
-        return cls(name, value, _line_of(value), namespace)
+    def form_of(cls, value: Any, module: str) -> type[KernelDefinition] | None:
+        return cls if inspect.isfunction(value) and value.__module__ == module else None
 
     def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
         from tilelang.jit import JITImpl

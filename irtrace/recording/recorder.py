@@ -76,6 +76,21 @@ class _OpenPass:
     child_wall: float = 0.0
 
 
+def _pass_record(frame: _OpenPass, **known: Any) -> PassRecord:
+    """The record of ``frame``: what the pass was when it started, and what is ``known`` since."""
+    return PassRecord(
+        index=frame.index,
+        name=frame.name,
+        raw_name=frame.raw_name,
+        phase=frame.phase,
+        pipeline=frame.pipeline,
+        depth=frame.depth,
+        parent=frame.parent,
+        ir_before=frame.ir_before.sha,
+        **known,
+    )
+
+
 @dataclass
 class RecordedLowering:
     """What one recording produced, for callers that keep going (CLI, language server)."""
@@ -156,19 +171,12 @@ class PassRecorder:
         before = frame.ir_before
 
         def build() -> PassRecord:
-            return PassRecord(
-                index=frame.index,
-                name=frame.name,
-                raw_name=frame.raw_name,
-                phase=frame.phase,
-                pipeline=frame.pipeline,
-                depth=frame.depth,
-                parent=frame.parent,
+            return _pass_record(
+                frame,
                 start_s=frame.started - self.t0,
                 wall_s=wall,
                 self_s=max(0.0, wall - frame.child_wall),
                 changed=extra.pop("changed", after is not None and after.sha != before.sha),
-                ir_before=before.sha,
                 ir_after=extra.pop("ir_after_sha", None) or (after.sha if after is not None else None),
                 scope=extra.pop("scope", None) or (after if after is not None else before).scope,
                 **extra,
@@ -227,19 +235,12 @@ class PassRecorder:
         run_id, start_s, before = self._run_id(), time.perf_counter() - self.t0, frame.ir_before
 
         def build() -> PassRecord:
-            return PassRecord(
-                index=frame.index,
-                name=frame.name,
-                raw_name=frame.raw_name,
-                phase=frame.phase,
-                pipeline=frame.pipeline,
-                depth=frame.depth,
-                parent=frame.parent,
+            return _pass_record(
+                frame,
                 start_s=start_s,
                 wall_s=0.0,
                 self_s=0.0,
                 changed=False,
-                ir_before=before.sha,
                 ir_after=None,
                 scope=before.scope,
             )
