@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from irtrace.core.targets import TARGETS
-from tilelang_lsp.source.text import normalize_target
+from irtrace.core.targets import TARGETS, known_target_name
 
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
 NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]
@@ -66,7 +65,7 @@ class BadValue(ValueError):
 
 
 def _known_target(value: str) -> str:
-    target = normalize_target(value)
+    target = known_target_name(value)
     if target not in TARGETS:
         known = ", ".join(TARGETS)
         raise BadValue(f"{_shown(value)} is not a known target; one of {known}, or an alias (cuda, hip)")

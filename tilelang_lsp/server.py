@@ -19,13 +19,14 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from irtrace.core.targets import dialect_of_source
 from tilelang_lsp import __version__
 from tilelang_lsp.compile_job import compile_kernels
 from tilelang_lsp.diagnostics import document_diagnostics
 from tilelang_lsp.document import UNTRUSTED, Document, ExtraTarget, Failure
 from tilelang_lsp.options import InitializationOptions
 from tilelang_lsp.protocol import AnalysisResult, Analyze, CompiledKernel, CompileJob, Diagnostic
-from tilelang_lsp.source.text import detect_dialect, imports_tilelang, looks_like_tilelang, syntax_problem
+from tilelang_lsp.source.text import imports_tilelang, looks_like_tilelang, syntax_problem
 from tilelang_lsp.worker_client import (
     RequestCancelled,
     RequestFailed,
@@ -222,7 +223,7 @@ class TileLangLanguageServer(LanguageServer):
         doc = self.documents.get(uri)
         if doc is None or not doc.current(version):
             return
-        ascend = detect_dialect(doc.text) == "ascend"
+        ascend = dialect_of_source(doc.text) == "ascend"
         extra = [t for t in self.options.extra_targets if (t == "ascend") == ascend]
         primary = {k.target for k in doc.analysis.kernels} if doc.analysis is not None else set()
         timeout = self.options.analysis_timeout_s

@@ -33,12 +33,6 @@ from irtrace.core.kernel_kinds import KernelKind
 from irtrace.core.specs import DtypeName, Expression, KernelSpec
 from irtrace.core.targets import dialect_of_modules
 
-# The kinds by their old names, for readers not yet on KernelKind.
-PRIMFUNC = KernelKind.PRIM_FUNC
-JIT = KernelKind.JIT
-FACTORY = KernelKind.FACTORY
-AUTOTUNE = KernelKind.AUTOTUNE
-
 
 @dataclass(frozen=True)
 class LoadedModule:

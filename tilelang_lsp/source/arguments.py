@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.core.specs import DtypeName
-from irtrace.core.targets import ASCEND
+from irtrace.core.targets import ASCEND, known_target_name
 from tilelang_lsp.source.kernels import CallSite, KernelSource
-from tilelang_lsp.source.text import normalize_target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -113,8 +112,8 @@ def resolve_target(
         return kernel.decorator_target, "@tilelang.jit(target=...)"
     if kernel is not None and kernel.call_site is not None and kernel.call_site.target:
         return kernel.call_site.target, f"compile call (line {kernel.call_site.line})"
-    if project.target and normalize_target(project.target):
-        return str(normalize_target(project.target)), f"{project.path} [tool.tilelang-lsp]"
+    if project.target and known_target_name(project.target):
+        return str(known_target_name(project.target)), f"{project.path} [tool.tilelang-lsp]"
     return default, "default target"
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from irtrace.core.errors import UsageError
 from irtrace.core.specs import parse_call_arguments
+from irtrace.core.targets import known_target_name
 from tilelang_lsp.source.folding import Unknown, own_nodes
 from tilelang_lsp.source.module_scope import ModuleScope
 from tilelang_lsp.source.scope import Found
-from tilelang_lsp.source.text import normalize_target
 
 DIRECTIVE = re.compile(r"#\s*tilelang:\s*(?P<body>.*)$")
 _DIRECTIVE_ARGS = re.compile(r"args\s*\(")
@@ -123,7 +123,7 @@ def parse_directive(comment: str, line: int) -> Directive | None:
     target_match = _DIRECTIVE_TARGET.search(body)
     target = None
     if target_match:
-        target = normalize_target(target_match["target"])
+        target = known_target_name(target_match["target"])
         if target is None:
             error = f"unknown target {target_match['target']!r} in the tilelang directive"
     return Directive(line=line, args=args, kwargs=kwargs, has_args=has_args, target=target, error=error)
@@ -151,7 +151,7 @@ def _is_autotune_decorator(node: ast.expr) -> bool:
 def _keyword_target(call: ast.Call) -> str | None:
     for keyword in call.keywords:
         if keyword.arg == "target" and isinstance(keyword.value, ast.Constant):
-            return normalize_target(str(keyword.value.value))
+            return known_target_name(str(keyword.value.value))
     return None
 
 

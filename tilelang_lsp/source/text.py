@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 import re
 
-from irtrace.core.targets import ALIASES, ASCEND, PORTABLE, TARGETS
-
 _USES_TILELANG = re.compile(r"^[ \t]*(?:import|from)[ \t]+tilelang\b", re.MULTILINE)
 
 
@@ -56,29 +54,3 @@ def syntax_problem(text: str) -> tuple[int, str] | None:
     except (ValueError, RecursionError, MemoryError) as error:
         return 1, f"syntax error: {type(error).__name__}: {error}"
     return None
-
-
-def detect_dialect(text: str) -> str:
-    """``ascend`` when the text imports ``tilelang.ascend``, else portable TileLang."""
-    return ASCEND if re.search(r"^\s*(from|import)\s+tilelang\.ascend", text, re.MULTILINE) else PORTABLE
-
-
-def normalize_target(value: str | None) -> str | None:
-    """A known target name from ``cuda:sm_90``, ``cuda``, ``cuda -arch=sm_90a``, ``hip``; else ``None``."""
-    if not value:
-        return None
-    text = value.strip()
-    if text in TARGETS:
-        return text
-    if text in ALIASES:
-        return ALIASES[text]
-    arch = re.search(r"-arch=(sm_\d+)(a?)", text)
-    if text.startswith("cuda") and arch:
-        for name in (f"cuda:{arch[1]}{arch[2]}", f"cuda:{arch[1]}"):
-            if name in TARGETS:
-                return name
-    mcpu = re.search(r"-mcpu=(gfx\d+)", text)
-    if text.startswith(("hip", "rocm")) and mcpu and f"hip:{mcpu[1]}" in TARGETS:
-        return f"hip:{mcpu[1]}"
-    head = text.split()[0]
-    return ALIASES.get(head, head if head in TARGETS else None)

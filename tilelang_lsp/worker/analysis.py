@@ -30,9 +30,6 @@ from irtrace.recording.facts import (
     reached,
 )
 from irtrace.recording.loader import (
-    AUTOTUNE,
-    FACTORY,
-    PRIMFUNC,
     bind_call,
     describe_value,
     find_kernels,
@@ -186,7 +183,7 @@ def _analyze_module(
     try:
         for kernel in find_kernels(loaded):
             source = sources.get(kernel.name)
-            if kernel.kind == FACTORY and source is None:
+            if kernel.kind.may_be_helper and source is None:
                 continue  # a helper function, not a kernel factory
             if kernels_only is not None and kernel.name not in kernels_only:
                 continue
@@ -248,7 +245,7 @@ def _analyze_kernel(
         # A T.const nobody gave a value: TileLang substitutes whatever is passed, so a variable
         # of the same name keeps the size symbolic, as T.dynamic would.
         kwargs.update({name: tirx.Var(name, "int32") for name in symbolic})
-    spec = KernelSpec(str(file), kernel.name, args, kwargs, called=kernel.kind != PRIMFUNC)
+    spec = KernelSpec(str(file), kernel.name, args, kwargs, called=kernel.kind.takes_arguments)
     shown = {k: v for k, v in kwargs.items() if k not in symbolic}
     call_text = ", ".join(
         [*(format_value(a) for a in args), *(f"{k}={format_value(v)}" for k, v in shown.items())]
@@ -268,7 +265,7 @@ def _analyze_kernel(
         full=full,
     )
     missing = list(choice.missing) if choice else []
-    if kernel.kind == AUTOTUNE:
+    if kernel.kind.tunes:
         # What TileLang would tune over, the first config stands in for: the parameters the
         # arguments found leave out come from it (irtrace.recording.loader.bind_call).
         try:
