@@ -14,36 +14,17 @@ from typing import ClassVar, Final, Literal, TypeVar
 
 import msgspec
 
+from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.resources import KernelResources
+
+Buffer = BufferFact
+"""One buffer of a kernel as the compiler sees it after layout inference (hints and hover): the
+core's struct, sent as is, symbolic sizes under the names the source gives them."""
 
 OK: Final = "ok"
 FAILED: Final = "failed"
 
 # --- results -----------------------------------------------------------------------------------
-
-
-class Buffer(msgspec.Struct, frozen=True, kw_only=True):
-    """One buffer of a kernel as the compiler sees it after layout inference (hints and hover)."""
-
-    name: str
-    role: Literal["param", "alloc"]
-    """A kernel argument or a ``T.alloc_*``."""
-    file: str | None
-    """Source file of the allocation (a macro's file for buffers allocated in a macro)."""
-    line: int | None
-    """1-based source line; ``None`` for compiler-made buffers such as barriers."""
-    shape: tuple[int | str, ...]
-    """Shape as written, symbolic sizes under the names the source gives them."""
-    allocated_shape: tuple[int | str, ...]
-    """Shape after layout inference (pipelining may add a stage dimension)."""
-    dtype: str
-    scope: str
-    layout_short: str | None = None
-    """E.g. ``swizzle 128B`` or ``128 thr, 32 elem/thr``; ``None`` when no layout was inferred."""
-    layout_long: str | None = None
-    """The layout as TileLang prints it."""
-    bytes: int | None = None
-    """Size of the allocation in bytes, when static."""
 
 
 class Diagnostic(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from irtrace.ci.check import check_traces
 from irtrace.ci.check_report import render_text, report_document
 from irtrace.core.coverage import (
@@ -332,7 +334,7 @@ def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
         recorded = analyzed.recorded
         ok = recorded.error is None and reached(recorded.run.passes, stop)
         facts = buffer_facts(analyzed.built.func, recorded.stopped_module if ok else None)
-        buffers = [asdict(fact) for fact in facts if line is None or fact.line == line]
+        buffers = [msgspec.structs.asdict(fact) for fact in facts if line is None or fact.line == line]
         kernels.append(
             {
                 "kernel": unit.kernel.name,

@@ -23,8 +23,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.targets import TargetSpec
 
 LAYOUT_INFERENCE = "tl.LayoutInference"
@@ -62,32 +63,6 @@ def _swizzle_applies(buffer: Any, vectors: int) -> bool:
 def layout_stop_pass(target: TargetSpec) -> str:
     """The pass after which buffers carry their inferred layouts on ``target``."""
     return ASCEND_LAYOUT_INFERENCE if target.backend == "ascend" else LAYOUT_INFERENCE
-
-
-@dataclass(frozen=True)
-class BufferFact:
-    """One buffer of a kernel as the compiler sees it after layout inference."""
-
-    name: str
-    role: str
-    """``param`` (a kernel argument) or ``alloc`` (``T.alloc_*``)."""
-    file: str | None
-    """Source file of the allocation (a macro's file for buffers allocated in a macro)."""
-    line: int | None
-    """1-based source line; ``None`` for compiler-made buffers such as barriers."""
-    shape: tuple[int | str, ...]
-    """Shape as written (after the factory's arguments were substituted)."""
-    allocated_shape: tuple[int | str, ...]
-    """Shape after layout inference (pipelining may add a stage dimension)."""
-    dtype: str
-    scope: str
-    """``global``, ``shared.dyn``, ``local.fragment``, Ascend ``L1``/``L0C``/``UB``, ..."""
-    layout_short: str | None = None
-    """E.g. ``swizzle 128B`` or ``128 thr, 32 elem/thr``; ``None`` when no layout was inferred."""
-    layout_long: str | None = None
-    """The layout as TileLang prints it."""
-    bytes: int | None = None
-    """Size of the allocation (allocated shape) in bytes, when static."""
 
 
 @dataclass(frozen=True)
@@ -256,7 +231,9 @@ def buffer_facts(func: Any, stopped_module: Any) -> list[BufferFact]:
     return facts
 
 
-def _fact(buffer: Any, role: str, lowered: Any, found: tuple[Any, Any] | None) -> BufferFact:
+def _fact(
+    buffer: Any, role: Literal["param", "alloc"], lowered: Any, found: tuple[Any, Any] | None
+) -> BufferFact:
     """A buffer's fact: shape as declared; dtype, scope and allocated shape from the compiler's
     buffer (``lowered``, or the one in the ``layout_map``), falling back to the declaration."""
     file, line = _span_of(buffer)

@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from irtrace.recording.facts import BufferFact, CompilerDiagnostic, byte_size, dims_of, module_functions
+import msgspec
+
+from irtrace.core.buffer_facts import BufferFact
+from irtrace.recording.facts import CompilerDiagnostic, byte_size, dims_of, module_functions
 from tilelang_lsp.protocol import Buffer, Diagnostic
 
 
@@ -51,20 +54,7 @@ def buffer_message(fact: BufferFact, symbols: dict[str, str]) -> Buffer:
             return tuple(pattern.sub(lambda m: renamed[m[0]], d) if isinstance(d, str) else d for d in dims)
 
         shape, allocated = rename(shape), rename(allocated)
-    role: Literal["param", "alloc"] = "param" if fact.role == "param" else "alloc"
-    return Buffer(
-        name=fact.name,
-        role=role,
-        file=fact.file,
-        line=fact.line,
-        shape=shape,
-        allocated_shape=allocated,
-        dtype=fact.dtype,
-        scope=fact.scope,
-        layout_short=fact.layout_short,
-        layout_long=fact.layout_long,
-        bytes=fact.bytes,
-    )
+    return msgspec.structs.replace(fact, shape=shape, allocated_shape=allocated)
 
 
 def diagnostic_message(diag: CompilerDiagnostic, fallback_line: int | None) -> Diagnostic:
