@@ -3,6 +3,7 @@ suite is split (markers) and spread over cores (xdist groups)."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,11 @@ from irtrace.core.trace import Trace
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import RecordRequest, record_kernels
+
+# A suite started in the background (`make test &`) inherits an ignored SIGINT, and so would every
+# command a test starts: the Ctrl-C tests need it as a terminal has it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
