@@ -55,8 +55,11 @@ demo: setup ## Record every bundled example on every backend, print the summary 
 # `sweep` (every example on every target), `packaging` (the wheel in a fresh venv) and
 # `versions` (each TileLang release of the range). `make test-all` runs all of them.
 PYTEST_JOBS ?= auto
-test: setup editors-setup ## Run the test suite in parallel (without sweeps, wheel and versions)
-	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
+# The editor tests drive a real VS Code (Chromium) and Neovim with timeouts of their own: they run
+# after the parallel part, alone, so a loaded machine does not starve them.
+test: setup editors-setup ## Run the test suite in parallel (without sweeps, wheel and versions), then the editor tests
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup --ignore=tests/editors
+	$(PY) -m pytest -q -p no:xdist tests/editors
 
 test-sweeps: setup ## Every example on every target (exactness, identical source, coverage) and through nvcc
 	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m sweep
