@@ -42,13 +42,17 @@ def build_wheel(folder: Path) -> Path:
     return wheel
 
 
+SERVER_DEPENDENCIES = ("pygls", "lsprotocol", "msgspec", "psutil")
+"""What the server process imports besides tilelang-devtools (pyproject's dependencies)."""
+
+
 def server_dependencies_only(venv: Path) -> Path:
     """A venv with what ``tilelang-lsp`` needs to start, and not tilelang-devtools itself."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
     constraints = Path(__file__).resolve().parents[2] / "constraints.txt"
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "-c", str(constraints), "pygls", "lsprotocol"],
+        [str(python), "-m", "pip", "install", "-q", "-c", str(constraints), *SERVER_DEPENDENCIES],
         cwd=venv,
         env=OUTSIDE,
         check=True,
