@@ -64,8 +64,8 @@ test: setup editors-setup ## Run the test suite in parallel (without sweeps, whe
 test-sweeps: setup ## Every example on every target (exactness, identical source, coverage) and through nvcc
 	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m sweep
 
-test-wheel: setup ## Build the wheel, install it into a fresh venv with torch and tilelang 0.1.14, record
-	$(PY) -m pytest -q -p no:randomly -m packaging tests/packaging
+test-wheel: setup editors-setup ## Build the wheel: installed into a fresh venv with torch and tilelang 0.1.14, it records; VS Code offers to install it
+	$(PY) -m pytest -q -p no:randomly -m packaging tests/packaging tests/editors/test_vscode_install.py
 
 # One venv per TileLang release, made once under VERSIONS_DIR (not committed), each with torch,
 # that release and this checkout (editable); the `versions` tests run in each. A release inside

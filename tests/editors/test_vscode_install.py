@@ -21,9 +21,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.editors.conftest import isolated_env
 from tests.editors.test_vscode import QUIET, SETTINGS, free_port, setup_report
 from tests.packaging.test_wheel import copy_source
+
+# Builds the wheel and a venv: runs with the wheel test (`make test-wheel`), not in the quick suite.
+pytestmark = pytest.mark.packaging
 
 DRIVER = Path(__file__).parent / "vscode" / "install_offer.cjs"
 OUTSIDE = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
