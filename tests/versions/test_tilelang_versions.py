@@ -188,18 +188,17 @@ def test_language_server_facts_equal_the_compilers_on_this_release(target: str) 
     instrument reading the module after layout inference (tests/lsp/oracle.py)."""
     import importlib.util
 
-    from tilelang_lsp.analysis import analyze
+    from tilelang_lsp.worker.analysis import analyze
 
     from ..lsp.oracle import compiler_buffers, tilelang_target
 
     path = EXAMPLES / "gemm.py"
     result = analyze(str(path), path.read_text(), default_target=target)
-    assert result["diagnostics"] == []
-    (kernel,) = result["kernels"]
-    assert kernel["status"] == "ok", kernel
+    assert result.diagnostics == ()
+    (kernel,) = result.kernels
+    assert kernel.status == "ok", kernel
     got = {
-        (b["name"], b["line"]): (tuple(b["allocated_shape"]), b["dtype"], b["scope"], b["layout_short"])
-        for b in kernel["buffers"]
+        (b.name, b.line): (tuple(b.allocated_shape), b.dtype, b.scope, b.layout_short) for b in kernel.buffers
     }
     spec = importlib.util.spec_from_file_location("gemm_oracle_copy", path)
     assert spec is not None and spec.loader is not None
