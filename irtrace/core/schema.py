@@ -76,6 +76,16 @@ def _shallow(name: str, value: Mapping[str, Any]) -> None:
         raise SchemaError(f"{name!r} must be nested at most {MAX_JSON_NESTING} deep")
 
 
+def check_nesting(what: str, index: int, parent: int | None, depth: int) -> None:
+    """A pass's parent and depth fit: a nested pass has depth >= 1 and a parent that started
+    before it; a top-level pass has neither. Shared by ``pass`` and ``start`` records."""
+    if (parent is None) != (depth == 0) or (parent is not None and parent >= index):
+        raise SchemaError(
+            f"{what}: parent {parent} and depth {depth} do not fit (a nested pass "
+            "has depth >= 1 and a parent that started before it)"
+        )
+
+
 class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="record"):
     """One pass invocation, or the final codegen step. Written when the pass finishes (a failed pass when
     the failure is seen), so records of nested passes come before their parent's; order by `index`.
@@ -122,12 +132,7 @@ class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="recor
     """the error of a failed pass"""
 
     def __post_init__(self) -> None:
-        parent, depth = self.parent, self.depth
-        if (parent is None) != (depth == 0) or (parent is not None and parent >= self.index):
-            raise SchemaError(
-                f"pass {self.index}: parent {parent} and depth {depth} do not fit (a nested pass "
-                "has depth >= 1 and a parent that started before it)"
-            )
+        check_nesting(f"pass {self.index}", self.index, self.parent, self.depth)
 
     @property
     def failed(self) -> bool:
@@ -158,9 +163,7 @@ class StartRecord(Struct, frozen=True, kw_only=True, tag="start", tag_field="rec
     scope: Scope = "module"
 
     def __post_init__(self) -> None:
-        parent, depth = self.parent, self.depth
-        if (parent is None) != (depth == 0) or (parent is not None and parent >= self.index):
-            raise SchemaError(f"start record {self.index}: parent {parent} and depth {depth} do not fit")
+        check_nesting(f"start record {self.index}", self.index, self.parent, self.depth)
 
 
 UNFINISHED = "did not finish: the recording stopped while this pass was running"
