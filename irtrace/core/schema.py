@@ -9,6 +9,7 @@ field is declared here and nowhere else. No tilelang here.
 
 from __future__ import annotations
 
+import typing
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeAlias
@@ -460,7 +461,10 @@ Record: TypeAlias = (
     KernelRun | StartRecord | PassRecord | EndRecord | MachineRecord | BenchRecord | IrRecord | FooterRecord
 )
 """Every record after the header."""
-RECORD_KINDS = ("header", "ir", "run", "start", "pass", "end", "machine", "bench", "footer")
+RECORD_TYPES: dict[str, type[Struct]] = {
+    str(kind.__struct_config__.tag): kind for kind in (HeaderRecord, *typing.get_args(Record))
+}
+"""Each record kind by the name its ``record`` field gives, derived from the structs' tags."""
 
 record_decoder = msgspec.json.Decoder(Record)
 ir_decoder = msgspec.json.Decoder(IrRecord)

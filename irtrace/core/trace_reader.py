@@ -21,7 +21,7 @@ from msgspec.structs import replace
 from irtrace.core.errors import InputError, TraceFormatError
 from irtrace.core.output import describe_os_error
 from irtrace.core.schema import (
-    RECORD_KINDS,
+    RECORD_TYPES,
     STATUS_INCOMPLETE,
     BenchRecord,
     EndRecord,
@@ -99,7 +99,7 @@ def _field_error(line: str, message: str, where: str, number: int) -> Exception:
     kind = record.get("record")
     if not isinstance(kind, str):
         return TraceFormatError(f"{where}:{number}: a record without a 'record' kind")
-    if kind not in RECORD_KINDS:
+    if kind not in RECORD_TYPES:
         return UnknownRecord(kind)
     if kind == "header":
         return TraceFormatError(
@@ -113,7 +113,7 @@ def _field_error(line: str, message: str, where: str, number: int) -> Exception:
         return TraceFormatError(f"{where}:{number}: {kind} record: {_AT.sub('', message)}")
     path = at["path"].lstrip(".")
     key = re.findall(r"[^.\[\]]+(?![^\[]*\])", path)[-1]
-    expected = expected_text(_RECORD_TYPES[kind], path)
+    expected = expected_text(RECORD_TYPES[kind], path)
     value = _value_at(record, path)
     return TraceFormatError(f"{where}:{number}: {kind} record: {key!r} must be {expected}, not {show(value)}")
 
@@ -131,18 +131,6 @@ def _value_at(record: dict[str, Any], path: str) -> Any:
         else:
             break
     return value
-
-
-_RECORD_TYPES: dict[str, type[msgspec.Struct]] = {
-    "run": KernelRun,
-    "start": StartRecord,
-    "pass": PassRecord,
-    "end": EndRecord,
-    "machine": MachineRecord,
-    "bench": BenchRecord,
-    "ir": IrRecord,
-    "footer": FooterRecord,
-}
 
 
 def expected_text(struct: type[msgspec.Struct], path: str) -> str:
