@@ -251,6 +251,40 @@ class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field=
     """
 
 
+class TensorArg(Struct, frozen=True, kw_only=True):
+    """A tensor the program passed to a captured kernel: enough to make one like it."""
+
+    shape: list[Id]
+    dtype: str
+    """torch's dtype name without `torch.` (`float16`)"""
+    device: str = ""
+    """`cuda:0`, `cpu`, ..."""
+
+
+class Instance(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a kernel captured from a running program (`irtrace run`, `IRTRACE=...`) was
+    instantiated, and with what: the facts another tool needs to make the same instance again."""
+
+    process: str
+    """the process in words: `pid 4242`, `pid 4242, rank 3 of 8` under torchrun"""
+    pid: Id
+    """the process id"""
+    rank: Id | None = None
+    """`RANK` of a distributed job (torchrun and friends set it)"""
+    world_size: Id | None = None
+    """`WORLD_SIZE` of a distributed job"""
+    call_site: str | None = None
+    """`path:line` of the program's own frame that compiled the kernel (the first outside tilelang)"""
+    test_id: str | None = None
+    """the pytest test that was running (`tests/test_gemm.py::test_gemm[4096]`)"""
+    constants: dict[str, Id] = {}
+    """`T.const` sizes as the call bound them"""
+    dynamic: dict[str, Id] = {}
+    """`T.dynamic` sizes as the call's tensors gave them (the kernel stays symbolic in them)"""
+    tensors: dict[str, TensorArg] = {}
+    """per tensor parameter: `shape`, `dtype`, `device` of what the call passed (`--bench` makes these)"""
+
+
 class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"):
     """Starts one kernel lowered for one target. The record holds the run's header (the fields up
     to `kernel_file_sha256`); the `pass`, `end`, `machine` and `bench` records fill in the rest in
@@ -293,6 +327,10 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """SHA-256 of the kernel's Python file as it was imported (an editor's unsaved text for the language
     server), stored as an `ir` record: the source passviz shows beside the IR. `null` for runs captured by
     `irtrace run`; absent in traces written before it existed (readers then show no source)
+    """
+    instance: Instance | None = None
+    """for a kernel captured from a running program: its process, call site, test id, `T.const` and
+    `T.dynamic` sizes and tensors (`Instance`); `null` for kernels `irtrace record` lowered from a spec
     """
     passes: tuple[PassRecord, ...] = ()
     status: RunStatus = STATUS_INCOMPLETE
@@ -390,6 +428,7 @@ RUN_HEADER_FIELDS = (
     "tilelang_version",
     "host",
     "kernel_file_sha256",
+    "instance",
 )
 """What a ``run`` record holds besides its id; the rest comes from later records."""
 
