@@ -1,4 +1,5 @@
-"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets, and for CI check, bless, repro.
+"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets, schema, instances,
+and for CI check, bless, repro.
 
 Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit code from
 ``ExitCode``; ``--debug`` shows the traceback instead.
@@ -14,6 +15,7 @@ from typing import Any
 
 from irtrace import __version__
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
+from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
 from irtrace.core.safe_text import terminal_safe
@@ -192,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="json",
         help="json: a JSON Schema of one trace line (default); markdown: the record tables of docs",
     )
+    add_instances_command(commands)
     add_ci_commands(commands)
     return parser
 
@@ -746,6 +749,7 @@ COMMANDS = {
     "targets": cmd_targets,
     "matrix": cmd_matrix,
     "schema": cmd_schema,
+    "instances": cmd_instances,
     **CI_COMMANDS,
 }
 
