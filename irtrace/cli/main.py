@@ -14,6 +14,7 @@ from typing import Any
 
 from irtrace import __version__
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
+from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
 from irtrace.core.safe_text import terminal_safe
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="json",
         help="json: a JSON Schema of one trace line (default); markdown: the record tables of docs",
     )
+    add_collect_command(commands)
     add_ci_commands(commands)
     return parser
 
@@ -746,6 +748,7 @@ COMMANDS = {
     "targets": cmd_targets,
     "matrix": cmd_matrix,
     "schema": cmd_schema,
+    **COLLECT_COMMANDS,
     **CI_COMMANDS,
 }
 

@@ -209,7 +209,9 @@ def collect_parts(
         try:
             trace = load_trace(part)
         except TraceFormatError as error:
-            result.warnings.append(f"the runs of process {pid} cannot be read, so they are left in {part}: {error}")
+            result.warnings.append(
+                f"the runs of process {pid} cannot be read, so they stay in {part}: {error}"
+            )
             continue
         if any(run.status == STATUS_INCOMPLETE for run in trace.runs):
             result.warnings.append(f"process {pid} ended while lowering; its last run is kept, cut short")
@@ -237,7 +239,9 @@ def collect_parts(
 def session_folders(output: Path) -> list[Path]:
     """Every session's part folder for ``output``, oldest first (session names start with the time)."""
     root = parts_root(output)
-    return sorted((path for path in root.iterdir() if path.is_dir()), key=lambda p: p.name) if root.is_dir() else []
+    if not root.is_dir():
+        return []
+    return sorted((path for path in root.iterdir() if path.is_dir()), key=lambda path: path.name)
 
 
 def _finish_root(output: Path, folder: Path, root_pid: int, status: int = 0) -> int:
@@ -282,6 +286,5 @@ def describe_collected(output: Path, collected: Collected) -> list[str]:
     if not collected.written:
         lines = [f"no ended process left runs to collect; {output} is as it was"]
     if collected.running:
-        lines.append(f"{len(collected.running)} process(es) still write; run irtrace collect again once they end")
+        lines.append(f"{len(collected.running)} process(es) still write; collect again once they end")
     return lines
-
