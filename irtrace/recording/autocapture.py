@@ -111,15 +111,15 @@ def _start(session: str | None) -> None:
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     owner = os.getpid() if is_root else 0  # 0: no process is this one's owner, so it writes a part
     if "tilelang" in sys.modules:
-        _capture_this_process(folder, owner)
+        _capture_this_process(output, folder, owner)
     else:  # importing TileLang takes seconds: only the processes that import it pay for capture
-        sys.meta_path.insert(0, _WhenTileLangLoads(folder, owner))
+        sys.meta_path.insert(0, _WhenTileLangLoads(output, folder, owner))
 
 
 _PROCESS_CAPTURE: ProcessCapture | None = None
 
 
-def _capture_this_process(folder: Path, owner: int) -> None:
+def _capture_this_process(output: Path, folder: Path, owner: int) -> None:
     global _PROCESS_CAPTURE
     from irtrace.recording.capture import start_part_capture
 
@@ -132,16 +132,14 @@ def _capture_this_process(folder: Path, owner: int) -> None:
     if owner == os.getpid():
         root_pid = owner
         # ``os._exit`` skips atexit: the root ends its part and merges on the way out.
-        capture.on_os_exit = lambda status: _finish_root(
-            Path(os.environ.get(OUTPUT_VARIABLE, "")), folder, root_pid, status
-        )
+        capture.on_os_exit = lambda status: _finish_root(output, folder, root_pid, status)
 
 
 class _WhenTileLangLoads(importlib.abc.MetaPathFinder):
     """Starts this process's capture right after ``import tilelang`` has run."""
 
-    def __init__(self, folder: Path, owner: int) -> None:
-        self.folder, self.owner = folder, owner
+    def __init__(self, output: Path, folder: Path, owner: int) -> None:
+        self.output, self.folder, self.owner = output, folder, owner
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -155,11 +153,11 @@ class _WhenTileLangLoads(importlib.abc.MetaPathFinder):
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
         run_module = loader.exec_module
-        folder, owner = self.folder, self.owner
+        output, folder, owner = self.output, self.folder, self.owner
 
         def exec_then_capture(module: ModuleType) -> None:
             run_module(module)
-            _capture_this_process(folder, owner)
+            _capture_this_process(output, folder, owner)
 
         loader.exec_module = exec_then_capture  # type: ignore[method-assign]
         return spec
