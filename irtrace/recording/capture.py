@@ -316,20 +316,28 @@ class _SpawnedCapture:
         return (capture_spawned_process, self.args)
 
 
+def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
+    """Capture every lowering of this process into a part file of its own in ``folder`` (locked
+    while the process lives, ended with a footer at exit or ``os._exit``; forked children get
+    parts of their own). ``owner_pid`` is the process that merges the parts, which writes none."""
+    global _CAPTURE
+    from tilelang.instrumentation import register_pass_instrumentation_tool
+
+    session = CaptureSession(TraceWriter())
+    capture = ProcessCapture(folder, session, owner_pid)
+    capture.start_child()
+    register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
+    _CAPTURE = capture
+    _install_process_hooks()
+    atexit.register(capture.finish_child)  # spawned workers end through sys.exit
+    return capture
+
+
 def capture_spawned_process(folder: str, target: str, owner_pid: int) -> None:
     """In a process the script spawned: capture its lowerings into a part file too."""
-    global _CAPTURE
     try:
-        from tilelang.instrumentation import register_pass_instrumentation_tool
-
-        session = CaptureSession(TraceWriter())
-        capture = ProcessCapture(Path(folder), session, owner_pid)
-        capture.start_child()
         _SPAWNED_CONTEXT.enter_context(auto_target_fallback(get_target(target)))
-        register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
-        _CAPTURE = capture
-        _install_process_hooks()
-        atexit.register(capture.finish_child)  # spawned workers end through sys.exit
+        start_part_capture(Path(folder), owner_pid)
     except Exception as error:  # the script's process must run on, captured or not
         print(
             f"irtrace: warning: kernels lowered in process {os.getpid()} are not captured: {error}",

@@ -25,7 +25,17 @@ from ..conftest import EXAMPLES, ROOT
 pytestmark = pytest.mark.packaging
 
 PACKAGES = ("irtrace", "passdiff", "passviz", "tilelang_lsp", "tilelang_mcp")
-TOP_FILES = ("pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG.md", "LICENSE")
+STARTUP_HOOK = "irtrace-autocapture.pth"
+"""``IRTRACE=out.jsonl`` capture's startup hook: ``setup.py`` puts it at the top of the wheel."""
+TOP_FILES = (
+    "pyproject.toml",
+    "setup.py",
+    STARTUP_HOOK,
+    "MANIFEST.in",
+    "README.md",
+    "CHANGELOG.md",
+    "LICENSE",
+)
 TORCH = "torch==2.13.0"
 """The torch `make setup` installs; ``TORCH_INDEX_URL`` (CI) points pip at a CPU build of it."""
 TILELANG = "tilelang==0.1.14"
@@ -81,7 +91,9 @@ def test_twine_check_passes(dist: dict[str, Path]) -> None:
 def test_wheel_holds_the_packages_and_their_data_and_nothing_else(dist: dict[str, Path]) -> None:
     names = zipfile.ZipFile(dist["wheel"]).namelist()
     roots = {name.split("/")[0] for name in names}
-    assert roots == {*PACKAGES, next(r for r in roots if r.endswith(".dist-info"))}
+    assert roots == {*PACKAGES, STARTUP_HOOK, next(r for r in roots if r.endswith(".dist-info"))}
+    # the hook installs into site-packages itself, where Python runs .pth files, as it is in the source
+    assert zipfile.ZipFile(dist["wheel"]).read(STARTUP_HOOK) == (ROOT / STARTUP_HOOK).read_bytes()
     tracked = {
         str(path.relative_to(ROOT))
         for package in PACKAGES
@@ -113,7 +125,7 @@ def test_sdist_holds_no_tests_and_no_outputs(dist: dict[str, Path]) -> None:
         names = [name.split("/", 1)[1] for name in archive.getnames() if "/" in name]
     tops = {name.split("/")[0] for name in names}
     assert not tops & {"tests", "examples", "editors", "docs", "bench", "ci", "out", ".venv", "build"}
-    assert {"pyproject.toml", "README.md", "LICENSE", *PACKAGES} <= tops
+    assert {"pyproject.toml", "setup.py", STARTUP_HOOK, "README.md", "LICENSE", *PACKAGES} <= tops
     assert "passviz/app.tcss" in names
     assert not [n for n in names if n.endswith((".pyc", ".jsonl", ".jsonl.gz"))]
 
@@ -205,3 +217,40 @@ def test_pip_install_into_an_env_with_tilelang_and_torch_changes_neither(
         check=True,
     )
     assert run["source_sha256"] == untraced.stdout.strip().splitlines()[-1]
+
+    # The installed startup hook: unset, a Python process imports nothing of irtrace; with
+    # IRTRACE set, the same oracle script is captured with no wrapper command, the same source.
+    imports = "import sys; print('irtrace' in sys.modules)"
+    for value, imported in ((None, "False"), ("captured.jsonl", "True")):
+        hooked = {**env, "IRTRACE": value} if value else {k: v for k, v in env.items() if k != "IRTRACE"}
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", imports],
+            cwd=work,
+            env=hooked,
+            capture_output=True,
+            text=True,
+        )
+        assert (done.returncode, done.stdout.strip()) == (0, imported), done.stderr
+    captured = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _UNTRACED_SOURCE, str(EXAMPLES / "gemm.py")],
+        cwd=work,
+        env={**env, "IRTRACE": "captured.jsonl"},
+        capture_output=True,
+        text=True,
+    )
+    assert captured.returncode == 0, captured.stderr
+    shown = subprocess.run(
+        [str(venv / "bin" / "irtrace"), "show", "captured.jsonl", "--json"],
+        cwd=work,
+        env={k: v for k, v in env.items() if k != "IRTRACE"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (run,) = json.loads(shown.stdout)["runs"]
+    assert (run["status"], run["target"]) == ("ok", "cuda:sm_90")
+    assert (
+        run["source_sha256"]
+        == captured.stdout.strip().splitlines()[-1]
+        == untraced.stdout.strip().splitlines()[-1]
+    )
