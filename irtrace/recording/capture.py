@@ -34,6 +34,7 @@ from irtrace.core.targets import TargetSpec, get_target, tvm_target_name
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.instances import current_call, current_instance, observe_jit_calls
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.loader import CapturedKernel, KernelCall
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
@@ -85,15 +86,25 @@ class CaptureRecorder(PassRecorder):
         self.configs = {str(k): v for k, v in dict(tvm.transform.PassContext.current().config).items()}
         target = Target.current(allow_none=True)
         target_name = short_target_name(target)
-        captured = CapturedKernel(self.kernel, mod, pass_configs=self.configs, target=target_name)
+        call = current_call()
+        instance = current_instance()
+        captured = CapturedKernel(
+            self.kernel,
+            mod,
+            pass_configs=self.configs,
+            target=target_name,
+            args=call.args if call is not None else {},
+            instance=instance,
+        )
         run = begin_run_record(
             self.writer,
             target_name,
             self.kernel,
             captured.spec_text,
-            None,
+            captured.args or None,
             str(target) if target is not None else "",
             self.configs,
+            instance=instance,
         )
         self.session.captured.append(captured)
         return run.run_id
@@ -109,7 +120,7 @@ class CaptureRecorder(PassRecorder):
             self.run_id,
             status=STATUS_FAILED if error is not None else STATUS_OK,
             error=describe_error(error),
-            total_s=None,
+            total_s=time.perf_counter() - self.t0,  # from the start of TileLang's compilation
             input_ir=self.input_sha,
             source_sha256=text_sha256(self.kernel_source) if self.kernel_source else None,
         )
@@ -326,6 +337,7 @@ def capture_spawned_process(folder: str, target: str, owner_pid: int) -> None:
         capture = ProcessCapture(Path(folder), session, owner_pid)
         capture.start_child()
         _SPAWNED_CONTEXT.enter_context(auto_target_fallback(get_target(target)))
+        _SPAWNED_CONTEXT.enter_context(observe_jit_calls())
         register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
         _CAPTURE = capture
         _install_process_hooks()
@@ -451,6 +463,7 @@ def run_script(
     _install_process_hooks()
     try:
         stack.enter_context(auto_target_fallback(fallback))
+        stack.enter_context(observe_jit_calls())
         stack.enter_context(_spawned_processes_captured(capture.folder, fallback, capture.owner_pid))
     except BaseException:
         stop_capturing()
@@ -509,9 +522,11 @@ def lower_for_targets(
                 writer,
                 kernel=kernel.name,
                 spec=kernel.spec_text,
+                args=kernel.args or None,
                 pass_configs=configs,
                 tvm_target=make_tvm_target(target),
                 threaded=False,
+                instance=kernel.instance,
             )
             runs.append(result.run)
     return runs
