@@ -7,6 +7,7 @@ Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -29,9 +30,12 @@ from irtrace.edge.command import (
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
 RUN_EPILOG = """\
-Kernels lowered in processes it starts (os.fork, multiprocessing with fork, spawn or
-forkserver) are captured too and merged into the trace when the script ends; -t lowers
-again only the kernels of the script's own process.
+The script's own compilations keep their target; -t adds targets. On a machine without
+that GPU the script itself then fails where it first runs a kernel (e.g. at .cuda()):
+the runs are kept and the exit code is 7. Kernels lowered in processes it starts
+(os.fork, multiprocessing with fork, spawn or forkserver) are captured too and merged
+into the trace when the script ends; -t lowers again only the kernels of the script's
+own process.
 
 How the script ended decides the exit code, and whatever was captured is written to the
 trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
@@ -134,7 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=RUN_EPILOG + exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("-t", "--target", action="append", default=[], help="also lower each kernel for it")
+    run.add_argument(
+        "-t",
+        "--target",
+        action="append",
+        default=[],
+        help="an extra target: lower each kernel the script compiled again for it, to kernel source "
+        "as irtrace record does (no device compiler is called); repeatable",
+    )
+    run.add_argument(
+        "--auto-target",
+        metavar="T",
+        help='what target="auto" means in the script when TileLang finds no GPU (default cuda:sm_90a)',
+    )
     run.add_argument("-o", "--output", default=DEFAULT_OUTPUT)
     run.add_argument("-q", "--quiet", action="store_true")
     run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
@@ -461,35 +477,43 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     if command and command[0] == "--":
         command = command[1:]
     targets = [get_target(name) for name in args.target]
+    auto_target = get_target(args.auto_target) if args.auto_target else None
     split_command(command)  # the script is there: checked before the output is touched
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
+    native_log = contextlib.ExitStack()
+    native = native_log.enter_context(hide_harmless_native_warnings(debug=args.debug))
 
     def finish(outcome: ScriptOutcome) -> ExitCode:
         for warning in outcome.warnings:
             print(f"irtrace: warning: {warning}", file=sys.stderr)
         runs = list(outcome.runs)
         try:
-            if targets:
-                runs += lower_for_targets(outcome.captured, targets, writer)
+            with native_log:
+                if targets:
+                    runs += lower_for_targets(outcome.captured, targets, writer)
         except KeyboardInterrupt:
             raise _interrupted(writer, args.output) from None
         except BaseException:
             writer.abandon(keep=False)
             raise
-        return _finish_run(args, writer, runs, outcome)
+        code = _finish_run(args, writer, runs, outcome)
+        note = native.note("irtrace")
+        if note and not args.quiet:
+            print(note, file=sys.stderr)
+        return code
 
     def finish_at_os_exit(outcome: ScriptOutcome) -> int:
         """The script called ``os._exit``: finish as if it had ended, then exit with our status."""
         return run_command("irtrace", lambda: finish(outcome), debug=args.debug)
 
     try:
-        outcome = run_script(
-            command, writer, auto_target=targets[0] if targets else None, on_os_exit=finish_at_os_exit
-        )
+        outcome = run_script(command, writer, auto_target=auto_target, on_os_exit=finish_at_os_exit)
     except KeyboardInterrupt:
+        native_log.close()
         raise _interrupted(writer, args.output) from None
     except BaseException:
+        native_log.close()
         writer.abandon(keep=False)
         raise
     return finish(outcome)

@@ -157,3 +157,48 @@ def test_jit_hooks_are_tilelang_own_outside_a_capture() -> None:
     with observe_jit_calls():
         assert (JITImpl.compile, TirTemplate.get_tir) != before
     assert (JITImpl.compile, TirTemplate.get_tir) == before
+
+
+EXAMPLE_GEMM = DATA / "tilelang_example_gemm.py"
+
+_UNTRACED_HIP = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import tilelang
+from tilelang import tvm
+from tilelang_example_gemm import matmul
+
+target = tvm.target.Target(json.loads(sys.argv[2]))
+func = matmul.get_tir(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32)
+with tvm.transform.PassContext(opt_level=3), target:
+    print(tilelang.lower(func, target=target).kernel_source, end="")
+"""
+
+
+@pytest.mark.slow
+def test_extra_target_lowers_tilelang_example_to_hip_source(tmp_path: Path) -> None:
+    """``-t hip:gfx942`` on TileLang's own gemm example, on a machine with no GPU and no ROCm: the
+    script's compilation keeps cuda:sm_90a, the kernel is lowered again to a HIP kernel (never
+    through hipcc) equal to plain ``tilelang.lower`` of the same instance, and the script's own
+    failure at ``.cuda()`` is reported as exit 7 without ROCm's driver warnings."""
+    out = tmp_path / "t.jsonl"
+    done = irtrace("run", "-t", "hip:gfx942", "-o", str(out), "--", "python", str(EXAMPLE_GEMM), cwd=tmp_path)
+    assert done.returncode == 7, done.stderr
+    assert "the script failed after 2 captured run(s)" in done.stderr
+    assert "Warning: Unable to detect ROCm version" not in done.stderr
+    trace = load_trace(out)
+    assert [(r.target, r.status) for r in trace.runs] == [("cuda:sm_90a", STATUS_OK), ("hip:gfx942", STATUS_OK)]
+    cuda, hip = trace.runs
+    assert hip.args == cuda.args and hip.instance == cuda.instance
+    assert cuda.instance is not None and cuda.instance.constants == {"M": 1024, "N": 1024, "K": 1024}
+    untraced = subprocess.run(
+        [sys.executable, "-c", _UNTRACED_HIP, str(DATA), hip.target_detail],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert untraced.returncode == 0, untraced.stderr
+    source = trace.kernel_source(hip) or ""
+    assert "hip_runtime.h" in source and "__global__" in source
+    assert source == untraced.stdout
