@@ -15,6 +15,7 @@ from typing import Any
 
 from irtrace import __version__
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
+from irtrace.cli.run_options import add_run_command
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
 from irtrace.core.safe_text import terminal_safe
@@ -29,21 +30,6 @@ from irtrace.edge.command import (
 )
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
-RUN_EPILOG = """\
-The script's own compilations keep their target; -t adds targets. On a machine without
-that GPU the script itself then fails where it first runs a kernel (e.g. at .cuda()):
-the runs are kept and the exit code is 7. Kernels lowered in processes it starts
-(os.fork, multiprocessing with fork, spawn or forkserver) are captured too and merged
-into the trace when the script ends; -t lowers again only the kernels of the script's
-own process.
-
-How the script ended decides the exit code, and whatever was captured is written to the
-trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
-(a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
-os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
-irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
-
-"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,29 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
     )
 
-    run = commands.add_parser(
-        "run",
-        help="capture every kernel a script lowers: irtrace run -- python script.py ARGS",
-        description="Run a Python script and capture every kernel it lowers, without editing it.",
-        epilog=RUN_EPILOG + exit_codes_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    run.add_argument(
-        "-t",
-        "--target",
-        action="append",
-        default=[],
-        help="an extra target: lower each kernel the script compiled again for it, to kernel source "
-        "as irtrace record does (no device compiler is called); repeatable",
-    )
-    run.add_argument(
-        "--auto-target",
-        metavar="T",
-        help='what target="auto" means in the script when TileLang finds no GPU (default cuda:sm_90a)',
-    )
-    run.add_argument("-o", "--output", default=DEFAULT_OUTPUT)
-    run.add_argument("-q", "--quiet", action="store_true")
-    run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
+    add_run_command(commands, DEFAULT_OUTPUT)
 
     show = commands.add_parser(
         "show", help="print the passes of a trace with times and +/- lines", **_with_exit_codes()
@@ -472,6 +436,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.capture import ScriptOutcome, lower_for_targets, run_script, split_command
+    from irtrace.recording.capture_extras import add_machine_code_and_benches
 
     command = list(args.script)
     if command and command[0] == "--":
@@ -479,6 +444,10 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     targets = [get_target(name) for name in args.target]
     auto_target = get_target(args.auto_target) if args.auto_target else None
     split_command(command)  # the script is there: checked before the output is touched
+    if args.machine_code:
+        from irtrace.recording.machine_code import find_cuda_tools
+
+        find_cuda_tools()  # a missing nvcc is said before the script runs
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
     native_log = contextlib.ExitStack()
@@ -490,18 +459,22 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         runs = list(outcome.runs)
         try:
             with native_log:
+                kernels = dict(outcome.kernels)
                 if targets:
-                    runs += lower_for_targets(outcome.captured, targets, writer)
+                    runs += lower_for_targets(outcome.captured, targets, writer, kernels)
+                if args.machine_code or args.bench:
+                    runs = add_machine_code_and_benches(
+                        writer, runs, kernels, machine_code=args.machine_code, bench=args.bench
+                    )
         except KeyboardInterrupt:
             raise _interrupted(writer, args.output) from None
         except BaseException:
             writer.abandon(keep=False)
             raise
-        code = _finish_run(args, writer, runs, outcome)
         note = native.note("irtrace")
         if note and not args.quiet:
             print(note, file=sys.stderr)
-        return code
+        return _finish_run(args, writer, runs, outcome)
 
     def finish_at_os_exit(outcome: ScriptOutcome) -> int:
         """The script called ``os._exit``: finish as if it had ended, then exit with our status."""

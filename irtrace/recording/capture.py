@@ -62,6 +62,8 @@ class CaptureSession:
         self.writer = writer
         self.captured: list[CapturedKernel] = []
         self.runs: list[KernelRun] = []
+        self.kernels: dict[int, CapturedKernel] = {}
+        """The kernel of each run this process lowered, by run id (``--bench`` compiles it again)."""
 
     def make_tool(self) -> CaptureRecorder:
         return CaptureRecorder(self)
@@ -107,6 +109,7 @@ class CaptureRecorder(PassRecorder):
             instance=instance,
         )
         self.session.captured.append(captured)
+        self.session.kernels[run.run_id] = captured
         return run.run_id
 
     def finish(self, error: BaseException | None) -> None:
@@ -139,6 +142,8 @@ class ScriptOutcome:
     child_runs: int = 0
     """How many of ``runs`` were lowered in other processes."""
     warnings: list[str] = field(default_factory=list)
+    kernels: dict[int, CapturedKernel] = field(default_factory=dict)
+    """The kernel of each of this process's runs, by run id."""
 
 
 class HardExit(SystemExit):
@@ -450,7 +455,14 @@ def run_script(
 
     def outcome(error: BaseException | None) -> ScriptOutcome:
         child_runs, warnings = capture.merge_into(writer)
-        return ScriptOutcome(session.runs + child_runs, session.captured, error, len(child_runs), warnings)
+        return ScriptOutcome(
+            session.runs + child_runs,
+            session.captured,
+            error,
+            len(child_runs),
+            warnings,
+            dict(session.kernels),
+        )
 
     def finish_at_os_exit(status: int) -> int:
         stop_capturing()
@@ -504,10 +516,14 @@ def run_script(
 
 
 def lower_for_targets(
-    captured: Sequence[CapturedKernel], targets: Sequence[TargetSpec], writer: TraceWriter
+    captured: Sequence[CapturedKernel],
+    targets: Sequence[TargetSpec],
+    writer: TraceWriter,
+    kernels: dict[int, CapturedKernel] | None = None,
 ) -> list[KernelRun]:
-    """Lower each captured kernel again for ``targets`` (the module as the script built it),
-    except for the target the script already lowered it for."""
+    """Lower each captured kernel again for ``targets`` (the module as the script built it) to
+    kernel source, as ``irtrace record`` does (no device compiler runs), except for the target
+    the script already lowered it for. ``kernels`` gets the kernel of each new run."""
     from irtrace.recording.tvm_targets import make_tvm_target
 
     runs = []
@@ -529,4 +545,6 @@ def lower_for_targets(
                 instance=kernel.instance,
             )
             runs.append(result.run)
+            if kernels is not None:
+                kernels[result.run.run_id] = kernel
     return runs

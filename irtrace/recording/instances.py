@@ -92,7 +92,7 @@ def _note_template(template: Any, given_tensors: dict[str, Any], kwargs: dict[st
     matcher = getattr(template, "matcher", None)
     if matcher and not getattr(template, "is_lazy_style", False):
         values = template._parse_phase2_key(**given_tensors, **kwargs)
-        for var, value in zip(matcher, values):
+        for var, value in zip(matcher, values, strict=True):
             call.constants[str(getattr(var, "orig_name", var.name))] = int(value)
     buffers = getattr(func, "buffer_map", None) or {}
     for param, buffer in buffers.items():
@@ -124,10 +124,8 @@ def observe_jit_calls() -> Iterator[None]:
 
     def get_tir_noting_sizes(self: Any, tensor_args: Any, given_tensor_args: Any, kwargs: Any) -> Any:
         func = original_get_tir(self, tensor_args, given_tensor_args, kwargs)
-        try:
+        with contextlib.suppress(Exception):  # recording the call never changes what the program gets
             _note_template(self, dict(given_tensor_args), dict(kwargs), func)
-        except Exception:  # what is recorded about the call never changes what the program gets
-            pass
         return func
 
     JITImpl.compile = compile_noting_call  # type: ignore[method-assign]

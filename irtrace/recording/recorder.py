@@ -582,7 +582,7 @@ def _jsonable(value: Any) -> Any:
 def _immediate_value(value: Any) -> bool | int | float | str | None:
     """The Python value a TVM ``IntImm``/``FloatImm``/``StringImm`` holds, typed by its dtype;
     ``None`` for anything else."""
-    held = getattr(value, "value", None)
+    held: Any = getattr(value, "value", None)
     dtype = str(getattr(value, "dtype", ""))
     if isinstance(held, str):
         return str.__new__(str, held)

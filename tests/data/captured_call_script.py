@@ -34,7 +34,11 @@ with open(sys.argv[1], "w") as out:
         {
             "source": kernel.get_kernel_source(),
             "args": [
-                {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": str(t.device)}
+                {
+                    "shape": list(t.shape),
+                    "dtype": str(t.dtype).removeprefix("torch."),
+                    "device": str(t.device),
+                }
                 for t in (x, y)
             ],
             "kwargs": {"factor": 3.0},

@@ -54,6 +54,9 @@ def test_run_auto_stays_cuda_and_t_adds_targets(tmp_path) -> None:  # type: igno
     )
     assert done.returncode == 0, done.stderr
     trace = load_trace(out)
-    assert [(r.target, r.status) for r in trace.runs] == [("cuda:sm_90a", STATUS_OK), ("hip:gfx942", STATUS_OK)]
+    assert [(r.target, r.status) for r in trace.runs] == [
+        ("cuda:sm_90a", STATUS_OK),
+        ("hip:gfx942", STATUS_OK),
+    ]
     assert "hip_runtime.h" in (trace.kernel_source(trace.runs[1]) or "")
     assert "Warning: Unable to detect ROCm version" not in done.stderr

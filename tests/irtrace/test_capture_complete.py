@@ -96,7 +96,8 @@ def test_arguments_and_sizes_are_the_scripts_call(captured: Any) -> None:
     assert instance.constants == oracle["constants"]
     assert instance.dynamic == oracle["dynamic"]
     assert {name: [t.shape, t.dtype, t.device] for name, t in instance.tensors.items()} == {
-        name: [t["shape"], t["dtype"], t["device"]] for name, t in zip(("X", "Y"), oracle["args"])
+        name: [t["shape"], t["dtype"], t["device"]]
+        for name, t in zip(("X", "Y"), oracle["args"], strict=True)
     }
 
 
@@ -141,7 +142,9 @@ def test_typed_tvm_config_values_are_stored_as_json_values(tmp_path: Path) -> No
     path = tmp_path / "t.jsonl"
     with TraceWriter(path) as writer:
         run = begin_run_record(writer, "cuda:sm_90", "k", "k.py::k", None, "", configs)
-        writer.end_run(run.run_id, status=STATUS_OK, error=None, total_s=0.0, input_ir=None, source_sha256=None)
+        writer.end_run(
+            run.run_id, status=STATUS_OK, error=None, total_s=0.0, input_ir=None, source_sha256=None
+        )
     (loaded,) = load_trace(path).runs
     assert loaded.pass_configs == given
     assert [type(loaded.pass_configs[k]) for k in given] == [type(v) for v in given.values()]
@@ -187,7 +190,10 @@ def test_extra_target_lowers_tilelang_example_to_hip_source(tmp_path: Path) -> N
     assert "the script failed after 2 captured run(s)" in done.stderr
     assert "Warning: Unable to detect ROCm version" not in done.stderr
     trace = load_trace(out)
-    assert [(r.target, r.status) for r in trace.runs] == [("cuda:sm_90a", STATUS_OK), ("hip:gfx942", STATUS_OK)]
+    assert [(r.target, r.status) for r in trace.runs] == [
+        ("cuda:sm_90a", STATUS_OK),
+        ("hip:gfx942", STATUS_OK),
+    ]
     cuda, hip = trace.runs
     assert hip.args == cuda.args and hip.instance == cuda.instance
     assert cuda.instance is not None and cuda.instance.constants == {"M": 1024, "N": 1024, "K": 1024}
