@@ -25,9 +25,10 @@ def test_captured_kernel_gets_machine_code_and_a_bench(tmp_path: Path) -> None:
     import torch
 
     out, oracle_file = tmp_path / "t.jsonl", tmp_path / "oracle.json"
+    options = ["--machine-code", "--bench", "-o", str(out)]
+    script = ["python", str(DATA / "captured_call_script.py"), str(oracle_file)]
     done = subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", "run", "--machine-code", "--bench", "-o", str(out)]
-        + ["--", "python", str(DATA / "captured_call_script.py"), str(oracle_file)],
+        [sys.executable, "-m", "irtrace.cli", "run", *options, "--", *script],
         capture_output=True,
         text=True,
         cwd=tmp_path,
