@@ -574,7 +574,7 @@ def _jsonable(value: Any) -> Any:
         return immediate
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, Sequence):
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         return [_jsonable(v) for v in value]
     return str(value)
 

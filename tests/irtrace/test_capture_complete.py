@@ -208,3 +208,27 @@ def test_extra_target_lowers_tilelang_example_to_hip_source(tmp_path: Path) -> N
     source = trace.kernel_source(hip) or ""
     assert "hip_runtime.h" in source and "__global__" in source
     assert source == untraced.stdout
+
+
+_HOOK_PROBE = """
+import sys
+from tilelang.jit import JITImpl
+from tilelang.language.eager.builder import TirTemplate
+open(sys.argv[1], "w").write(JITImpl.compile.__module__ + " " + TirTemplate.get_tir.__module__)
+"""
+
+
+def test_irtrace_run_hooks_tilelang_only_while_the_script_runs(tmp_path: Path) -> None:
+    """In one process, as a test harness would call it: the script sees irtrace's wrappers,
+    and after ``irtrace run`` returns TileLang's methods are its own again."""
+    from tilelang.jit import JITImpl
+    from tilelang.language.eager.builder import TirTemplate
+
+    from irtrace.cli.main import main
+
+    script, seen = tmp_path / "probe.py", tmp_path / "seen.txt"
+    script.write_text(_HOOK_PROBE)
+    before = (JITImpl.compile, TirTemplate.get_tir)
+    main(["run", "-q", "-o", str(tmp_path / "t.jsonl"), "--", "python", str(script), str(seen)])
+    assert seen.read_text() == "irtrace.recording.instances irtrace.recording.instances"
+    assert (JITImpl.compile, TirTemplate.get_tir) == before
