@@ -8,6 +8,7 @@ Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from irtrace import __version__
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.instances import add_instances_command, cmd_instances
+from irtrace.cli.run_options import add_run_command
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
 from irtrace.core.safe_text import terminal_safe
@@ -31,18 +33,6 @@ from irtrace.edge.command import (
 )
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
-RUN_EPILOG = """\
-Kernels lowered in processes it starts (os.fork, multiprocessing with fork, spawn or
-forkserver) are captured too and merged into the trace when the script ends; -t lowers
-again only the kernels of the script's own process.
-
-How the script ended decides the exit code, and whatever was captured is written to the
-trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
-(a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
-os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
-irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
-
-"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,17 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
     )
 
-    run = commands.add_parser(
-        "run",
-        help="capture every kernel a script lowers: irtrace run -- python script.py ARGS",
-        description="Run a Python script and capture every kernel it lowers, without editing it.",
-        epilog=RUN_EPILOG + exit_codes_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    run.add_argument("-t", "--target", action="append", default=[], help="also lower each kernel for it")
-    run.add_argument("-o", "--output", default=DEFAULT_OUTPUT)
-    run.add_argument("-q", "--quiet", action="store_true")
-    run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
+    add_run_command(commands, DEFAULT_OUTPUT)
 
     show = commands.add_parser(
         "show", help="print the passes of a trace with times and +/- lines", **_with_exit_codes()
@@ -461,27 +441,44 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.capture import ScriptOutcome, lower_for_targets, run_script, split_command
+    from irtrace.recording.capture_extras import add_machine_code_and_benches
 
     command = list(args.script)
     if command and command[0] == "--":
         command = command[1:]
     targets = [get_target(name) for name in args.target]
+    auto_target = get_target(args.auto_target) if args.auto_target else None
     split_command(command)  # the script is there: checked before the output is touched
+    if args.machine_code:
+        from irtrace.recording.machine_code import find_cuda_tools
+
+        find_cuda_tools()  # a missing nvcc is said before the script runs
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
+    native_log = contextlib.ExitStack()
+    native = native_log.enter_context(hide_harmless_native_warnings(debug=args.debug))
 
     def finish(outcome: ScriptOutcome) -> ExitCode:
         for warning in outcome.warnings:
             print(f"irtrace: warning: {warning}", file=sys.stderr)
         runs = list(outcome.runs)
         try:
-            if targets:
-                runs += lower_for_targets(outcome.captured, targets, writer)
+            with native_log:
+                kernels = dict(outcome.kernels)
+                if targets:
+                    runs += lower_for_targets(outcome.captured, targets, writer, kernels)
+                if args.machine_code or args.bench:
+                    runs = add_machine_code_and_benches(
+                        writer, runs, kernels, machine_code=args.machine_code, bench=args.bench
+                    )
         except KeyboardInterrupt:
             raise _interrupted(writer, args.output) from None
         except BaseException:
             writer.abandon(keep=False)
             raise
+        note = native.note("irtrace")
+        if note and not args.quiet:
+            print(note, file=sys.stderr)
         return _finish_run(args, writer, runs, outcome)
 
     def finish_at_os_exit(outcome: ScriptOutcome) -> int:
@@ -489,12 +486,12 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         return run_command("irtrace", lambda: finish(outcome), debug=args.debug)
 
     try:
-        outcome = run_script(
-            command, writer, auto_target=targets[0] if targets else None, on_os_exit=finish_at_os_exit
-        )
+        outcome = run_script(command, writer, auto_target=auto_target, on_os_exit=finish_at_os_exit)
     except KeyboardInterrupt:
+        native_log.close()
         raise _interrupted(writer, args.output) from None
     except BaseException:
+        native_log.close()
         writer.abandon(keep=False)
         raise
     return finish(outcome)

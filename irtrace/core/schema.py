@@ -309,7 +309,8 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     args: dict[str, Any]
     """`{"args": [...], "kwargs": {...}}`: the spec's arguments, evaluated; dtypes appear as `"T.float16"`,
     other objects as their `repr`. An `@autotune` kernel adds `"autotune_defaults": {...}`, the parameters
-    taken from its first config
+    taken from its first config. For `irtrace run`, the program's own call of the `@tilelang.jit` kernel,
+    tensors as `{"shape": [...], "dtype": ..., "device": ...}`
     """
     target: str
     """short target name (`cuda:sm_90`, `hip:gfx942`, `ascend`, `metal`, ...)"""

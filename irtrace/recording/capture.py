@@ -34,6 +34,7 @@ from irtrace.core.targets import TargetSpec, get_target, tvm_target_name
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.instances import current_call, current_instance, observe_jit_calls
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.loader import CapturedKernel, KernelCall
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
@@ -61,6 +62,8 @@ class CaptureSession:
         self.writer = writer
         self.captured: list[CapturedKernel] = []
         self.runs: list[KernelRun] = []
+        self.kernels: dict[int, CapturedKernel] = {}
+        """The kernel of each run this process lowered, by run id (``--bench`` compiles it again)."""
 
     def make_tool(self) -> CaptureRecorder:
         return CaptureRecorder(self)
@@ -85,17 +88,28 @@ class CaptureRecorder(PassRecorder):
         self.configs = {str(k): v for k, v in dict(tvm.transform.PassContext.current().config).items()}
         target = Target.current(allow_none=True)
         target_name = short_target_name(target)
-        captured = CapturedKernel(self.kernel, mod, pass_configs=self.configs, target=target_name)
+        call = current_call()
+        instance = current_instance()
+        captured = CapturedKernel(
+            self.kernel,
+            mod,
+            pass_configs=self.configs,
+            target=target_name,
+            args=call.args if call is not None else {},
+            instance=instance,
+        )
         run = begin_run_record(
             self.writer,
             target_name,
             self.kernel,
             captured.spec_text,
-            None,
+            captured.args or None,
             str(target) if target is not None else "",
             self.configs,
+            instance=instance,
         )
         self.session.captured.append(captured)
+        self.session.kernels[run.run_id] = captured
         return run.run_id
 
     def finish(self, error: BaseException | None) -> None:
@@ -109,7 +123,7 @@ class CaptureRecorder(PassRecorder):
             self.run_id,
             status=STATUS_FAILED if error is not None else STATUS_OK,
             error=describe_error(error),
-            total_s=None,
+            total_s=time.perf_counter() - self.t0,  # from the start of TileLang's compilation
             input_ir=self.input_sha,
             source_sha256=text_sha256(self.kernel_source) if self.kernel_source else None,
         )
@@ -128,6 +142,8 @@ class ScriptOutcome:
     child_runs: int = 0
     """How many of ``runs`` were lowered in other processes."""
     warnings: list[str] = field(default_factory=list)
+    kernels: dict[int, CapturedKernel] = field(default_factory=dict)
+    """The kernel of each of this process's runs, by run id."""
 
 
 class HardExit(SystemExit):
@@ -326,6 +342,7 @@ def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
     session = CaptureSession(TraceWriter())
     capture = ProcessCapture(folder, session, owner_pid)
     capture.start_child()
+    _SPAWNED_CONTEXT.enter_context(observe_jit_calls())  # the calls' arguments, for the whole process
     register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
     _CAPTURE = capture
     _install_process_hooks()
@@ -446,7 +463,14 @@ def run_script(
 
     def outcome(error: BaseException | None) -> ScriptOutcome:
         child_runs, warnings = capture.merge_into(writer)
-        return ScriptOutcome(session.runs + child_runs, session.captured, error, len(child_runs), warnings)
+        return ScriptOutcome(
+            session.runs + child_runs,
+            session.captured,
+            error,
+            len(child_runs),
+            warnings,
+            dict(session.kernels),
+        )
 
     def finish_at_os_exit(status: int) -> int:
         stop_capturing()
@@ -459,6 +483,7 @@ def run_script(
     _install_process_hooks()
     try:
         stack.enter_context(auto_target_fallback(fallback))
+        stack.enter_context(observe_jit_calls())
         stack.enter_context(_spawned_processes_captured(capture.folder, fallback, capture.owner_pid))
     except BaseException:
         stop_capturing()
@@ -499,10 +524,14 @@ def run_script(
 
 
 def lower_for_targets(
-    captured: Sequence[CapturedKernel], targets: Sequence[TargetSpec], writer: TraceWriter
+    captured: Sequence[CapturedKernel],
+    targets: Sequence[TargetSpec],
+    writer: TraceWriter,
+    kernels: dict[int, CapturedKernel] | None = None,
 ) -> list[KernelRun]:
-    """Lower each captured kernel again for ``targets`` (the module as the script built it),
-    except for the target the script already lowered it for."""
+    """Lower each captured kernel again for ``targets`` (the module as the script built it) to
+    kernel source, as ``irtrace record`` does (no device compiler runs), except for the target
+    the script already lowered it for. ``kernels`` gets the kernel of each new run."""
     from irtrace.recording.tvm_targets import make_tvm_target
 
     runs = []
@@ -517,9 +546,13 @@ def lower_for_targets(
                 writer,
                 kernel=kernel.name,
                 spec=kernel.spec_text,
+                args=kernel.args or None,
                 pass_configs=configs,
                 tvm_target=make_tvm_target(target),
                 threaded=False,
+                instance=kernel.instance,
             )
             runs.append(result.run)
+            if kernels is not None:
+                kernels[result.run.run_id] = kernel
     return runs

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from irtrace.core.errors import InputError, KernelSourceError, UsageError
 from irtrace.core.kernel_kinds import KernelKind
+from irtrace.core.schema import Instance
 from irtrace.core.specs import DtypeName, Expression, KernelSpec
 from irtrace.core.targets import dialect_of_modules
 
@@ -521,6 +522,10 @@ class CapturedKernel(KernelDefinition):
     pass_configs: dict[str, Any] = field(default_factory=dict)
     target: str = ""
     """The short name of the target the script lowered it for."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """The script's call as a run's ``args`` (``{}`` when it was not a ``@tilelang.jit`` call)."""
+    instance: Instance | None = None
+    """Where and with what the script instantiated it."""
 
     @property
     def spec_text(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from irtrace.core import interrupts
 from irtrace.core.pass_names import display_name
-from irtrace.core.schema import Phase
+from irtrace.core.schema import Instance, Phase
 from irtrace.core.targets import TargetSpec
 from irtrace.core.trace import (
     PHASE_CHECK,
@@ -308,12 +308,19 @@ class PassRecorder:
             self.pipeline = previous
 
     def run_codegen(self, event: Any, next_call: Callable[[], Any]) -> Any:
-        """Record codegen as the last step; passes the backend runs inside it nest under it."""
+        """Record codegen as the last step; passes the backend runs inside it nest under it.
+
+        A JIT compilation also generates the host wrapper (C or LLVM) after the device kernel:
+        that is its own ``host codegen`` stage, and the run's source stays the device kernel's.
+        """
         if self.stop_requested:
             raise StopLowering("stopped before codegen")
         began = time.perf_counter()
         self._current_run(event.mod)
-        frame = self._open(event.mod, "codegen", str(event.name), PHASE_CODEGEN, None)
+        host = self.kernel_source is not None and _target_kind(event.target) in HOST_CODEGEN_KINDS
+        frame = self._open(
+            event.mod, HOST_CODEGEN_STAGE if host else "codegen", str(event.name), PHASE_CODEGEN, None
+        )
         self._note_started(frame)
         now = time.perf_counter()
         self.overhead += now - began
@@ -331,7 +338,8 @@ class PassRecorder:
                 self.open.remove(frame)
             source = _inspect_source(result) if error is None else None
             if source is not None:
-                self.kernel_source = source
+                if not host:
+                    self.kernel_source = source
                 self.printer.add_source(source)
             wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
             self._write(
@@ -341,7 +349,7 @@ class PassRecorder:
                 None,
                 ir_after_sha=text_sha256(source) if source is not None else None,
                 changed=source is not None,
-                scope="device",
+                scope="host" if host else "device",
                 status=STATUS_FAILED if error is not None else STATUS_OK,
                 error=describe_error(error),
             )
@@ -359,6 +367,19 @@ class PassRecorder:
         if tilelang_phase and tilelang_phase.startswith("pipeline_"):
             return PHASE_LOWER, tilelang_phase.removeprefix("pipeline_")
         return (PHASE_FINALIZE if self.pipeline_seen else PHASE_CHECK), None
+
+
+HOST_CODEGEN_STAGE = "host codegen"
+"""The stage of a compilation's host wrapper codegen (after the device kernel's ``codegen``)."""
+HOST_CODEGEN_KINDS = ("c", "llvm")
+"""Target kinds TileLang generates host wrappers for (``tilelang.backend.host_codegen``)."""
+
+
+def _target_kind(target: Any) -> str:
+    try:
+        return str(target.kind.name)
+    except Exception:
+        return ""
 
 
 def _inspect_source(result: Any) -> str | None:
@@ -398,6 +419,7 @@ def record_lowering(
     should_stop: Callable[[], bool] | None = None,
     instruments: Sequence[Any] = (),
     kernel_file_text: str | None = None,
+    instance: Instance | None = None,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
@@ -407,7 +429,8 @@ def record_lowering(
     ``instruments`` are further TVM pass instruments to run in the same lowering.
     ``threaded`` stores IR from a background thread; ``capture_ir=False`` records passes and
     times without any IR (the language server's hints need none). ``kernel_file_text``, the
-    kernel's Python file as imported, is stored in the trace for readers to show.
+    kernel's Python file as imported, is stored in the trace for readers to show. ``instance``
+    is where a captured kernel came from (a kernel ``irtrace run`` lowers again for a ``-t``).
     """
     import tilelang
     import tvm
@@ -423,6 +446,7 @@ def record_lowering(
         str(target_object),
         configs,
         kernel_file_text=kernel_file_text,
+        instance=instance,
     )
     recorder = PassRecorder(
         writer,
@@ -508,9 +532,11 @@ def begin_run_record(
     configs: Mapping[str, Any],
     *,
     kernel_file_text: str | None = None,
+    instance: Instance | None = None,
 ) -> KernelRun:
-    """Start a run in ``writer`` with the header every run carries (version, host, configs), and
-    the kernel's file text when known (stored once per distinct text)."""
+    """Start a run in ``writer`` with the header every run carries (version, host, configs), the
+    kernel's file text when known (stored once per distinct text), and for a kernel captured
+    from a running program its ``instance``."""
     file_sha = writer.add_text(kernel_file_text) if kernel_file_text else None
     return writer.begin_run(
         KernelRun(
@@ -524,15 +550,48 @@ def begin_run_record(
             tilelang_version=tilelang_version(),
             host=host_facts(),
             kernel_file_sha256=file_sha,
+            instance=instance,
         )
     )
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    """A pass config value as JSON: TVM's typed values (``T.bool(True)``, ``IntImm``, ``FloatImm``,
+    ``StringImm``, arrays, maps) as the plain value they hold, so that a trace reads them back
+    as the value a user wrote, whether TileLang or the user made the ``PassContext``."""
+    if value is None or type(value) in (bool, int, float, str):
         return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+    if isinstance(value, str):  # TVM's String: keep an exact str, not the object
+        return str.__new__(str, value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    immediate = _immediate_value(value)
+    if immediate is not None:
+        return immediate
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return [_jsonable(v) for v in value]
     return str(value)
+
+
+def _immediate_value(value: Any) -> bool | int | float | str | None:
+    """The Python value a TVM ``IntImm``/``FloatImm``/``StringImm`` holds, typed by its dtype;
+    ``None`` for anything else."""
+    held: Any = getattr(value, "value", None)
+    dtype = str(getattr(value, "dtype", ""))
+    if isinstance(held, str):
+        return str.__new__(str, held)
+    if type(held) not in (bool, int, float) or not dtype:
+        return None
+    if dtype == "bool":
+        return bool(held)
+    if dtype.startswith(("int", "uint")):
+        return int(held)
+    if "float" in dtype:
+        return float(held)
+    return None

@@ -37,10 +37,26 @@ def test_record_loads_a_file_that_lowers_at_import(tmp_path) -> None:  # type: i
 
 def test_run_captures_a_script_lowering_for_auto(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "t.jsonl"
-    done = irtrace("run", "-t", "hip:gfx942", "-o", str(out), "--", "python", str(KERNEL_FILE))
+    done = irtrace("run", "--auto-target", "hip:gfx942", "-o", str(out), "--", "python", str(KERNEL_FILE))
     assert done.returncode == 0, done.stderr
     runs = load_trace(out).runs
-    # target="auto" meant the first -t target, so the script's own lowering is that target's,
-    # and it is not lowered a second time for it
+    # target="auto" meant --auto-target, so the script's own lowering is that target's
     assert [(r.target, r.status) for r in runs] == [("hip:gfx942", STATUS_OK)]
     assert "hip_runtime.h" in (load_trace(out).kernel_source(runs[0]) or "")
+
+
+def test_run_auto_stays_cuda_and_t_adds_targets(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """-t adds a target: the script's own lowering keeps target="auto" (cuda:sm_90a here), and
+    the kernel is lowered again for each -t target, except the one it already has."""
+    out = tmp_path / "t.jsonl"
+    done = irtrace(
+        "run", "-t", "hip:gfx942", "-t", "cuda:sm_90a", "-o", str(out), "--", "python", str(KERNEL_FILE)
+    )
+    assert done.returncode == 0, done.stderr
+    trace = load_trace(out)
+    assert [(r.target, r.status) for r in trace.runs] == [
+        ("cuda:sm_90a", STATUS_OK),
+        ("hip:gfx942", STATUS_OK),
+    ]
+    assert "hip_runtime.h" in (trace.kernel_source(trace.runs[1]) or "")
+    assert "Warning: Unable to detect ROCm version" not in done.stderr

@@ -1,0 +1,63 @@
+"""The ``irtrace run`` command line: its options and help (``irtrace.cli.main.cmd_run`` runs it)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from irtrace.core.errors import exit_codes_help
+
+RUN_EPILOG = """\
+The script's own compilations keep their target; -t adds targets. On a machine without
+that GPU the script itself then fails where it first runs a kernel (e.g. at .cuda()):
+the runs are kept and the exit code is 7. Kernels lowered in processes it starts
+(os.fork, multiprocessing with fork, spawn or forkserver) are captured too and merged
+into the trace when the script ends; -t lowers again only the kernels of the script's
+own process.
+
+How the script ended decides the exit code, and whatever was captured is written to the
+trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
+(a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
+os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
+irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
+
+"""
+
+
+def add_run_command(commands: Any, default_output: str) -> None:
+    """Add ``irtrace run`` to the subcommands."""
+    run = commands.add_parser(
+        "run",
+        help="capture every kernel a script lowers: irtrace run -- python script.py ARGS",
+        description="Run a Python script and capture every kernel it lowers, without editing it.",
+        epilog=RUN_EPILOG + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "-t",
+        "--target",
+        action="append",
+        default=[],
+        help="an extra target: lower each kernel the script compiled again for it, to kernel source "
+        "as irtrace record does (no device compiler is called); repeatable",
+    )
+    run.add_argument(
+        "--auto-target",
+        metavar="T",
+        help='what target="auto" means in the script when TileLang finds no GPU (default cuda:sm_90a)',
+    )
+    run.add_argument(
+        "--machine-code",
+        action="store_true",
+        help="also compile each CUDA run's source to PTX and SASS "
+        "as record --machine-code does (needs nvcc, no GPU)",
+    )
+    run.add_argument(
+        "--bench",
+        action="store_true",
+        help="also time each CUDA kernel on the GPU with the sizes of the "
+        "script's own call; without a GPU the run keeps a failed bench saying why",
+    )
+    run.add_argument("-o", "--output", default=default_output)
+    run.add_argument("-q", "--quiet", action="store_true")
+    run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")

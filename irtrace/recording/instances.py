@@ -1,0 +1,221 @@
+"""What a captured kernel was instantiated with: the program's own call, seen through TileLang's
+``@tilelang.jit`` entry while a capture is active.
+
+``observe_jit_calls()`` wraps ``JITImpl.compile`` (every ``@tilelang.jit`` compilation, eager
+calls included) and ``TirTemplate.get_tir`` (where an eager kernel's ``T.const`` sizes are
+bound) for as long as it is entered, then puts TileLang's own methods back. A capture recorder
+asks ``current_instance()`` when a compilation starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import sysconfig
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from irtrace.core.schema import Instance, TensorArg
+from irtrace.recording.loader import describe_value
+
+
+@dataclass
+class JitCall:
+    """One ``@tilelang.jit`` compilation in progress, as the program called it."""
+
+    args: dict[str, Any]
+    """``{"args": [...], "kwargs": {...}}``: tensors as ``{"shape", "dtype", "device"}``, other values
+    as ``irtrace record`` shows a spec's arguments."""
+    constants: dict[str, int] = field(default_factory=dict)
+    dynamic: dict[str, int] = field(default_factory=dict)
+    tensors: dict[str, TensorArg] = field(default_factory=dict)
+
+
+_CALLS = threading.local()
+"""Per thread: the stack of ``JitCall`` being compiled (TileLang compiles in the caller's thread)."""
+
+
+def _call_stack() -> list[JitCall]:
+    stack: list[JitCall] | None = getattr(_CALLS, "stack", None)
+    if stack is None:
+        stack = _CALLS.stack = []
+    return stack
+
+
+def tensor_arg(value: Any) -> TensorArg | None:
+    """``value`` described as a tensor (anything with an integer ``shape``, a ``dtype`` and a
+    ``device``, as torch tensors have); ``None`` for anything else."""
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None or not hasattr(value, "device"):
+        return None
+    try:
+        dims = [int(dim) for dim in shape]
+    except (TypeError, ValueError):
+        return None
+    return TensorArg(shape=dims, dtype=str(dtype).removeprefix("torch."), device=str(value.device))
+
+
+def describe_argument(value: Any) -> Any:
+    """An argument of the program's call as JSON: a tensor by shape, dtype and device."""
+    tensor = tensor_arg(value)
+    if tensor is not None:
+        return {"shape": tensor.shape, "dtype": tensor.dtype, "device": tensor.device}
+    return describe_value(value)
+
+
+def _call_json(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "args": [describe_argument(a) for a in args],
+        "kwargs": {str(k): describe_argument(v) for k, v in kwargs.items()},
+    }
+
+
+def _note_template(template: Any, given_tensors: dict[str, Any], kwargs: dict[str, Any], func: Any) -> None:
+    """Fill the current call's sizes from an eager kernel's phase-2 instantiation: ``T.const``
+    values as TileLang bound them, ``T.dynamic`` ones from the call's tensors."""
+    import tvm
+
+    stack = _call_stack()
+    if not stack:
+        return
+    call = stack[-1]
+    for name, value in given_tensors.items():
+        tensor = tensor_arg(value)
+        if tensor is not None:
+            call.tensors[str(name)] = tensor
+    matcher = getattr(template, "matcher", None)
+    if matcher and not getattr(template, "is_lazy_style", False):
+        values = template._parse_phase2_key(**given_tensors, **kwargs)
+        for var, value in zip(matcher, values, strict=True):
+            call.constants[str(getattr(var, "orig_name", var.name))] = int(value)
+    buffers = getattr(func, "buffer_map", None) or {}
+    for param, buffer in buffers.items():
+        tensor = call.tensors.get(str(param.name))
+        if tensor is None:
+            continue
+        for index, dim in enumerate(buffer.shape):
+            if isinstance(dim, tvm.tirx.Var) and index < len(tensor.shape):
+                call.dynamic[str(dim.name)] = tensor.shape[index]
+
+
+@contextlib.contextmanager
+def observe_jit_calls() -> Iterator[None]:
+    """While entered, every ``@tilelang.jit`` compilation of this process notes its call for
+    ``current_instance``; TileLang's methods are restored on exit."""
+    from tilelang.jit import JITImpl
+    from tilelang.language.eager.builder import TirTemplate
+
+    original_compile = JITImpl.compile
+    original_get_tir = TirTemplate.get_tir
+
+    def compile_noting_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        stack = _call_stack()
+        stack.append(JitCall(_call_json(args, kwargs)))
+        try:
+            return original_compile(self, *args, **kwargs)
+        finally:
+            stack.pop()
+
+    def get_tir_noting_sizes(self: Any, tensor_args: Any, given_tensor_args: Any, kwargs: Any) -> Any:
+        func = original_get_tir(self, tensor_args, given_tensor_args, kwargs)
+        with contextlib.suppress(Exception):  # recording the call never changes what the program gets
+            _note_template(self, dict(given_tensor_args), dict(kwargs), func)
+        return func
+
+    JITImpl.compile = compile_noting_call  # type: ignore[method-assign]
+    TirTemplate.get_tir = get_tir_noting_sizes  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        JITImpl.compile = original_compile  # type: ignore[method-assign]
+        TirTemplate.get_tir = original_get_tir  # type: ignore[method-assign]
+
+
+def current_call() -> JitCall | None:
+    """The ``@tilelang.jit`` compilation this thread is in, if any."""
+    stack = _call_stack()
+    return stack[-1] if stack else None
+
+
+def _int_env(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _test_id() -> str | None:
+    """The running pytest test (``PYTEST_CURRENT_TEST`` without its `` (call)`` phase)."""
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    if not current:
+        return None
+    test, _, phase = current.rpartition(" (")
+    return test if test and phase.endswith(")") else current
+
+
+def _library_folders() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Folders whose frames are not the program's (TileLang, TVM, irtrace, the standard library),
+    and those inside them that are (installed packages, when they lie in the standard library's)."""
+    paths = sysconfig.get_paths()
+    folders = [paths["stdlib"], str(Path(__file__).resolve().parents[1])]
+    for name in ("tilelang", "tvm", "tvm_ffi"):
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None)
+        if file:
+            folders.append(str(Path(file).resolve().parent))
+    packages = {paths["purelib"], paths["platlib"]}
+    return (
+        tuple(os.path.realpath(f) + os.sep for f in folders),
+        tuple(os.path.realpath(f) + os.sep for f in packages),
+    )
+
+
+def call_site(frame: FrameType | None = None) -> str | None:
+    """``path:line`` of the innermost frame outside TileLang, TVM, irtrace and the standard
+    library: the program's own line that compiled the kernel. The path is relative to the
+    working folder when it lies inside it."""
+    libraries, packages = _library_folders()
+    frame = frame or sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<"):
+            path = os.path.realpath(filename)
+            ours = path.startswith(libraries) and not (
+                path.startswith(packages) and not path.startswith(libraries[1:])
+            )
+            if not ours:
+                return f"{_shown_path(path)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _shown_path(path: str) -> str:
+    cwd = os.path.realpath(os.getcwd())
+    return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
+
+
+def current_instance() -> Instance:
+    """Where and with what the compilation starting now in this thread was instantiated."""
+    pid = os.getpid()
+    rank, world_size = _int_env("RANK"), _int_env("WORLD_SIZE")
+    process = f"pid {pid}"
+    if rank is not None:
+        process += f", rank {rank}" + (f" of {world_size}" if world_size is not None else "")
+    call = current_call()
+    return Instance(
+        process=process,
+        pid=pid,
+        rank=rank,
+        world_size=world_size,
+        call_site=call_site(sys._getframe(1)),
+        test_id=_test_id(),
+        constants=dict(call.constants) if call else {},
+        dynamic=dict(call.dynamic) if call else {},
+        tensors=dict(call.tensors) if call else {},
+    )
