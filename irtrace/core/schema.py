@@ -276,7 +276,7 @@ class Instance(Struct, frozen=True, kw_only=True, omit_defaults=True):
     call_site: str | None = None
     """`path:line` of the program's own frame that compiled the kernel (the first outside tilelang)"""
     definition: str | None = None
-    """`path:line` of the kernel's Python function (what an editor shows the instance on)"""
+    """`path:line` where the kernel's Python function begins (its first decorator's line), for an editor"""
     test_id: str | None = None
     """the pytest test that was running (`tests/test_gemm.py::test_gemm[4096]`)"""
     constants: dict[str, Id] = {}

@@ -34,8 +34,8 @@ from irtrace.core.targets import TargetSpec, get_target, tvm_target_name
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.instances import current_call, current_instance, observe_jit_calls
 from irtrace.recording.instrumentation import require_instrumentation
+from irtrace.recording.jit_calls import current_call, current_instance, observe_jit_calls
 from irtrace.recording.loader import CapturedKernel, KernelCall
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 from irtrace.recording.tvm_targets import auto_target_fallback

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.core.instances import kernel_instances
 from irtrace.core.trace import STATUS_OK, Trace
 from irtrace.core.trace_reader import load_trace
 from tests.conftest import DATA, ROOT
@@ -96,9 +97,6 @@ def test_a_test_suite_under_irtrace_records_every_kernel_it_lowers(
     assert captured_shas(trace) == Counter(line.split("\t")[1] for line in oracle)
 
 
-@pytest.mark.skip(
-    reason="ENABLE when capture-complete fills KernelRun.instance (test_id, pid) on captured runs"
-)
 def test_each_captured_run_names_its_test_and_process(suite_run: tuple[Trace, list[str]]) -> None:
     trace, oracle = suite_run
     expected = Counter(tuple(line.split("\t")) for line in oracle)
@@ -108,6 +106,16 @@ def test_each_captured_run_names_its_test_and_process(suite_run: tuple[Trace, li
         if run.instance is not None
     )
     assert seen == expected
+
+
+def test_instances_lists_each_test_of_the_suite_once(suite_run: tuple[Trace, list[str]]) -> None:
+    """``irtrace instances``' grouping: one instance per test that lowered a kernel (the oracle's
+    test ids), each naming the process the test ran in."""
+    trace, oracle = suite_run
+    found = kernel_instances(trace.runs)
+    assert sorted((i.test_id, i.processes) for i in found) == sorted(
+        (test_id, [f"pid {pid}"]) for test_id, _, pid in (line.split("\t") for line in oracle)
+    )
 
 
 # ----------------------------------------------------------------------------- processes

@@ -111,6 +111,27 @@ def test_instance_names_process_call_site_and_test(captured: Any) -> None:
     assert (instance.rank, instance.world_size) == (1, 2)
     assert instance.process == f"pid {instance.pid}, rank 1 of 2" and instance.pid > 0
     assert instance.test_id == TEST_ID
+    defined = next(
+        i for i, text in enumerate(SCRIPT.read_text().splitlines(), 1) if text.startswith("@tilelang.jit")
+    )
+    assert instance.definition == f"{os.path.realpath(SCRIPT)}:{defined}"
+
+
+def test_instances_query_gives_the_scripts_call(captured: Any) -> None:
+    """``irtrace instances --json``, the document the language server reads, holds the call as
+    the script wrote it down."""
+    _, oracle, folder = captured
+    done = irtrace("instances", "--json", "t.jsonl", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["format"] == "irtrace-instances/1"
+    (instance,) = document["instances"]
+    assert instance["kernel"] == "row_scale" and instance["test_id"] == TEST_ID
+    assert instance["args"] == {"args": oracle["args"], "kwargs": oracle["kwargs"]}
+    assert (instance["constants"], instance["dynamic"]) == (oracle["constants"], oracle["dynamic"])
+    assert instance["targets"] == ["cuda:sm_90a"]
+    shown = irtrace("instances", "t.jsonl", cwd=folder)
+    assert "sizes:     N=256" in shown.stdout and f"test:      {TEST_ID}" in shown.stdout
 
 
 def test_pass_configs_keep_their_types(captured: Any) -> None:
@@ -154,7 +175,7 @@ def test_jit_hooks_are_tilelang_own_outside_a_capture() -> None:
     from tilelang.jit import JITImpl
     from tilelang.language.eager.builder import TirTemplate
 
-    from irtrace.recording.instances import observe_jit_calls
+    from irtrace.recording.jit_calls import observe_jit_calls
 
     before = (JITImpl.compile, TirTemplate.get_tir)
     with observe_jit_calls():
@@ -230,5 +251,5 @@ def test_irtrace_run_hooks_tilelang_only_while_the_script_runs(tmp_path: Path) -
     script.write_text(_HOOK_PROBE)
     before = (JITImpl.compile, TirTemplate.get_tir)
     main(["run", "-q", "-o", str(tmp_path / "t.jsonl"), "--", "python", str(script), str(seen)])
-    assert seen.read_text() == "irtrace.recording.instances irtrace.recording.instances"
+    assert seen.read_text() == "irtrace.recording.jit_calls irtrace.recording.jit_calls"
     assert (JITImpl.compile, TirTemplate.get_tir) == before

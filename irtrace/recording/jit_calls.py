@@ -34,6 +34,8 @@ class JitCall:
     constants: dict[str, int] = field(default_factory=dict)
     dynamic: dict[str, int] = field(default_factory=dict)
     tensors: dict[str, TensorArg] = field(default_factory=dict)
+    definition: str | None = None
+    """``path:line`` of the kernel's Python function."""
 
 
 _CALLS = threading.local()
@@ -116,7 +118,7 @@ def observe_jit_calls() -> Iterator[None]:
 
     def compile_noting_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         stack = _call_stack()
-        stack.append(JitCall(_call_json(args, kwargs)))
+        stack.append(JitCall(_call_json(args, kwargs), definition=definition_of(self.func)))
         try:
             return original_compile(self, *args, **kwargs)
         finally:
@@ -135,6 +137,14 @@ def observe_jit_calls() -> Iterator[None]:
     finally:
         JITImpl.compile = original_compile  # type: ignore[method-assign]
         TirTemplate.get_tir = original_get_tir  # type: ignore[method-assign]
+
+
+def definition_of(func: Any) -> str | None:
+    """``path:line`` where the Python function behind a jit kernel begins (its first decorator)."""
+    code = getattr(getattr(func, "orig_func", func), "__code__", None)
+    if code is None or code.co_filename.startswith("<"):
+        return None
+    return f"{_shown_path(os.path.realpath(code.co_filename))}:{code.co_firstlineno}"
 
 
 def current_call() -> JitCall | None:
@@ -214,6 +224,7 @@ def current_instance() -> Instance:
         rank=rank,
         world_size=world_size,
         call_site=call_site(sys._getframe(1)),
+        definition=call.definition if call else None,
         test_id=_test_id(),
         constants=dict(call.constants) if call else {},
         dynamic=dict(call.dynamic) if call else {},
