@@ -38,6 +38,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -416,7 +417,7 @@ def _worker_main(
             for line in orders:
                 index = int(line)
                 if fresh:
-                    _run_forked(lambda: _run_one(tasks, writer, scratch, index, replies))
+                    _run_forked(partial(_run_one, tasks, writer, scratch, index, replies))
                 else:
                     _run_one(tasks, writer, scratch, index, replies)
     except KeyboardInterrupt:
