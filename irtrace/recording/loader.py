@@ -404,7 +404,7 @@ class PrimFuncKernel(KernelDefinition):
     def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
         if spec.called:
             raise UsageError(f"{self.name} is a PrimFunc, not a factory; drop the call arguments")
-        return self.obj, {}
+        return _fresh_global(self.namespace, self.name, self.obj), {}
 
 
 @dataclass(frozen=True)
@@ -427,7 +427,9 @@ class JitKernel(KernelDefinition):
         return _line_of(getattr(value, "func", None))
 
     def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
-        return self.obj.get_tir(*call.args, **call.kwargs), dict(self.obj.pass_configs or {})
+        with _uncached(self.obj):
+            func = self.obj.get_tir(*call.args, **call.kwargs)
+        return func, dict(self.obj.pass_configs or {})
 
 
 @dataclass(frozen=True)
@@ -486,7 +488,8 @@ class AutotuneKernel(KernelDefinition):
 
     def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
         jit = self.obj.jit_impl
-        func = jit.get_tir(*call.args, **{**call.kwargs, **call.autotune_defaults})
+        with _uncached(jit):
+            func = jit.get_tir(*call.args, **{**call.kwargs, **call.autotune_defaults})
         return func, {**dict(jit.pass_configs or {}), **call.pass_configs}
 
     def build_hint(self, error: Exception) -> str:
@@ -544,6 +547,46 @@ KERNEL_FORMS: tuple[type[KernelDefinition], ...] = (
 )
 """The forms ``find_kernels`` looks for, in order: the first that takes a global wins (a plain
 function last, since every kernel form wraps one)."""
+
+
+# Lowering changes its PrimFunc in place (a thread variable is renamed), so a PrimFunc lowered
+# twice, such as one TileLang's jit cache hands out for every target, shows what ran before it.
+# Each run builds its own, as a fresh process would; no copy (a ``save_json`` round trip changed
+# the generated source).
+
+
+@contextmanager
+def _uncached(jit: Any) -> Iterator[None]:
+    """Build through an empty phase-1 cache of the ``@tilelang.jit`` function, then put its own back,
+    so the PrimFunc is built anew instead of handed out again (the user's cache is left as it was)."""
+    func = getattr(jit, "func", None)
+    cache = getattr(func, "p1_cache", None)
+    if not isinstance(cache, dict):
+        yield
+        return
+    assert func is not None
+    func.p1_cache = {}
+    try:
+        yield
+    finally:
+        func.p1_cache = cache
+
+
+def _fresh_global(namespace: Mapping[str, Any] | None, name: str, current: Any) -> Any:
+    """``name`` from a new execution of its module's code (the text TileLang's frontend reads), as a
+    fresh process would define it; ``current`` when the module cannot be run again."""
+    file = (namespace or {}).get("__file__")
+    text = source_as_imported(Path(file)) if isinstance(file, str) else None
+    if namespace is None or text is None:
+        return current
+    fresh: dict[str, Any] = {
+        key: namespace[key] for key in ("__name__", "__file__", "__package__", "__spec__") if key in namespace
+    }
+    try:
+        exec(compile(text, str(file), "exec", dont_inherit=True), fresh)
+    except Exception:  # it ran once already; if it fails now, lower what that run defined
+        return current
+    return fresh.get(name, current)
 
 
 def _is_eager(jit: Any) -> bool:
