@@ -267,7 +267,6 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 isolate=args.isolate or args.timeout is not None,
                 timeout=args.timeout,
                 after_run=after_run if hooks else None,
-                fresh=not args.bench,  # --bench launches the built kernel here
             )
         runs = [writer.run(run.run_id) for run in recording.runs]  # with their machine code and latency
         errors = recording.errors

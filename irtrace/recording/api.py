@@ -277,7 +277,6 @@ def record_kernels(
     isolate: bool = False,
     timeout: float | None = None,
     after_run: AfterRun | None = None,
-    fresh: bool = True,
 ) -> Recording:
     """Record every kernel of every request for each of its targets into ``writer``, in order.
 
@@ -285,18 +284,14 @@ def record_kernels(
     ``isolate`` or ``timeout``, in ``jobs`` forked worker processes (``--isolate`` is a pool of
     one, ``timeout`` implies it) where a crash or a hang fails that run only
     (``irtrace.recording.executor``). ``shard`` records one slice of the planned items; ``repeat``
-    lowers each that many times and keeps the fastest times. With ``fresh`` (the default), each
-    item is built and lowered in a process of its own, forked from a worker that lowers nothing,
-    so that a run does not depend on what this process lowered before (``--jobs``, target order);
-    ``fresh=False`` with ``jobs`` 1 keeps it here, for ``after_run`` hooks that need the built
-    kernel (``--bench``). A kernel that cannot be built or
+    lowers each that many times and keeps the fastest times. A kernel that cannot be built or
     lowered is a failed run; a request that cannot be loaded is an error, and the rest go on.
     An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
     """
     items: Iterable[WorkItem] = plan_work(requests)
     if shard is not None:
         items = shard.take(list(items))
-    pooled = fresh or jobs > 1 or isolate or timeout is not None
+    pooled = jobs > 1 or isolate or timeout is not None
     units: list[WorkItem] = []
     errors_before: dict[int, list[IrtraceError]] = {}
     """Load errors, by the number of the unit they came before: reported in plan order."""
@@ -316,7 +311,6 @@ def record_kernels(
         workers=max(jobs, 1) if pooled else None,
         timeout=timeout,
         stand_in=lambda index, writer: _stand_in(units[index], writer),
-        fresh=fresh,
     )
     for index, result in enumerate(results):
         recording.errors += errors_before.pop(index, [])

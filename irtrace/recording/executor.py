@@ -38,7 +38,6 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -108,20 +107,18 @@ def run_tasks(
     timeout: float | None = None,
     stand_in: StandIn | None = None,
     in_worker: Callable[[], None] | None = None,
-    fresh: bool = False,
 ) -> Iterator[TaskResult]:
     """Run ``tasks`` and yield their results in order, as each one's records are in ``writer``.
 
     With ``workers`` None they run here, one after the other, as they are drawn from ``tasks``;
     else in that many forked workers (``tasks`` is drawn first), each calling ``in_worker`` once
-    when it starts, with ``timeout`` seconds per task; with ``fresh``, each task in a process of
-    its own forked by its worker (``_run_forked``). An ``OutputError`` and an interrupt stop
+    when it starts, with ``timeout`` seconds per task. An ``OutputError`` and an interrupt stop
     everything; an interrupt keeps the records of the tasks begun so far, open runs left open.
     """
     if workers is None:
         yield from _in_process(tasks, writer)
     else:
-        yield from WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker, fresh).results()
+        yield from WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker).results()
 
 
 def _in_process(tasks: Iterable[Task], writer: TraceWriter) -> Iterator[TaskResult]:
@@ -212,8 +209,6 @@ class WorkerPool:
     timeout: float | None = None
     stand_in: StandIn | None = None
     in_worker: Callable[[], None] | None = None
-    fresh: bool = False
-    """Each task in a process of its own, forked by its worker, which lowers nothing itself."""
     _pending: deque[int] = field(default_factory=deque)
     _started: set[int] = field(default_factory=set)
     _ended: dict[int, _Ended] = field(default_factory=dict)
@@ -267,9 +262,7 @@ class WorkerPool:
                     if fd >= 0:
                         with contextlib.suppress(OSError):
                             os.close(fd)
-            _worker_main(
-                self.tasks, self.writer, self._scratch, command_read, reply_write, self.in_worker, self.fresh
-            )
+            _worker_main(self.tasks, self.writer, self._scratch, command_read, reply_write, self.in_worker)
         os.close(command_read)
         os.close(reply_write)
         return _Worker(pid, command_write, reply_read)
@@ -406,7 +399,6 @@ def _worker_main(
     commands: int,
     replies: int,
     in_worker: Callable[[], None] | None,
-    fresh: bool = False,
 ) -> None:
     """A worker's life: run the tasks it is sent, each into its own scratch file, until its pipe closes."""
     code = 0
@@ -416,10 +408,23 @@ def _worker_main(
         with os.fdopen(commands, "r") as orders:
             for line in orders:
                 index = int(line)
-                if fresh:
-                    _run_forked(partial(_run_one, tasks, writer, scratch, index, replies))
-                else:
-                    _run_one(tasks, writer, scratch, index, replies)
+                writer.redirect(scratch(index))
+                reply: dict[str, Any] = {"index": index}
+                try:
+                    reply["value"] = tasks[index](writer)
+                except IrtraceError as error:
+                    reply.update(error=error.message, exit_code=int(error.exit_code))
+                except Exception as error:  # a bug: say what it was, as the parent would have
+                    traceback.print_exc()
+                    reply["failure"] = f"{type(error).__name__}: {error}"
+                interrupts.raise_if_requested()
+                try:
+                    text = json.dumps(reply)
+                except (TypeError, ValueError) as error:
+                    text = json.dumps({"index": index, "failure": f"a result that is not JSON: {error}"})
+                data = (text + "\n").encode("utf-8")
+                while data:
+                    data = data[os.write(replies, data) :]
     except KeyboardInterrupt:
         code = INTERRUPTED_EXIT
     except BaseException:
@@ -430,83 +435,6 @@ def _worker_main(
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)  # no atexit handlers or finalizers: the parent's files stay as they are
-
-
-def _run_one(
-    tasks: Sequence[Task], writer: TraceWriter, scratch: Callable[[int], Path], index: int, replies: int
-) -> None:
-    """Run task ``index`` into its scratch file and write its reply line."""
-    writer.redirect(scratch(index))
-    reply: dict[str, Any] = {"index": index}
-    try:
-        reply["value"] = tasks[index](writer)
-    except IrtraceError as error:
-        reply.update(error=error.message, exit_code=int(error.exit_code))
-    except Exception as error:  # a bug: say what it was, as the parent would have
-        traceback.print_exc()
-        reply["failure"] = f"{type(error).__name__}: {error}"
-    interrupts.raise_if_requested()
-    try:
-        text = json.dumps(reply)
-    except (TypeError, ValueError) as error:
-        text = json.dumps({"index": index, "failure": f"a result that is not JSON: {error}"})
-    data = (text + "\n").encode("utf-8")
-    while data:
-        data = data[os.write(replies, data) :]
-
-
-def _run_forked(body: Callable[[], None]) -> None:
-    """Run ``body`` in a child forked from this worker, which ran no task: every task starts from
-    the same memory, whatever the worker ran before. TileLang's output can depend on where its
-    objects lie in memory (docs/ci.md), so a task run after others could lower differently.
-
-    The child's death is the worker's: a signal that killed it kills the worker, its exit code is
-    the worker's, so the parent sees and words it as before. It dies with the worker (a timeout
-    kills the worker)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            _die_with_parent()
-            body()
-        except KeyboardInterrupt:
-            code = INTERRUPTED_EXIT
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        finally:
-            with contextlib.suppress(BaseException):
-                sys.stdout.flush()
-                sys.stderr.flush()
-            os._exit(code)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-        except KeyboardInterrupt:  # Ctrl-C reaches the whole group; the child ends as interrupted
-            continue
-    if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0:
-        os._exit(os.WEXITSTATUS(status))
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (elsewhere a no-op)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() == 1:  # the parent died before the request
-        os._exit(1)
 
 
 def describe_status(status: int) -> str:

@@ -76,7 +76,7 @@ def test_in_process_recording_builds_a_fresh_kernel_for_each_target() -> None:
 
     def in_process(targets: tuple[str, ...]) -> dict[tuple[str, str], tuple[Any, ...]]:
         writer = TraceWriter()
-        recording = record_kernels([RecordRequest(parse_spec(AUTOTUNED), targets)], writer, fresh=False)
+        recording = record_kernels([RecordRequest(parse_spec(AUTOTUNED), targets)], writer)
         assert not recording.errors
         return by_run(writer.trace())
 
