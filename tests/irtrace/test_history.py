@@ -95,7 +95,9 @@ with make_tvm_target(target) as tvm_target:
 """
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "target", [TARGETS[0], *(pytest.param(t, marks=pytest.mark.sweep) for t in TARGETS[1:])]
+)
 def test_two_workspaces_are_named_as_tilelang_names_them(target: str, tmp_path: Path) -> None:
     untraced = subprocess.run(
         [sys.executable, "-c", _UNTRACED, str(DATA), target],
