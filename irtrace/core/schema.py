@@ -287,6 +287,60 @@ class Instance(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """per tensor parameter: `shape`, `dtype`, `device` of what the call passed (`--bench` makes these)"""
 
 
+class BufferLayout(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One buffer's layout as TileLang holds it in a block's `layout_map`: a `Layout` (shared memory:
+    element to address) or a `Fragment` (registers: element to thread and local index)."""
+
+    buffer: str
+    """the buffer's name"""
+    scope: str
+    """its storage scope (`shared.dyn`, `local.fragment`, ...)"""
+    dtype: str
+    """its element type"""
+    shape: list[Id | str]
+    """its shape (a symbolic dimension as text)"""
+    kind: Literal["layout", "fragment"]
+    """TileLang's class: `Layout` or `Fragment`"""
+    input_shape: list[Id | str]
+    """the shape the layout maps from"""
+    output_shape: list[Id | str]
+    """the shape it maps to (for a fragment: the local index space of one thread)"""
+    forward_vars: list[str]
+    """the names of the input coordinates in `forward_index` and `forward_thread` (`_i`, `_j`, ...)"""
+    forward_index: list[str]
+    """one expression per output dimension, in Python syntax (`//`, `%`, `*`, `+`), as TileLang prints it"""
+    forward_thread: str | None = None
+    """fragment: the thread that holds an element, an expression of `forward_vars` (and `rep` when
+    replicated)"""
+    replicate: Id | None = None
+    """fragment: how many threads hold each element"""
+    threads: Id | None = None
+    """fragment: the number of threads it spreads over"""
+    thread_offset: Id | None = None
+    """fragment: the first thread of its thread range (128 for a warp-specialized consumer)"""
+    swizzle: str | None = None
+    """shared memory: `swizzle 128B`, `swizzle 64B`, `swizzle 32B`, `linear` or `custom layout`"""
+    summary: str
+    """the layout in a few words, as the language server's hover shows it (`128 thr, 128 elem/thr`,
+    `swizzle 128B`)"""
+    text: str
+    """TileLang's own text of the layout"""
+
+
+class LayoutRecord(Struct, frozen=True, kw_only=True, tag="layout", tag_field="record"):
+    """Every buffer's layout after a pass: written after the layout-inference pass's `pass` record, and
+    again after each later pass that changed a layout, until the layouts are lowered away. Older readers
+    skip it.
+    """
+
+    run: Id
+    """the run"""
+    after: Id
+    """the `index` of the pass after which the module holds these layouts"""
+    layouts: list[BufferLayout] = []
+    """`BufferLayout` objects, one per buffer, in the order of the module's blocks"""
+
+
 class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"):
     """Starts one kernel lowered for one target. The record holds the run's header (the fields up
     to `kernel_file_sha256`); the `pass`, `end`, `machine` and `bench` records fill in the rest in
@@ -354,6 +408,8 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """Per kernel function: registers, spills, shared memory (``--machine-code``, CUDA only)."""
     bench: BenchResult | None = None
     """The kernel's measured latency (``--bench``, on a GPU)."""
+    layouts: tuple[LayoutRecord, ...] = ()
+    """The buffers' layouts after the layout pass and each later pass that changed them."""
 
     def __post_init__(self) -> None:
         for key, kind, expected in (("args", list, "a list"), ("kwargs", dict, "an object")):
@@ -500,7 +556,15 @@ class HeaderRecord(Struct, frozen=True, kw_only=True, tag="header", tag_field="r
 
 
 Record: TypeAlias = (
-    KernelRun | StartRecord | PassRecord | EndRecord | MachineRecord | BenchRecord | IrRecord | FooterRecord
+    KernelRun
+    | StartRecord
+    | PassRecord
+    | EndRecord
+    | LayoutRecord
+    | MachineRecord
+    | BenchRecord
+    | IrRecord
+    | FooterRecord
 )
 """Every record after the header."""
 RECORD_TYPES: dict[str, type[Struct]] = {

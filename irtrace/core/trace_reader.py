@@ -28,6 +28,7 @@ from irtrace.core.schema import (
     FooterRecord,
     IrRecord,
     KernelRun,
+    LayoutRecord,
     MachineRecord,
     PassRecord,
     Record,
@@ -391,6 +392,11 @@ def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> No
         if record.run not in parsed.starts or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
         parsed.starts[record.run][record.index] = record
+    elif isinstance(record, LayoutRecord):
+        if record.run not in parsed.runs or record.run in parsed.ended:
+            _orphan(record, where, number, parsed)
+        run = parsed.runs[record.run]
+        parsed.runs[record.run] = replace(run, layouts=(*run.layouts, record))
     elif isinstance(record, IrRecord):
         parsed.raw_texts[record.sha256] = encoder.encode(record).decode("utf-8")
     elif isinstance(record, FooterRecord):
@@ -424,7 +430,7 @@ def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> No
 
 
 def _orphan(
-    record: StartRecord | PassRecord | EndRecord | MachineRecord | BenchRecord,
+    record: StartRecord | PassRecord | EndRecord | LayoutRecord | MachineRecord | BenchRecord,
     where: str,
     number: int,
     parsed: _Parsed,

@@ -30,6 +30,7 @@ from irtrace.core.schema import (
     HeaderRecord,
     IrRecord,
     KernelRun,
+    LayoutRecord,
     MachineRecord,
     PassRecord,
     ResourceCounts,
@@ -156,7 +157,13 @@ class TraceWriter:
     def begin_run(self, run: KernelRun) -> KernelRun:
         """Start a run; the returned copy carries its ``run_id``."""
         run = replace(
-            run, run_id=self._next_run_id, passes=(), status=STATUS_INCOMPLETE, running=None, stopped_by=None
+            run,
+            run_id=self._next_run_id,
+            passes=(),
+            layouts=(),
+            status=STATUS_INCOMPLETE,
+            running=None,
+            stopped_by=None,
         )
         self._next_run_id += 1
         self._runs[run.run_id] = run
@@ -226,6 +233,13 @@ class TraceWriter:
         run = self._runs[run_id] = with_machine_code(self._runs[run_id], passes, resources)
         return run
 
+    def add_layouts(self, run_id: int, record: LayoutRecord) -> KernelRun:
+        """Add the buffers' layouts after one of the run's passes (before the run's ``end``)."""
+        record = replace(record, run=run_id)
+        self._write(record)
+        run = self._runs[run_id] = replace(self._runs[run_id], layouts=(*self._runs[run_id].layouts, record))
+        return run
+
     def add_bench(self, run_id: int, bench: BenchResult) -> KernelRun:
         """Add a run's measured latency (``irtrace record --bench``), after its ``end``."""
         self._write({"record": "bench", "run": run_id, **bench.to_json()})
@@ -238,9 +252,17 @@ class TraceWriter:
             self.add_text(texts[sha], sha)
         started = self.begin_run(run)
         machine = [record for record in run.passes if record.phase == PHASE_MACHINE]
+        layouts_after: dict[int, list[LayoutRecord]] = {}
+        for layout in run.layouts:
+            layouts_after.setdefault(layout.after, []).append(layout)
         for record in run.passes:
             if record.phase != PHASE_MACHINE:
                 self.add_pass(started.run_id, record)
+                for layout in layouts_after.pop(record.index, []):
+                    self.add_layouts(started.run_id, layout)
+        for left in layouts_after.values():  # after a pass the run does not hold: kept, at the end
+            for layout in left:
+                self.add_layouts(started.run_id, layout)
         status, error = run.status, run.error
         if machine and status == STATUS_FAILED and any(r.failed for r in machine):
             status, error = STATUS_OK, None  # the lowering's own outcome; the stage fails it again
@@ -323,6 +345,8 @@ class TraceWriter:
                 self._write(replace(record, run=run_id))
             elif isinstance(record, PassRecord):
                 self.add_pass(run_id, record)
+            elif isinstance(record, LayoutRecord):
+                self.add_layouts(run_id, record)
             elif isinstance(record, EndRecord):
                 self._end(replace(record, run=run_id))
             elif isinstance(record, MachineRecord):

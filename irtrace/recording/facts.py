@@ -27,6 +27,14 @@ from typing import Any, Literal
 
 from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.targets import TargetSpec
+from irtrace.recording.layouts import (
+    describe_layout,
+    dims_of,
+    layout_maps,
+    module_functions,
+    plain_text,
+    span_of,
+)
 
 LAYOUT_INFERENCE = "tl.LayoutInference"
 ASCEND_LAYOUT_INFERENCE = "tl.AscendLayoutInference"
@@ -37,27 +45,6 @@ WARNING = "warning"
 _LOCATION = re.compile(r"-->\s*(?P<file>[^\n]+?):(?P<line>\d+):(?P<column>\d+)")
 _LOG_WARNING = re.compile(r"^\[[0-9:]+\][^\n]*?Warning: ", re.MULTILINE)
 _AT_FILE = re.compile(r"\(at (?P<file>[^():]+):(?P<line>\d+)\)")
-_SWIZZLES = (
-    ("make_full_bank_swizzled_layout", "swizzle 128B", 8),
-    ("make_half_bank_swizzled_layout", "swizzle 64B", 4),
-    ("make_quarter_bank_swizzled_layout", "swizzle 32B", 2),
-    ("make_linear_layout", "linear", 0),
-)
-"""TileLang's layout makers to compare a shared buffer's layout with, and the number of 16-byte
-vectors a row must hold for each (0: any shape)."""
-
-
-def _swizzle_applies(buffer: Any, vectors: int) -> bool:
-    """TileLang's own preconditions for a bank swizzle, checked here: a maker that fails them
-    raises through C++, which costs about a second the first time in a process."""
-    if vectors == 0:
-        return True
-    shape = [getattr(dim, "value", dim) for dim in buffer.shape]
-    if len(shape) < 2 or not all(isinstance(dim, int) for dim in shape[-2:]):
-        return False
-    stride, continuous = shape[-2], shape[-1]
-    vector = 128 // int(buffer.dtype.bits)
-    return bool((stride == 4 or stride % 8 == 0) and continuous % (vector * vectors) == 0)
 
 
 def layout_stop_pass(target: TargetSpec) -> str:
@@ -84,38 +71,6 @@ class CompilerDiagnostic:
 
 
 # --- buffers ---------------------------------------------------------------------------------
-
-
-def plain_text(value: Any) -> str:
-    """``str(value)`` as an exact Python ``str``.
-
-    ``str()`` of a TVM object returns a ``tvm_ffi.core.String`` (a ``str`` subclass backed by an
-    FFI object); facts outlive the module they were read from, and freeing such strings later
-    crashed the worker with SIGSEGV (symbolic dims on the second analysis).
-    """
-    text = str(value)
-    return text if type(text) is str else str.__new__(str, text)
-
-
-def dims_of(shape: Any) -> tuple[int | str, ...]:
-    """A TVM shape as Python values: static sizes as ints, symbolic ones as their text."""
-    dims: list[int | str] = []
-    for dim in shape:
-        try:
-            dims.append(int(dim))
-        except (TypeError, ValueError):
-            dims.append(plain_text(dim))
-    return tuple(dims)
-
-
-def _span_of(buffer: Any) -> tuple[str | None, int | None]:
-    span = getattr(buffer, "span", None)
-    if span is None:
-        return None, None
-    source = getattr(span, "source_name", None)
-    name = getattr(source, "name", None) if source is not None else None
-    line = int(span.line) if getattr(span, "line", 0) else None
-    return (plain_text(name) if name else None), line
 
 
 def byte_size(shape: tuple[int | str, ...], dtype: str) -> int | None:
@@ -148,58 +103,6 @@ def _alloc_buffers(func: Any) -> list[Any]:
     return found
 
 
-def _layouts(module: Any) -> dict[tuple[str, int | None], tuple[Any, Any]]:
-    """``(name, line) -> (buffer, layout)`` from every block's ``layout_map`` in ``module``."""
-    from tvm.tirx.stmt_functor import post_order_visit
-
-    layouts: dict[tuple[str, int | None], tuple[Any, Any]] = {}
-
-    def visit(node: Any) -> None:
-        annotations = getattr(node, "annotations", None)
-        if annotations is None or "layout_map" not in annotations:
-            return
-        for buffer, layout in annotations["layout_map"].items():
-            layouts.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), (buffer, layout))
-
-    for _, func in module_functions(module):
-        post_order_visit(func.body, visit)
-    return layouts
-
-
-def module_functions(module: Any) -> list[tuple[Any, Any]]:
-    """The module's functions that have a body (PrimFuncs), as ``(global var, function)``."""
-    if module is None:
-        return []
-    return [(gv, f) for gv, f in module.functions.items() if hasattr(f, "body")]
-
-
-def describe_layout(buffer: Any, layout: Any) -> tuple[str, str]:
-    """The layout in short form (threads, replication, elements per thread; or the swizzle) and long."""
-    long = plain_text(layout)
-    if type(layout).__name__ == "Fragment":
-        threads = int(layout.get_thread_size())
-        replicate = int(layout.replicate_size)
-        per_thread = 1
-        for dim in layout.get_output_shape():
-            per_thread *= int(dim)
-        short = f"{threads} thr, {per_thread} elem/thr"
-        if replicate > 1:
-            short += f", rep {replicate}"
-        return short, long
-    from tilelang.layout import swizzle
-
-    for maker, name, vectors in _SWIZZLES:
-        if not _swizzle_applies(buffer, vectors):
-            continue
-        try:
-            candidate = getattr(swizzle, maker)(buffer)
-            if bool(candidate.is_equal(layout)):
-                return name, long
-        except Exception:
-            continue
-    return "custom layout", long
-
-
 def buffer_facts(func: Any, stopped_module: Any) -> list[BufferFact]:
     """Parameters and allocations of ``func`` with the dtype, scope, shape and layout the compiler
     gave them by the end of layout inference.
@@ -208,12 +111,12 @@ def buffer_facts(func: Any, stopped_module: Any) -> list[BufferFact]:
     module after the layout-inference pass, or ``None`` when lowering failed before it (then the
     declaration is all there is).
     """
-    layouts = _layouts(stopped_module) if stopped_module is not None else {}
+    layouts = layout_maps(stopped_module) if stopped_module is not None else {}
     lowered: dict[tuple[str, int | None], Any] = {}
     lowered_params: dict[str, Any] = {}
     for _, lowered_func in module_functions(stopped_module):
         for buffer in _alloc_buffers(lowered_func):
-            lowered.setdefault((plain_text(buffer.name), _span_of(buffer)[1]), buffer)
+            lowered.setdefault((plain_text(buffer.name), span_of(buffer)[1]), buffer)
         for param in lowered_func.params:
             buffer = lowered_func.buffer_map.get(param, None)
             if buffer is not None:
@@ -225,7 +128,7 @@ def buffer_facts(func: Any, stopped_module: Any) -> list[BufferFact]:
             continue
         facts.append(_fact(buffer, "param", lowered_params.get(plain_text(buffer.name)), None))
     for buffer in _alloc_buffers(func):
-        key = (plain_text(buffer.name), _span_of(buffer)[1])
+        key = (plain_text(buffer.name), span_of(buffer)[1])
         found = layouts.get(key)
         facts.append(_fact(buffer, "alloc", lowered.get(key), found))
     return facts
@@ -236,7 +139,7 @@ def _fact(
 ) -> BufferFact:
     """A buffer's fact: shape as declared; dtype, scope and allocated shape from the compiler's
     buffer (``lowered``, or the one in the ``layout_map``), falling back to the declaration."""
-    file, line = _span_of(buffer)
+    file, line = span_of(buffer)
     shape = dims_of(buffer.shape)
     compiled = found[0] if found is not None else lowered
     allocated = dims_of(compiled.shape) if compiled is not None else shape

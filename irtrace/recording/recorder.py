@@ -17,7 +17,7 @@ from typing import Any
 
 from irtrace.core import interrupts
 from irtrace.core.pass_names import display_name
-from irtrace.core.schema import Instance, Phase
+from irtrace.core.schema import Instance, LayoutRecord, Phase
 from irtrace.core.targets import TargetSpec
 from irtrace.core.trace import (
     PHASE_CHECK,
@@ -33,6 +33,7 @@ from irtrace.core.trace import (
 )
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
+from irtrace.recording.layouts import buffer_layout, layout_maps
 from irtrace.recording.snapshots import ModuleState, Snapshot, SnapshotPrinter
 from irtrace.recording.tvm_targets import make_tvm_target
 
@@ -143,6 +144,10 @@ class PassRecorder:
         self.stopped_module: Any = None
         self.stop_requested = False
         self.unfinished: list[tuple[_OpenPass, float]] = []
+        self.layout_snapshot: Snapshot | None = None
+        """The module snapshot whose layouts were read last (``None`` before the layout pass)."""
+        self.layout_objects: list[tuple[Any, Any]] = []
+        self.layouts_gone = False
 
     @property
     def input_sha(self) -> str | None:
@@ -265,7 +270,10 @@ class PassRecorder:
         wall = max(0.0, ended - frame.started - (self.overhead - frame.overhead_at_start))
         if self.open:
             self.open[-1].child_wall += wall
-        self._write(frame, ended, wall, self._snapshot(mod))
+        after = self._snapshot(mod)
+        self._write(frame, ended, wall, after)
+        if self.printer.capture_ir and not self.layouts_gone:
+            self._note_layouts(mod, frame, after)
         if frame.name in self.stop_after or frame.raw_name in self.stop_after:
             # rebuilt from the snapshot's references: later code may still change ``mod`` in place
             self.stopped_module = self.last_state.rebuild() if self.last_state is not None else mod
@@ -273,6 +281,35 @@ class PassRecorder:
         elif self.should_stop is not None and self.should_stop():
             self.cancelled = self.stop_requested = True
         self.overhead += time.perf_counter() - ended
+
+    def _note_layouts(self, mod: Any, frame: _OpenPass, after: Snapshot) -> None:
+        """Record every buffer's layout after the layout pass, and again after each later pass
+        that changed one, until a pass lowers them away. Only changed modules are read, and a
+        record is built only when a layout object differs from the last one recorded."""
+        if self.layout_snapshot is None and not frame.raw_name.endswith("LayoutInference"):
+            return
+        if after is self.layout_snapshot:
+            return
+        self.layout_snapshot = after
+        found = list(layout_maps(mod).values())
+        if not found:  # none inferred, or lowered away: nothing later holds a layout map
+            self.layouts_gone = True
+            return
+        if len(found) == len(self.layout_objects) and all(
+            buffer.same_as(old_buffer) and layout.same_as(old_layout)
+            for (buffer, layout), (old_buffer, old_layout) in zip(found, self.layout_objects, strict=True)
+        ):
+            return
+        self.layout_objects = found
+        run_id = self._run_id()
+        record = LayoutRecord(
+            run=run_id, after=frame.index, layouts=[buffer_layout(buffer, layout) for buffer, layout in found]
+        )
+
+        def write() -> None:
+            self.writer.add_layouts(run_id, record)
+
+        self.printer.write(write)
 
     def passes_incomplete(self, passes: Sequence[Any], error: BaseException | None) -> None:
         """Note passes that never finished; ``write_failed`` records them once the error is known."""

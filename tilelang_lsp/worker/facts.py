@@ -13,7 +13,8 @@ from typing import Any, Literal
 import msgspec
 
 from irtrace.core.buffer_facts import BufferFact
-from irtrace.recording.facts import CompilerDiagnostic, byte_size, dims_of, module_functions
+from irtrace.recording.facts import CompilerDiagnostic, byte_size
+from irtrace.recording.layouts import dims_of, module_functions
 from tilelang_lsp.protocol import Buffer, Diagnostic
 
 
