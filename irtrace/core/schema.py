@@ -306,7 +306,8 @@ class BufferLayout(Struct, frozen=True, kw_only=True, omit_defaults=True):
     output_shape: list[Id | str]
     """the shape it maps to (for a fragment: the local index space of one thread)"""
     forward_vars: list[str]
-    """the names of the input coordinates in `forward_index` and `forward_thread` (`_i`, `_j`, ...)"""
+    """the names of the input coordinates in `forward_index` and `forward_thread` (`_i`, `_j`, ...), one
+    per input dimension"""
     forward_index: list[str]
     """one expression per output dimension, in Python syntax (`//`, `%`, `*`, `+`), as TileLang prints it"""
     forward_thread: str | None = None
@@ -314,6 +315,8 @@ class BufferLayout(Struct, frozen=True, kw_only=True, omit_defaults=True):
     replicated)"""
     replicate: Id | None = None
     """fragment: how many threads hold each element"""
+    replicate_var: str | None = None
+    """fragment: the name of the replica number (0 to `replicate` - 1) in `forward_thread` (`_rep`)"""
     threads: Id | None = None
     """fragment: the number of threads it spreads over"""
     thread_offset: Id | None = None

@@ -124,6 +124,8 @@ def buffer_layout(buffer: Any, layout: Any) -> BufferLayout:
     prints, and for a fragment its thread mapping, replication and thread range."""
     summary, text = describe_layout(buffer, layout)
     fragment = type(layout).__name__ == "Fragment"
+    names = [plain_text(var) for var in layout.get_forward_vars()]
+    input_shape = list(dims_of(layout.get_input_shape()))
     extra: dict[str, Any] = {}
     if fragment:
         thread_range = getattr(layout, "thread_range", None)
@@ -133,6 +135,8 @@ def buffer_layout(buffer: Any, layout: Any) -> BufferLayout:
             "threads": int(layout.get_thread_size()),
             "thread_offset": int(thread_range.min) if thread_range is not None else None,
         }
+        if len(names) == len(input_shape) + 1:  # a replicated fragment's variables start with the replica's
+            extra["replicate_var"], names = names[0], names[1:]
     else:
         extra = {"swizzle": summary}
     return BufferLayout(
@@ -141,9 +145,9 @@ def buffer_layout(buffer: Any, layout: Any) -> BufferLayout:
         dtype=plain_text(buffer.dtype),
         shape=list(dims_of(buffer.shape)),
         kind="fragment" if fragment else "layout",
-        input_shape=list(dims_of(layout.get_input_shape())),
+        input_shape=input_shape,
         output_shape=list(dims_of(layout.get_output_shape())),
-        forward_vars=[plain_text(var) for var in layout.get_forward_vars()],
+        forward_vars=names,
         forward_index=[plain_text(expr) for expr in layout.get_forward_index()],
         summary=summary,
         text=text,

@@ -1,0 +1,180 @@
+"""Evaluate a recorded layout's forward expressions for concrete coordinates, without TileLang.
+
+A trace is data: its expressions (``_i // 64 * 64 + _j % 8 // 2``, as TileLang prints them) are
+parsed with ``ast`` and evaluated by walking a small whitelist of integer arithmetic (``+ - * //
+%``, bit operations, comparisons, ``T.if_then_else``, ``T.min``/``T.max`` and friends). Anything
+else is refused with ``LayoutExpressionError``; no name outside the layout's own variables is
+looked up and nothing is imported or called.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
+from itertools import product
+
+from irtrace.core.schema import BufferLayout
+
+MAX_EXPRESSION_CHARS = 20_000
+"""Longer texts are refused: no layout TileLang prints comes near it."""
+
+
+class LayoutExpressionError(ValueError):
+    """A forward expression that is not the integer arithmetic TileLang prints."""
+
+
+def _floordiv(a: int, b: int) -> int:
+    if b == 0:
+        raise LayoutExpressionError("division by zero")
+    return a // b
+
+
+def _floormod(a: int, b: int) -> int:
+    if b == 0:
+        raise LayoutExpressionError("modulo by zero")
+    return a % b
+
+
+def _truncdiv(a: int, b: int) -> int:
+    if b == 0:
+        raise LayoutExpressionError("division by zero")
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b >= 0) else -quotient
+
+
+def _truncmod(a: int, b: int) -> int:
+    return a - _truncdiv(a, b) * b
+
+
+_BINARY: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: _floordiv,
+    ast.Mod: _floormod,
+    ast.BitXor: operator.xor,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.RShift: operator.rshift,
+    ast.LShift: lambda a, b: a << min(b, 64),
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+_CALLS: dict[str, Callable[..., int]] = {
+    "min": min,
+    "max": max,
+    "floordiv": _floordiv,
+    "floormod": _floormod,
+    "truncdiv": _truncdiv,
+    "truncmod": _truncmod,
+    "bitwise_xor": operator.xor,
+    "bitwise_and": operator.and_,
+    "bitwise_or": operator.or_,
+    "shift_right": operator.rshift,
+    "shift_left": lambda a, b: a << min(b, 64),
+    "if_then_else": lambda cond, a, b: a if cond else b,
+    "Select": lambda cond, a, b: a if cond else b,
+}
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> ast.expr:
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise LayoutExpressionError(
+            f"an expression of {len(text)} characters (at most {MAX_EXPRESSION_CHARS})"
+        )
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as error:
+        raise LayoutExpressionError(f"not an expression: {error.msg}") from None
+
+
+def _call_name(func: ast.expr) -> str | None:
+    """``min``, ``T.min``, ``tirx.floordiv``...: the last name of a plain or dotted callee."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.attr
+    return None
+
+
+def _eval(node: ast.expr, env: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return int(node.value)
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        raise LayoutExpressionError(f"unknown name {node.id!r}")
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
+        value = _eval(node.operand, env)
+        return (
+            -value
+            if isinstance(node.op, ast.USub)
+            else (int(not value) if isinstance(node.op, ast.Not) else value)
+        )
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        left = _eval(node.left, env)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = _eval(right_node, env)
+            if not _COMPARE[type(op)](left, right):
+                return 0
+            left = right
+        return 1
+    if isinstance(node, ast.BoolOp):
+        values = [_eval(value, env) for value in node.values]
+        return int(all(values)) if isinstance(node.op, ast.And) else int(any(values))
+    if isinstance(node, ast.IfExp):
+        return _eval(node.body, env) if _eval(node.test, env) else _eval(node.orelse, env)
+    if isinstance(node, ast.Call) and not node.keywords:
+        name = _call_name(node.func)
+        if name in _CALLS:
+            return int(_CALLS[name](*(_eval(arg, env) for arg in node.args)))
+        if name in ("int32", "int64", "uint32", "Cast") and node.args:
+            return _eval(node.args[-1], env)
+    raise LayoutExpressionError(f"unsupported expression: {ast.unparse(node)[:80]}")
+
+
+def evaluate(text: str, env: Mapping[str, int]) -> int:
+    """The value of one forward expression for the coordinates in ``env``."""
+    return _eval(_parse(text), env)
+
+
+def _env(layout: BufferLayout, coords: Sequence[int], replica: int) -> dict[str, int]:
+    if len(coords) != len(layout.forward_vars):
+        raise LayoutExpressionError(f"{len(coords)} coordinates for a layout of {len(layout.forward_vars)}")
+    env = dict(zip(layout.forward_vars, coords, strict=True))
+    if layout.replicate_var is not None:
+        env[layout.replicate_var] = replica
+    return env
+
+
+def forward_index(layout: BufferLayout, coords: Sequence[int], replica: int = 0) -> tuple[int, ...]:
+    """Where element ``coords`` goes: its output coordinates (a fragment: the local index)."""
+    env = _env(layout, coords, replica)
+    return tuple(evaluate(expr, env) for expr in layout.forward_index)
+
+
+def forward_thread(layout: BufferLayout, coords: Sequence[int], replica: int = 0) -> int:
+    """The thread that holds element ``coords`` of a fragment (replica ``replica`` of it), counted
+    from 0 within the fragment's threads (add ``thread_offset`` for ``threadIdx.x``)."""
+    if layout.forward_thread is None:
+        raise LayoutExpressionError(f"{layout.buffer} is not a fragment: it has no thread mapping")
+    return evaluate(layout.forward_thread, _env(layout, coords, replica))
+
+
+def elements(layout: BufferLayout) -> Iterator[tuple[int, ...]]:
+    """Every coordinate of the layout's input shape, row-major (symbolic shapes have none)."""
+    dims = [dim for dim in layout.input_shape if isinstance(dim, int)]
+    if len(dims) != len(layout.input_shape):
+        raise LayoutExpressionError(f"{layout.buffer} has a symbolic shape {layout.input_shape}")
+    return product(*(range(dim) for dim in dims))
