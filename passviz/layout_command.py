@@ -28,7 +28,9 @@ def find_layout(runs: Sequence[KernelRun], buffer: str) -> tuple[KernelRun, Buff
         if layout.buffer == buffer:
             return run, layout
     held = ", ".join(terminal_safe(layout.buffer, newlines=False) for layout in layouts[:20])
-    raise NotInTraceError(f"no buffer {terminal_safe(buffer, newlines=False)!r} in this run's layouts ({held})")
+    raise NotInTraceError(
+        f"no buffer {terminal_safe(buffer, newlines=False)!r} in this run's layouts ({held})"
+    )
 
 
 def draw_layout(runs: Sequence[KernelRun], args: argparse.Namespace) -> int:

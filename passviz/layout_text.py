@@ -27,7 +27,9 @@ ROW_LABEL = 5
 DEFAULT_ROWS = 16
 
 
-def text_crop(layout: BufferLayout, width: int, rows: range | None, cols: range | None) -> tuple[range, range]:
+def text_crop(
+    layout: BufferLayout, width: int, rows: range | None, cols: range | None
+) -> tuple[range, range]:
     """The crop shown at ``width`` columns: what was asked, else the top-left corner that fits."""
     total_rows, total_cols = grid_size(layout)
     cell = _cell_width(layout)

@@ -181,7 +181,8 @@ def layout_grid(layout: BufferLayout, rows: range | None = None, cols: range | N
                 local = _ravel(forward_index(layout, coords, 0), out_dims)
                 if fragment:
                     threads = tuple(
-                        forward_thread(layout, coords, rep) for rep in range(min(replicas, MAX_REPLICAS_SHOWN))
+                        forward_thread(layout, coords, rep)
+                        for rep in range(min(replicas, MAX_REPLICAS_SHOWN))
                     )
                     cells.append(LayoutCell(row, col, coords, threads=threads, local=local))
                 else:
@@ -250,7 +251,8 @@ def describe(grid: LayoutGrid) -> list[str]:
         offset = layout.thread_offset if isinstance(layout.thread_offset, int) else 0
         lines.append(
             f"cell: T thread (0 to {_count(layout.threads) - 1}; threadIdx.x = T + {offset}), "
-            f"L local index" + (f"; each element held by {grid.replicas} threads" if grid.replicas > 1 else "")
+            f"L local index"
+            + (f"; each element held by {grid.replicas} threads" if grid.replicas > 1 else "")
         )
     else:
         lines.append(
@@ -293,10 +295,11 @@ def _x(text: object) -> str:
     return html.escape(_CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text)), quote=True)
 
 
-def layout_svg(grid: LayoutGrid, *, labelled: bool | None = None) -> str:
+def layout_svg(grid: LayoutGrid, *, labelled: bool | None = None, ids: str = "") -> str:
     """The grid as standalone SVG. Each cell is a ``rect`` carrying ``data-row``, ``data-col`` and
     ``data-thread``/``data-local`` (fragments, with ``data-threads`` and ``data-replicas`` when
-    replicated) or ``data-bank``/``data-offset`` (shared layouts)."""
+    replicated) or ``data-bank``/``data-offset`` (shared layouts). ``ids`` prefixes the one ``id``
+    it defines, so several drawings can sit in one HTML page."""
     n_rows, n_cols = len(grid.row_range), len(grid.col_range)
     if labelled is None:
         labelled = n_rows <= LABELLED_SPAN and n_cols <= LABELLED_SPAN
@@ -316,7 +319,7 @@ def layout_svg(grid: LayoutGrid, *, labelled: bool | None = None) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
         f'viewBox="0 0 {total_w} {total_h}" font-family="monospace" font-size="10" '
         f'data-buffer="{_x(grid.layout.buffer)}" data-kind="{_x(grid.layout.kind)}">',
-        '<defs><pattern id="rep" width="6" height="6" patternUnits="userSpaceOnUse" '
+        f'<defs><pattern id="{_x(ids)}rep" width="6" height="6" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#000" '
         'stroke-opacity="0.25" stroke-width="2"/></pattern></defs>',
         f"<title>{_x(titles[0])}</title>",
@@ -336,10 +339,12 @@ def layout_svg(grid: LayoutGrid, *, labelled: bool | None = None) -> str:
                 f'<text x="{left - 4}" y="{top + i * height + min(height, 14) - 3}" text-anchor="end" '
                 f'fill="#666">{row}</text>'
             )
+    out.append(f'<g stroke="#fff" stroke-width="{0.5 if labelled else 0.2}">')
     for index, cell in enumerate(grid.cells):
         x = left + (index % n_cols) * width
         y = top + (index // n_cols) * height
-        out.append(_cell_svg(grid, cell, x, y, width, height, labelled))
+        out.append(_cell_svg(grid, cell, x, y, width, height, labelled, ids))
+    out.append("</g>")
     for i, row in enumerate(grid.row_range):
         ways = grid.conflicts.get(row)
         if ways:
@@ -353,7 +358,9 @@ def layout_svg(grid: LayoutGrid, *, labelled: bool | None = None) -> str:
     return "\n".join(out)
 
 
-def _cell_svg(grid: LayoutGrid, cell: LayoutCell, x: int, y: int, w: int, h: int, labelled: bool) -> str:
+def _cell_svg(
+    grid: LayoutGrid, cell: LayoutCell, x: int, y: int, w: int, h: int, labelled: bool, ids: str
+) -> str:
     attrs = f'data-row="{cell.row}" data-col="{cell.col}"'
     if len(cell.coords) != 2:
         attrs += f' data-coords="{",".join(map(str, cell.coords))}"'
@@ -367,15 +374,16 @@ def _cell_svg(grid: LayoutGrid, cell: LayoutCell, x: int, y: int, w: int, h: int
         fill = bank_colour(cell.bank or 0)
         attrs += f' data-bank="{cell.bank}" data-offset="{cell.offset}"'
         lines = [f"B{cell.bank}", f"@{cell.offset}"]
-    parts = [
-        f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="{fill}" stroke="#fff" '
-        f'stroke-width="{0.5 if labelled else 0.2}" {attrs}/>'
-    ]
+    parts = [f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="{fill}" {attrs}/>']
     if grid.replicas > 1:
-        parts.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="url(#rep)"/>')
+        parts.append(
+            f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="url(#{_x(ids)}rep)" stroke="none"/>'
+        )
     if labelled:
-        parts.append(f'<text x="{x + 2}" y="{y + 11}">{_x(lines[0])}</text>')
-        parts.append(f'<text x="{x + 2}" y="{y + 22}" fill="#333">{_x(lines[1])}</text>')
+        parts.append(
+            f'<text x="{x + 2}" y="{y + 11}" stroke="none">{_x(lines[0])}'
+            f'<tspan x="{x + 2}" dy="11">{_x(lines[1])}</tspan></text>'
+        )
     return "".join(parts)
 
 

@@ -7,6 +7,7 @@ this file, and the ``Fragment``/``Layout`` methods on its ``layout_map`` (``map_
 
 from __future__ import annotations
 
+import contextlib
 import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -72,11 +73,9 @@ def _oracle_layouts(kernel: str, target: str) -> dict[str, Any]:
     tvm_target = determine_target(dict(spec_of) if isinstance(spec_of, dict) else spec_of, return_object=True)
     with tvm_target:
         func = module.matmul(256, 256, 256) if kernel == "matmul" else module.flash_attention_fwd()
-        with tvm.transform.PassContext(instruments=[KeepLayoutModule()]):
-            try:
-                tilelang.lower(func, target=tvm_target)
-            except Exception:  # the instrument's stop, however TVM wraps it
-                pass
+        # suppress: the instrument's stop, however TVM wraps it
+        with tvm.transform.PassContext(instruments=[KeepLayoutModule()]), contextlib.suppress(Exception):
+            tilelang.lower(func, target=tvm_target)
     assert kept, "tl.LayoutInference did not run"
     found: dict[str, Any] = {}
 
@@ -131,7 +130,11 @@ def test_svg_cells_equal_tilelangs_own_mapping(layouts_trace: Trace, kernel: str
             if layout.kind == "fragment":
                 replicas = int(live.replicate_size)
                 rep = [0] if replicas > 1 else []
-                assert int(attrs["data-thread"]) == _int(live.map_forward_thread(rep + coords)[0]), (name, row, col)
+                assert int(attrs["data-thread"]) == _int(live.map_forward_thread(rep + coords)[0]), (
+                    name,
+                    row,
+                    col,
+                )
                 assert int(attrs["data-local"]) == _int(live.map_forward_index(rep + coords)[0])
                 if replicas > 1:
                     every = [_int(live.map_forward_thread([r, *coords])[0]) for r in range(replicas)]
@@ -170,7 +173,9 @@ def _linear(rows: int = 16, cols: int = 64) -> BufferLayout:
 def test_a_linear_shared_layout_shows_its_conflicts_and_a_swizzle_none(layouts_trace: Trace) -> None:
     svg = layout_svg(layout_grid(_linear()))
     marks = ET.fromstring(svg).findall(".//{http://www.w3.org/2000/svg}text[@data-ways]")
-    assert {m.get("data-ways") for m in marks} == {"8"}  # 128-byte rows: a 16-byte column, 8 rows, one bank set
+    assert {m.get("data-ways") for m in marks} == {
+        "8"
+    }  # 128-byte rows: a 16-byte column, 8 rows, one bank set
     swizzled = _run(layouts_trace, "flash_attention_fwd", "cuda:sm_90").layouts[0].layouts
     q_shared = next(layout for layout in swizzled if layout.buffer == "Q_shared")
     assert "swizzle 128B" in layout_svg(layout_grid(q_shared))
@@ -186,7 +191,9 @@ def test_terminal_grid_fits_80_columns(layouts_trace: Trace) -> None:
         assert any(line.lstrip().startswith("15 ") for line in lines)  # 16 rows drawn
 
 
-def test_passviz_layout_command(layouts_trace: Trace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_passviz_layout_command(
+    layouts_trace: Trace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = str(layouts_trace.path)
     output = tmp_path / "c.svg"
     args = ["layout", trace, "-k", "matmul", "-t", "hip:gfx942", "C_local"]
@@ -244,5 +251,27 @@ def test_hostile_layouts_are_cropped_or_refused() -> None:
 
 
 def test_element_bits_and_banks() -> None:
-    assert [element_bits(d) for d in ("float16", "float32", "float8_e4m3", "int8", "bool")] == [16, 32, 8, 8, 8]
+    assert [element_bits(d) for d in ("float16", "float32", "float8_e4m3", "int8", "bool")] == [
+        16,
+        32,
+        8,
+        8,
+        8,
+    ]
     assert bank_of(64, 16) == 0 and bank_of(2, 16) == 1 and bank_of(31, 32) == 31
+
+
+def test_report_draws_each_distinct_layout_once(layouts_trace: Trace) -> None:
+    import re
+
+    from passviz.report import report_html
+
+    page = report_html(layouts_trace)
+    drawn = re.findall(r"<h3 id='(layout\d+)'>", page)
+    links = re.findall(r"<a href='#(layout\d+)'>", page)
+    assert drawn and len(set(drawn)) == len(drawn)
+    # the flash-attention statistics fragments (scores_max, logsum, ...) share one drawing
+    assert len(links) > len(drawn) and set(links) == set(drawn)
+    svgs = re.findall(r"<svg .*?</svg>", page, flags=re.S)
+    fragment = next(s for s in svgs if 'data-kind="fragment"' in s)
+    ET.fromstring(fragment.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1))
