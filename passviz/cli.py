@@ -21,7 +21,9 @@ USAGE = """\
   passviz TRACE [--compare OTHER]                  browse the passes (press ? for the keys)
   passviz dot TRACE -o FILE.svg|png|dot [--fold] [--kernel K] [--target T ...]
                                                    (several kernels: FILE.KERNEL.svg each)
-  passviz html TRACE [-o report.html] [--kernel K] [--target T ...]"""
+  passviz html TRACE [-o report.html] [--kernel K] [--target T ...]
+  passviz layout TRACE -k K -t T BUFFER [-o FILE.svg] [--rows A:B] [--cols A:B]
+                                                   a buffer's inferred layout, drawn"""
 
 
 def _epilog() -> str:
@@ -80,6 +82,22 @@ def html_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def layout_parser() -> argparse.ArgumentParser:
+    parser = _command_parser(
+        "layout",
+        "Draw a buffer's inferred layout: for a fragment the thread (and local index) holding each "
+        "element, for shared memory each element's bank. A text grid on the terminal, or the whole "
+        "picture as SVG with -o. Rank > 2 buffers are drawn with their leading dimensions flattened "
+        "into rows.",
+    )
+    parser.add_argument("buffer", metavar="BUFFER", help="the buffer's name")
+    parser.add_argument("-o", "--output", help="write the picture to FILE.svg instead")
+    parser.add_argument("--rows", help="rows START:STOP to draw (default: the first 16, 128 in SVG)")
+    parser.add_argument("--cols", help="columns START:STOP (default: what fits, 128 in SVG)")
+    parser.add_argument("--width", type=int, default=None, help="terminal width (default: the terminal's)")
+    return parser
+
+
 def select_runs(trace: Trace, kernel: str | None, targets: Sequence[str]) -> list[KernelRun]:
     """Runs of ``kernel`` (all kernels if None) on ``targets`` (all if empty), in trace order."""
     runs = trace.select(kernel, None)
@@ -91,8 +109,9 @@ def select_runs(trace: Trace, kernel: str | None, targets: Sequence[str]) -> lis
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    command = args_list[0] if args_list and args_list[0] in ("dot", "html") else "browse"
-    parser = {"dot": dot_parser, "html": html_parser, "browse": browse_parser}[command]()
+    command = args_list[0] if args_list and args_list[0] in ("dot", "html", "layout") else "browse"
+    parsers = {"dot": dot_parser, "html": html_parser, "layout": layout_parser, "browse": browse_parser}
+    parser = parsers[command]()
     try:
         args = parser.parse_args(args_list[1:] if command != "browse" else args_list)
     except SystemExit as exit_:
@@ -111,6 +130,10 @@ def _run(command: str, args: argparse.Namespace) -> int:
     runs = select_runs(trace, args.kernel, args.target)
     if command == "dot":
         return _draw(trace, runs, args.output, fold=args.fold)
+    if command == "layout":
+        from passviz.layout_command import draw_layout
+
+        return draw_layout(runs, args)
     from passviz.report import write_report
 
     path = write_report(trace, args.output, runs)

@@ -52,6 +52,9 @@ pre.ir { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x:
 def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title: str | None = None) -> str:
     """The whole page for ``runs`` (all runs of the trace by default)."""
     runs = list(trace.runs if runs is None else runs)
+    from passviz.report_layouts import layout_sections
+
+    layout_links, layouts_html = layout_sections(runs)
     name = Path(trace.path).name if trace.path else "trace"
     parts = [
         "<!DOCTYPE html>",
@@ -61,13 +64,14 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
         f"<h1>{_e(title or f'passviz report: {name}')}</h1>",
         f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {len({r.kernel for r in runs})} kernel(s).",
         " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>drawings</a>"
-        " · <a href='#passes'>passes and diffs</a>.</p>",
+        " · <a href='#layouts'>layouts</a> · <a href='#passes'>passes and diffs</a>.</p>",
         _legend(),
         _runs_table(runs),
         _time_chart(runs),
         _drawings(trace, runs),
+        layouts_html,
         '<h2 id="passes">Passes and diffs</h2>',
-        *(_run_section(trace, run) for run in runs),
+        *(_run_section(trace, run, layout_links) for run in runs),
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -225,8 +229,9 @@ def _inline_svg(svg: str) -> str:
     return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
 
 
-def _run_section(trace: Trace, run: KernelRun) -> str:
+def _run_section(trace: Trace, run: KernelRun, layout_links: dict[tuple[int, str], str]) -> str:
     from passdiff import NormalizeRules, diff_texts
+    from passviz.report_layouts import run_layouts_table
 
     counts = line_counts(trace, run)
     rows = []
@@ -282,6 +287,7 @@ def _run_section(trace: Trace, run: KernelRun) -> str:
         "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
         + "".join(rows)
         + "</table></details>"
+        + run_layouts_table(run, layout_links)
         + _source_map(trace, run)
         + "<p>Diffs of the passes that changed the IR:</p>"
         + "".join(diffs)
