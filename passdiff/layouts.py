@@ -84,8 +84,9 @@ class MappingCheck:
     reason: str | None = None
     """Why the mapping was not compared."""
 
-    def words(self, label_a: str, label_b: str, fragment: bool) -> str:
-        """The check in a sentence."""
+    def words(self, where_a: str, where_b: str, fragment: bool) -> str:
+        """The check in a sentence; ``where_a`` is run ``a``'s label with its preposition."""
+        label_a, label_b = where_a, where_b
         if self.status == NOT_COMPARED:
             return f"mapping not compared: {self.reason}"
         scope = (
@@ -96,10 +97,10 @@ class MappingCheck:
         if self.status == SAME:
             return f"same mapping on {scope}"
         assert self.element is not None
-        where = f"[{', '.join(map(str, self.element))}]"
+        element = f"[{', '.join(map(str, self.element))}]"
         return (
-            f"mapping differs at element {where}: {_placement_words(self.placement_a, fragment)} on "
-            f"{label_a}, {_placement_words(self.placement_b, fragment)} on {label_b} (the first "
+            f"mapping differs at element {element}: {_placement_words(self.placement_a, fragment)} "
+            f"{label_a}, {_placement_words(self.placement_b, fragment)} {label_b} (the first "
             f"difference, row-major, in {scope})"
         )
 
