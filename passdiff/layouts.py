@@ -29,6 +29,7 @@ __all__ = [
     "LayoutComparison",
     "MappingCheck",
     "PropertyChange",
+    "buffer_document",
     "compare_layouts",
     "compare_mapping",
     "layout_document",
@@ -397,11 +398,12 @@ def layout_document(comparison: LayoutComparison) -> dict[str, object]:
         "label_b": comparison.label_b,
         "different": comparison.different,
         "note": comparison.note,
-        "buffers": [_buffer_document(buffer, comparison) for buffer in comparison.buffers],
+        "buffers": [buffer_document(buffer, *comparison.where) for buffer in comparison.buffers],
     }
 
 
-def _buffer_document(buffer: BufferLayoutDiff, comparison: LayoutComparison) -> dict[str, object]:
+def buffer_document(buffer: BufferLayoutDiff, where_a: str, where_b: str) -> dict[str, object]:
+    """One buffer's comparison as JSON; ``where_a`` names run ``a`` in its sentence (``on sm_90``)."""
     mapping = buffer.mapping
     return {
         "buffer": buffer.buffer,
@@ -422,5 +424,5 @@ def _buffer_document(buffer: BufferLayoutDiff, comparison: LayoutComparison) -> 
             "b": [list(place) for place in mapping.placement_b],
             "reason": mapping.reason,
         },
-        "sentence": buffer.sentence(*comparison.where),
+        "sentence": buffer.sentence(where_a, where_b),
     }
