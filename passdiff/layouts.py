@@ -45,9 +45,10 @@ not compared (a trace with thousands of buffers cannot make a diff take minutes)
 MAX_REPLICATE = 4096
 """More replicas per element than this is no layout TileLang makes: the mapping is not compared."""
 
-SAME = "same"
-DIFFERS = "differs"
-NOT_COMPARED = "not_compared"
+MappingStatus = Literal["same", "differs", "not_compared"]
+SAME: MappingStatus = "same"
+DIFFERS: MappingStatus = "differs"
+NOT_COMPARED: MappingStatus = "not_compared"
 BOTH = "both"
 ONLY_A = "only_a"
 ONLY_B = "only_b"
@@ -71,7 +72,7 @@ class PropertyChange:
 class MappingCheck:
     """The element-to-(thread, local index) mapping of two layouts, compared element by element."""
 
-    status: Literal["same", "differs", "not_compared"]
+    status: MappingStatus
     total: int = 0
     """Elements in the layout's input shape."""
     compared: int = 0
@@ -267,7 +268,9 @@ def _dims(shape: Sequence[int | str]) -> str:
 
 
 def _product(shape: Sequence[int | str]) -> int | None:
-    return math.prod(shape) if all(isinstance(dim, int) for dim in shape) else None  # type: ignore[arg-type]
+    """Elements in ``shape``; ``None`` when a dimension is symbolic."""
+    dims = [dim for dim in shape if isinstance(dim, int)]
+    return math.prod(dims) if len(dims) == len(shape) else None
 
 
 def _properties(layout: BufferLayout) -> dict[str, str]:

@@ -215,7 +215,8 @@ def test_hostile_trace_through_the_cli_gives_a_bounded_answer(gemm_path: Path, t
     hostile.write_text("\n".join(edited) + "\n", encoding="utf-8")
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "passdiff.cli", "targets", str(hostile), "cuda:sm_90", "hip:gfx942", "-f", "json"],
+        [sys.executable, "-m", "passdiff.cli", "targets", str(hostile), "cuda:sm_90", "hip:gfx942",
+         "-f", "json"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert time.monotonic() - started < 60
