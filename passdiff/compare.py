@@ -33,6 +33,7 @@ from passdiff.align import (
     end_order,
 )
 from passdiff.errors import PassdiffError
+from passdiff.layouts import LayoutComparison, compare_layouts
 from passdiff.normalize import NormalizeRules, normalize_ir
 from passdiff.textdiff import TextDiff, diff_texts, whitespace_key
 
@@ -122,6 +123,8 @@ class RunComparison:
     --machine-code``), by stage name, in pipeline order."""
     notes: tuple[str, ...] = field(default=())
     """Facts worth showing: a run that failed, a missing kernel source."""
+    layouts: LayoutComparison | None = None
+    """The layouts layout inference picked in each run, buffer by buffer (``passdiff.layouts``)."""
 
     @property
     def different(self) -> bool:
@@ -139,6 +142,7 @@ class RunComparison:
             or any(not diff.is_empty for _, diff in self.machine_diffs)
             or (self.input_diff is not None and not self.input_diff.is_empty)
             or self.run_a.status != self.run_b.status
+            or (self.layouts is not None and self.layouts.different)
         )
 
     @property
@@ -284,11 +288,15 @@ def compare_runs(
     trace_b: Trace,
     run_b: KernelRun,
     rules: NormalizeRules = NormalizeRules(),  # noqa: B008
+    labels: tuple[str, str] | None = None,
+    preposition: str = "on",
 ) -> RunComparison:
     """Align the passes of two runs and find where their IR first parts.
 
     Returns that pass with the diff of the two runs' IR right after it, the passes only one run
-    ran, moved or never reached, the diff of the input modules and of the final kernel sources.
+    ran, moved or never reached, the diff of the input modules and of the final kernel sources,
+    and the layouts compared. ``labels`` name the runs in layout sentences, after ``preposition``
+    (default: ``on`` their targets when they differ, else ``in run a`` and ``in run b``).
     """
     texts = _Texts(rules)
     alignment = align_passes(run_a, run_b)
@@ -348,7 +356,19 @@ def compare_runs(
         source_diff=source_diff,
         machine_diffs=tuple(machine_diffs),
         notes=tuple(notes),
+        layouts=_layouts(run_a, run_b, labels, preposition),
     )
+
+
+def _layouts(
+    run_a: KernelRun, run_b: KernelRun, labels: tuple[str, str] | None, preposition: str
+) -> LayoutComparison:
+    if labels is None:
+        if run_a.target != run_b.target:
+            labels, preposition = (run_a.target, run_b.target), "on"
+        else:
+            labels, preposition = ("run a", "run b"), "in"
+    return compare_layouts(run_a, run_b, *labels, preposition=preposition)
 
 
 def _machine_stages(run: KernelRun) -> list[str]:
@@ -388,11 +408,13 @@ def compare_traces(
     *,
     kernel: str | None = None,
     target: str | None = None,
+    labels: tuple[str, str] = ("old", "new"),
 ) -> list[RunComparison]:
     """Compare every (kernel, target) of two traces; one only in a trace is reported as such.
 
     ``kernel`` and ``target`` narrow the comparison; naming one that neither trace holds
-    raises ``NotInTraceError`` listing what the traces hold.
+    raises ``NotInTraceError`` listing what the traces hold. ``labels`` name the two traces in
+    layout sentences.
     """
     runs_a = _select(trace_a, kernel, target)
     runs_b = _select(trace_b, kernel, target)
@@ -406,7 +428,7 @@ def compare_traces(
         if other is None:
             results.append(RunComparison(run.kernel, run.target, None, run, None, rules, presence=ONLY_A))
         else:
-            results.append(compare_runs(trace_a, run, trace_b, other, rules))
+            results.append(compare_runs(trace_a, run, trace_b, other, rules, labels, "in"))
     for run in runs_b:
         if run.key not in keys_a:
             results.append(RunComparison(run.kernel, None, run.target, None, run, rules, presence=ONLY_B))

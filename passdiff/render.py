@@ -108,6 +108,18 @@ def _cause(comparison: RunComparison, first: PassAlignment) -> str:
     return " (same input IR: this pass makes the difference)"
 
 
+def layout_section(comparison: RunComparison) -> list[str]:
+    """A heading and one line per buffer whose inferred layout differs; nothing when none does
+    (or when a run recorded no layouts only because the other is missing)."""
+    layouts = comparison.layouts
+    if layouts is None:
+        return []
+    lines = layouts.lines()
+    if not lines:
+        return []
+    return ["layouts after layout inference", *lines]
+
+
 # ----------------------------------------------------------------------------- unified
 
 
@@ -155,6 +167,11 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
         console.print(Text(comparison.title, style="bold"))
         for fact in comparison_facts(comparison):
             console.print(Text("  " + fact))
+        layout_lines = layout_section(comparison)
+        if layout_lines:
+            console.print(Text(layout_lines[0], style="bold"))
+            for line in layout_lines[1:]:
+                console.print(Text("  " + line), crop=False, overflow="ignore", no_wrap=True, soft_wrap=True)
         if comparison.diff is not None and comparison.first_difference is not None:
             console.print(
                 Text.assemble(
@@ -327,6 +344,11 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
         parts.append(f'<h2>{_e(comparison.title)}</h2><ul class="facts">')
         parts.extend(f"<li>{_e(fact)}</li>" for fact in comparison_facts(comparison))
         parts.append("</ul>")
+        layout_lines = layout_section(comparison)
+        if layout_lines:
+            parts.append(f'<h3>{_e(layout_lines[0])}</h3><ul class="layouts">')
+            parts.extend(f"<li>{_e(line)}</li>" for line in layout_lines[1:])
+            parts.append("</ul>")
         if comparison.diff is not None and comparison.first_difference is not None:
             label = _e(comparison.first_difference.both_labels)
             parts.append(f"<h3>IR after {label} {_html_counts(comparison.diff)}</h3>")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from passdiff.compare import BOTH, PassAlignment, RunComparison
+from passdiff.layouts import layout_document
 from passdiff.normalize import NormalizeRules
 from passdiff.textdiff import TextDiff
 
@@ -164,6 +165,7 @@ def _comparison_document(item: RunComparison, context: int) -> dict[str, Any]:
             for stage, diff in item.machine_diffs
         },
         "notes": list(item.notes),
+        "layouts": None if item.layouts is None else layout_document(item.layouts),
     }
 
 

@@ -22,6 +22,7 @@ from irtrace.core.policy import (
     FAILURE_CHANGED,
     FIXED,
     IR,
+    LAYOUT,
     METRIC,
     NEWLY_FAILING,
     PASS_LIST,
@@ -42,6 +43,7 @@ from passdiff.compare import (
     compare_traces,
     label_in_run,
 )
+from passdiff.layouts import BufferLayoutDiff
 
 UNCHANGED = "unchanged"
 CHANGED = "changed"
@@ -52,6 +54,11 @@ OUTCOMES = (UNCHANGED, CHANGED, ADDED, REMOVED, NEWLY_FAILING, FIXED, FAILING)
 
 SLOWEST_PASSES = 5
 """Passes per run whose time changed most that a report keeps."""
+LAYOUT_LABELS = ("the baseline", "the new trace")
+"""How layout sentences name the two traces (``in the baseline``)."""
+LAYOUT_WHERE = tuple(f"in {label}" for label in LAYOUT_LABELS)
+LAYOUT_FINDINGS = 8
+"""Buffers per run whose layout change is a finding of its own; the rest are counted in one more."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,10 @@ class RunCheck:
     """Every metric either trace knows."""
     failure: str | None = None
     """For a run failing now: ``PASS: error headline``."""
+    layouts: tuple[BufferLayoutDiff, ...] = ()
+    """Buffers whose layout after layout inference differs (``passdiff.layouts``)."""
+    layout_note: str | None = None
+    """Why layouts were not compared (a run recorded none)."""
 
     @property
     def gated(self) -> bool:
@@ -161,7 +172,7 @@ class CheckReport:
 
 def check_traces(new: Trace, baseline: Trace, policy: Policy = Policy()) -> CheckReport:  # noqa: B008
     """Check ``new`` against ``baseline`` under ``policy``."""
-    comparisons = compare_traces(baseline, new)
+    comparisons = compare_traces(baseline, new, labels=LAYOUT_LABELS)
     runs = tuple(_check_pair(comparison, baseline, new, policy) for comparison in comparisons)
     return CheckReport(
         baseline_path=baseline.path or "<baseline>",
@@ -265,6 +276,8 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
             source_lines = (diff.added, diff.removed) if diff is not None else None
             counted = f" (+{source_lines[0]} -{source_lines[1]} lines)" if source_lines else ""
             findings.append(Finding(SOURCE, f"kernel source changed{counted}", policy.fails(SOURCE)))
+    layouts = comparison.layouts.changed if comparison.layouts is not None else ()
+    findings.extend(_layout_findings(comparison, layouts, policy))
     if total is not None:
         findings.extend(_time_findings([total], TOTAL_TIME, policy.total_ratio, policy))
     pass_times = _pass_times(comparison, policy)
@@ -288,7 +301,24 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
         total=total,
         pass_times=pass_times,
         metrics=metrics,
+        layouts=layouts,
+        layout_note=comparison.layouts.note if comparison.layouts is not None else None,
     )
+
+
+def _layout_findings(
+    comparison: RunComparison, layouts: Sequence[BufferLayoutDiff], policy: Policy
+) -> list[Finding]:
+    """One finding per buffer whose layout differs (the first ``LAYOUT_FINDINGS``, then a count)."""
+    if comparison.layouts is None or not layouts:
+        return []
+    where = comparison.layouts.where
+    gated = policy.fails(LAYOUT)
+    findings = [Finding(LAYOUT, buffer.sentence(*where), gated) for buffer in layouts[:LAYOUT_FINDINGS]]
+    if len(layouts) > LAYOUT_FINDINGS:
+        rest = ", ".join(buffer.buffer for buffer in layouts[LAYOUT_FINDINGS:])
+        findings.append(Finding(LAYOUT, f"{len(layouts) - LAYOUT_FINDINGS} more buffers: {rest}", gated))
+    return findings
 
 
 def _input_differs(comparison: RunComparison, row: PassAlignment) -> str:

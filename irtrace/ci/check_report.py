@@ -11,6 +11,7 @@ from typing import Any
 
 from irtrace.ci.check import (
     FAILING,
+    LAYOUT_WHERE,
     UNCHANGED,
     CheckReport,
     MetricChange,
@@ -20,6 +21,7 @@ from irtrace.ci.check import (
 from irtrace.core.metrics import METRIC_TITLES
 from irtrace.core.policy import REMOVED
 from irtrace.core.targets import TARGETS
+from passdiff.layouts import buffer_document
 
 JSON_SCHEMA = 1
 """Version of the ``irtrace check --json`` document."""
@@ -105,8 +107,8 @@ def render_markdown(report: CheckReport) -> str:
         lines.append("Every kernel lowers exactly as in the baseline (IR, passes and source).")
         return "\n".join(lines) + "\n"
     lines += [
-        "| | kernel | target | change | first changed pass | source | time | metrics |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| | kernel | target | change | first changed pass | source | layouts | time | metrics |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for run in listed[:MARKDOWN_ROWS]:
         lines.append(
@@ -119,6 +121,7 @@ def render_markdown(report: CheckReport) -> str:
                     _md(run.outcome.replace("_", " ")),
                     _first_pass_cell(run),
                     _source_cell(run),
+                    _layouts_cell(run),
                     _time_cell(run.total),
                     _md(_metrics_cell(run.metrics)),
                 ]
@@ -158,6 +161,13 @@ def _source_cell(run: RunCheck) -> str:
     if run.source_lines is None:
         return "changed"
     return f"changed (+{run.source_lines[0]} −{run.source_lines[1]})"
+
+
+def _layouts_cell(run: RunCheck) -> str:
+    """The buffers whose layout differs, by name (the findings below say how)."""
+    if not run.layouts:
+        return ""
+    return "changed: " + ", ".join(f"`{_md(buffer.buffer)}`" for buffer in run.layouts)
 
 
 def _time_cell(total: TimeChange | None) -> str:
@@ -289,6 +299,8 @@ def _run_document(run: RunCheck) -> dict[str, Any]:
         "total_s": _time_document(run.total),
         "pass_times": [{"pass": t.label, **_time_document(t)} for t in run.pass_times],
         "metrics": {m.name: {"baseline": m.baseline, "new": m.new} for m in run.metrics},
+        "layouts": [buffer_document(buffer, *LAYOUT_WHERE) for buffer in run.layouts],
+        "layout_note": run.layout_note,
         "findings": [{"kind": f.kind, "message": f.message, "gated": f.gated} for f in run.findings],
     }
 

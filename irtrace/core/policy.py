@@ -9,6 +9,7 @@ failure_changed = false # failed in both, in another pass or with another error
 pass_list = false       # passes added, removed or reordered
 ir = false              # the normalized IR after some pass differs
 source = false          # the final kernel source differs
+layout = false          # a buffer's inferred layout differs (properties or element mapping)
 
 [time]                  # ratios to the baseline; 0 reports without failing
 total_ratio = 0         # a run's total lowering time
@@ -45,6 +46,7 @@ FAILURE_CHANGED = "failure_changed"
 PASS_LIST = "pass_list"
 IR = "ir"
 SOURCE = "source"
+LAYOUT = "layout"
 TOTAL_TIME = "total_time"
 PASS_TIME = "pass_time"
 METRIC = "metric"
@@ -59,6 +61,8 @@ CHANGE_KINDS: Mapping[str, str] = {
     PASS_LIST: "passes added, removed or reordered (aligned by the pipeline's tree)",
     IR: "the normalized IR after some pass differs",
     SOURCE: "the final kernel source differs",
+    LAYOUT: "a buffer's layout after layout inference differs: kind, shape, threads, elements per thread, "
+    "replication, thread range, swizzle, or which thread and local index (or address) an element has",
 }
 """The kinds ``[fail]`` switches, with what each means."""
 
