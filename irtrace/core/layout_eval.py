@@ -106,47 +106,84 @@ def _call_name(func: ast.expr) -> str | None:
     return None
 
 
-def _eval(node: ast.expr, env: Mapping[str, int]) -> int:
+Compiled = Callable[[Mapping[str, int]], int]
+"""An expression made ready to evaluate: a tree of closures, one per node of the whitelist."""
+
+
+def _compile(node: ast.expr) -> Compiled:
+    """``node`` as closures, refusing anything outside the whitelist before anything runs."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return int(node.value)
+        value = int(node.value)
+        return lambda env: value
     if isinstance(node, ast.Name):
-        if node.id in env:
-            return env[node.id]
-        raise LayoutExpressionError(f"unknown name {node.id!r}")
+        name = node.id
+
+        def lookup(env: Mapping[str, int]) -> int:
+            if name in env:
+                return env[name]
+            raise LayoutExpressionError(f"unknown name {name!r}")
+
+        return lookup
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        return _BINARY[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        binary, left, right = _BINARY[type(node.op)], _compile(node.left), _compile(node.right)
+        return lambda env: binary(left(env), right(env))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
-        value = _eval(node.operand, env)
-        return (
-            -value
-            if isinstance(node.op, ast.USub)
-            else (int(not value) if isinstance(node.op, ast.Not) else value)
-        )
+        operand = _compile(node.operand)
+        if isinstance(node.op, ast.USub):
+            return lambda env: -operand(env)
+        if isinstance(node.op, ast.Not):
+            return lambda env: int(not operand(env))
+        return operand
     if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
-        left = _eval(node.left, env)
-        for op, right_node in zip(node.ops, node.comparators, strict=True):
-            right = _eval(right_node, env)
-            if not _COMPARE[type(op)](left, right):
-                return 0
-            left = right
-        return 1
+        first = _compile(node.left)
+        rest = [
+            (_COMPARE[type(op)], _compile(right))
+            for op, right in zip(node.ops, node.comparators, strict=True)
+        ]
+
+        def compare(env: Mapping[str, int]) -> int:
+            left = first(env)
+            for test, right_of in rest:
+                right = right_of(env)
+                if not test(left, right):
+                    return 0
+                left = right
+            return 1
+
+        return compare
     if isinstance(node, ast.BoolOp):
-        values = [_eval(value, env) for value in node.values]
-        return int(all(values)) if isinstance(node.op, ast.And) else int(any(values))
+        values = [_compile(value) for value in node.values]
+        if isinstance(node.op, ast.And):
+            return lambda env: int(all(value(env) for value in values))
+        return lambda env: int(any(value(env) for value in values))
     if isinstance(node, ast.IfExp):
-        return _eval(node.body, env) if _eval(node.test, env) else _eval(node.orelse, env)
+        test, body, orelse = _compile(node.test), _compile(node.body), _compile(node.orelse)
+        return lambda env: body(env) if test(env) else orelse(env)
     if isinstance(node, ast.Call) and not node.keywords:
-        name = _call_name(node.func)
-        if name in _CALLS:
-            return int(_CALLS[name](*(_eval(arg, env) for arg in node.args)))
-        if name in ("int32", "int64", "uint32", "Cast") and node.args:
-            return _eval(node.args[-1], env)
+        callee = _call_name(node.func)
+        if callee is not None and callee in _CALLS:
+            call, args = _CALLS[callee], [_compile(arg) for arg in node.args]
+            return lambda env: int(call(*(arg(env) for arg in args)))
+        if callee in ("int32", "int64", "uint32", "Cast") and node.args:
+            return _compile(node.args[-1])
     raise LayoutExpressionError(f"unsupported expression: {ast.unparse(node)[:80]}")
+
+
+@lru_cache(maxsize=4096)
+def compiled(text: str) -> Compiled:
+    """The expression ``text`` parsed and compiled once (``LayoutExpressionError`` if refused)."""
+    try:
+        return _compile(_parse(text))
+    except RecursionError:
+        raise LayoutExpressionError("an expression nested too deeply") from None
 
 
 def evaluate(text: str, env: Mapping[str, int]) -> int:
     """The value of one forward expression for the coordinates in ``env``."""
-    return _eval(_parse(text), env)
+    try:
+        return compiled(text)(env)
+    except RecursionError:
+        raise LayoutExpressionError("an expression nested too deeply") from None
 
 
 def _env(layout: BufferLayout, coords: Sequence[int], replica: int) -> dict[str, int]:
