@@ -85,6 +85,10 @@ _CALLS: dict[str, Callable[..., int]] = {
 }
 
 
+_ARITY = {"if_then_else": 3, "Select": 3}
+"""Arguments each of ``_CALLS`` takes when not 2."""
+
+
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> ast.expr:
     if len(text) > MAX_EXPRESSION_CHARS:
@@ -95,6 +99,8 @@ def _parse(text: str) -> ast.expr:
         return ast.parse(text.strip(), mode="eval").body
     except SyntaxError as error:
         raise LayoutExpressionError(f"not an expression: {error.msg}") from None
+    except (MemoryError, RecursionError, ValueError):  # CPython's parser on very deep nesting
+        raise LayoutExpressionError("not an expression: nested too deeply") from None
 
 
 def _call_name(func: ast.expr) -> str | None:
@@ -137,16 +143,22 @@ def _eval(node: ast.expr, env: Mapping[str, int]) -> int:
         return _eval(node.body, env) if _eval(node.test, env) else _eval(node.orelse, env)
     if isinstance(node, ast.Call) and not node.keywords:
         name = _call_name(node.func)
-        if name in _CALLS:
+        if name in _CALLS and len(node.args) == _ARITY.get(name, 2):
             return int(_CALLS[name](*(_eval(arg, env) for arg in node.args)))
-        if name in ("int32", "int64", "uint32", "Cast") and node.args:
-            return _eval(node.args[-1], env)
+        if name in ("int32", "int64", "uint32") and len(node.args) == 1:
+            return _eval(node.args[0], env)
+        dtype = node.args[0] if name == "Cast" and len(node.args) == 2 else None
+        if isinstance(dtype, ast.Constant) and isinstance(dtype.value, str):  # T.Cast("int32", x)
+            return _eval(node.args[1], env)
     raise LayoutExpressionError(f"unsupported expression: {ast.unparse(node)[:80]}")
 
 
 def evaluate(text: str, env: Mapping[str, int]) -> int:
     """The value of one forward expression for the coordinates in ``env``."""
-    return _eval(_parse(text), env)
+    try:
+        return _eval(_parse(text), env)
+    except RecursionError:
+        raise LayoutExpressionError("an expression nested too deeply to evaluate") from None
 
 
 def _env(layout: BufferLayout, coords: Sequence[int], replica: int) -> dict[str, int]:
