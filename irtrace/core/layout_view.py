@@ -91,12 +91,17 @@ def _layout_pass(run: KernelRun) -> PassRecord | None:
 def why_no_layouts(trace: Trace, run: KernelRun) -> str:
     """Why a run holds no layout record, in one sentence a user can act on."""
     layout_pass = _layout_pass(run)
+    if layout_pass is None and run.status == "ok":
+        return "its pipeline has no layout pass"
     if layout_pass is None:
-        where = f"; it {run.status} at {run.running or _last_failed(run)}" if run.status != "ok" else ""
-        return f"it has no layout pass (lowered or stopped before tl.LayoutInference{where})"
-    if layout_pass.ir_after is None:
+        where = run.running or _last_failed(run)
+        before = "lowered or stopped before tl.LayoutInference"
+        return f"it has no layout pass ({before}; it {run.status} at {where})"
+    if layout_pass.failed:
         first_line = (layout_pass.error or "").strip().splitlines()[:1]
         return f"{layout_pass.name} failed: {first_line[0] if first_line else 'no error recorded'}"
+    if layout_pass.ir_after is None:
+        return f"the trace holds no IR after {layout_pass.name}: recorded without IR, so without layouts"
     if _NON_EMPTY_LAYOUT_MAP.search(trace.text(layout_pass.ir_after)):
         return (
             f"the IR after {layout_pass.name} holds layouts but the trace has no layout record: "
