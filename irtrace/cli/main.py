@@ -1,4 +1,5 @@
-"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets, schema, instances, collect,
+"""The ``irtrace`` command: record, run, show, ir, merge, matrix, targets, schema, instances, layouts,
+collect,
 and for CI check, bless, repro.
 
 Errors are rendered by ``irtrace.edge.command``: one line on stderr and an exit code from
@@ -18,6 +19,7 @@ from irtrace import __version__
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.instances import add_instances_command, cmd_instances
+from irtrace.cli.layouts import add_layouts_command, cmd_layouts
 from irtrace.cli.run_options import add_run_command
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
@@ -176,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="json: a JSON Schema of one trace line (default); markdown: the record tables of docs",
     )
     add_instances_command(commands)
+    add_layouts_command(commands)
     add_collect_command(commands)
     add_ci_commands(commands)
     return parser
@@ -749,6 +752,7 @@ COMMANDS = {
     "matrix": cmd_matrix,
     "schema": cmd_schema,
     "instances": cmd_instances,
+    "layouts": cmd_layouts,
     **COLLECT_COMMANDS,
     **CI_COMMANDS,
 }

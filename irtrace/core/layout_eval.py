@@ -85,6 +85,10 @@ _CALLS: dict[str, Callable[..., int]] = {
 }
 
 
+_ARITY = {"if_then_else": 3, "Select": 3}
+"""Arguments each of ``_CALLS`` takes when not 2."""
+
+
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> ast.expr:
     if len(text) > MAX_EXPRESSION_CHARS:
@@ -95,6 +99,8 @@ def _parse(text: str) -> ast.expr:
         return ast.parse(text.strip(), mode="eval").body
     except SyntaxError as error:
         raise LayoutExpressionError(f"not an expression: {error.msg}") from None
+    except (MemoryError, RecursionError, ValueError):  # CPython's parser on very deep nesting
+        raise LayoutExpressionError("not an expression: nested too deeply") from None
 
 
 def _call_name(func: ast.expr) -> str | None:
@@ -161,11 +167,14 @@ def _compile(node: ast.expr) -> Compiled:
         return lambda env: body(env) if test(env) else orelse(env)
     if isinstance(node, ast.Call) and not node.keywords:
         callee = _call_name(node.func)
-        if callee is not None and callee in _CALLS:
+        if callee is not None and callee in _CALLS and len(node.args) == _ARITY.get(callee, 2):
             call, args = _CALLS[callee], [_compile(arg) for arg in node.args]
             return lambda env: int(call(*(arg(env) for arg in args)))
-        if callee in ("int32", "int64", "uint32", "Cast") and node.args:
-            return _compile(node.args[-1])
+        if callee in ("int32", "int64", "uint32") and len(node.args) == 1:
+            return _compile(node.args[0])
+        dtype = node.args[0] if callee == "Cast" and len(node.args) == 2 else None
+        if isinstance(dtype, ast.Constant) and isinstance(dtype.value, str):  # T.Cast("int32", x)
+            return _compile(node.args[1])
     raise LayoutExpressionError(f"unsupported expression: {ast.unparse(node)[:80]}")
 
 
