@@ -21,7 +21,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import SERVER, open_fresh, recording_client, start
+from tests.lsp.conftest import ROOT, SERVER, open_fresh, recording_client
 
 CACHE = tempfile.mkdtemp(prefix="tilelang-lsp-api-cache-")
 CONFIG = ClientServerConfig(
@@ -31,7 +31,7 @@ CONFIG = ClientServerConfig(
 )
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-KERNEL = '''import tilelang
+KERNEL = """import tilelang
 import tilelang.language as T
 from tilelang.language import alloc_shared as shared
 
@@ -52,14 +52,29 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype=T.float16):
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return gemm
-'''
+"""
 
 
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await start(lsp_client)  # not trusted
+    await start_reading_markdown(lsp_client)  # not trusted
     yield
     await lsp_client.shutdown_session()
+
+
+async def start_reading_markdown(client: LanguageClient, **options: Any) -> None:
+    """Initialize as an editor that shows Markdown in completion docs."""
+    item = types.ClientCompletionItemOptions(documentation_format=[types.MarkupKind.Markdown])
+    capabilities = types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(
+            completion=types.CompletionClientCapabilities(completion_item=item)
+        )
+    )
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities, root_uri=ROOT.as_uri(), initialization_options=options
+        )
+    )
 
 
 def language() -> ModuleType:
@@ -115,7 +130,10 @@ async def test_completion_after_T_is_tilelang_language_with_real_signatures(clie
 
 
 async def test_completion_filters_by_prefix_and_follows_the_module_path(client: LanguageClient) -> None:
-    text = KERNEL + "\nx = T.alloc_\ny = tilelang.language.alloc_\nz = tilelang.\nfrom tilelang.language import Pipe\n"
+    text = (
+        KERNEL
+        + "\nx = T.alloc_\ny = tilelang.language.alloc_\nz = tilelang.\nfrom tilelang.language import Pipe\n"
+    )
     uri, _ = open_fresh(client, document(text=text))
     T = language()
     expected = {n for n in T.__all__ if n.lower().startswith("alloc_")}
@@ -158,7 +176,11 @@ async def test_signature_help_names_the_active_parameter(client: LanguageClient)
 async def test_hover_shows_api_docs_and_definition_lands_on_the_def_line(client: LanguageClient) -> None:
     uri, _ = open_fresh(client, document())
     T = language()
-    for needle, name in (("T.gemm(", "gemm"), ("T.alloc_fragment(", "alloc_fragment"), ("shared((", "alloc_shared")):
+    for needle, name in (
+        ("T.gemm(", "gemm"),
+        ("T.alloc_fragment(", "alloc_fragment"),
+        ("shared((", "alloc_shared"),
+    ):
         at = position(KERNEL, needle, needle.index(name[:3]) + 1 if needle.startswith("T.") else 1)
         value = inspect.unwrap(getattr(T, name))
         hover = await client.text_document_hover_async(
@@ -174,7 +196,9 @@ async def test_hover_shows_api_docs_and_definition_lands_on_the_def_line(client:
         source_file = inspect.getsourcefile(value)
         assert source_file is not None and location.uri == Path(source_file).as_uri()
         tree = ast.parse(Path(source_file).read_text())
-        defs = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == value.__name__]
+        defs = [
+            n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == value.__name__
+        ]
         assert location.range.start.line + 1 in defs
         line = Path(source_file).read_text().splitlines()[location.range.start.line]
         assert line.lstrip().startswith(f"def {value.__name__}(")
@@ -216,4 +240,3 @@ async def test_cached_index_answers_without_tilelang() -> None:
             os.environ.pop("XDG_CACHE_HOME")
         else:
             os.environ["XDG_CACHE_HOME"] = saved
-

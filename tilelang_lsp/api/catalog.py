@@ -54,7 +54,7 @@ class ApiCatalog:
             return
         modules: dict[str, dict[str, ApiEntry]] = {}
         for module in index.modules:
-            source = modules.get(module.same_as or "", None) if module.same_as else None
+            source = modules.get(module.same_as) if module.same_as else None
             modules[module.name] = source if source is not None else {e.name: e for e in module.entries}
         self.index, self.origin, self.modules = index, origin, modules
         if origin != "cache":

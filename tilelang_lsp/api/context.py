@@ -13,7 +13,9 @@ _IMPORT = re.compile(r"^\s*import\s+(?P<names>[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\
 _FROM = re.compile(r"^\s*from\s+(?P<module>tilelang[\w.]*)\s+import\s+(?P<names>.*)")
 _NAME_AS = re.compile(r"([\w.]+)(?:\s+as\s+(\w+))?")
 _BEFORE_DOT = re.compile(r"(?P<path>[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\.\s*(?P<prefix>\w*)$")
-_FROM_PARTIAL = re.compile(r"^\s*from\s+(?P<module>tilelang[\w.]*)\s+import\s+(?:\(?\s*[\w\s,]*,\s*)?\(?\s*(?P<prefix>\w*)$")
+_FROM_PARTIAL = re.compile(
+    r"^\s*from\s+(?P<module>tilelang[\w.]*)\s+import\s+(?:\(?\s*[\w\s,]*,\s*)?\(?\s*(?P<prefix>\w*)$"
+)
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _CHAIN_BEFORE = re.compile(r"(?:[A-Za-z_]\w*\s*\.\s*)*$")
 LOOKBACK_LINES = 60

@@ -31,7 +31,9 @@ def entry_markdown(written: str, resolved: Resolved, catalog: ApiCatalog) -> str
     """Hover and completion text: the signature as code, then the docstring's first lines."""
     if isinstance(resolved, str):
         return f"```python\nmodule {resolved}\n```\n\n{len(catalog.members(resolved))} public names"
-    return f"```python\n{declaration(written, resolved)}\n```" + (f"\n\n{resolved.doc}" if resolved.doc else "")
+    return f"```python\n{declaration(written, resolved)}\n```" + (
+        f"\n\n{resolved.doc}" if resolved.doc else ""
+    )
 
 
 def declaration(written: str, entry: ApiEntry) -> str:
@@ -42,7 +44,9 @@ def declaration(written: str, entry: ApiEntry) -> str:
     return f"{keyword}{written}{entry.signature or ''}"
 
 
-def api_hover(catalog: ApiCatalog, text: str, position: types.Position, *, attribute_only: bool) -> types.Hover | None:
+def api_hover(
+    catalog: ApiCatalog, text: str, position: types.Position, *, attribute_only: bool
+) -> types.Hover | None:
     """The API docs of the name under the cursor; with ``attribute_only`` only for ``T.gemm``'s
     ``gemm`` (an attribute is never a buffer of the kernel, so no compiled fact could answer)."""
     found = entry_at(catalog, text, position)
@@ -50,5 +54,7 @@ def api_hover(catalog: ApiCatalog, text: str, position: types.Position, *, attri
         return None
     written, resolved, _ = found
     return types.Hover(
-        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=entry_markdown(written, resolved, catalog))
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=entry_markdown(written, resolved, catalog)
+        )
     )

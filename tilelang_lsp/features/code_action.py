@@ -64,7 +64,11 @@ def clear_before_first_use(text: str, buffer: str, line: int) -> types.TextEdit 
     for body in _bodies(tree):
         for index, statement in enumerate(body):
             alias = _allocation(statement, buffer)
-            if alias is not None and statement.lineno <= line and (best is None or statement.lineno > best[0]):
+            if (
+                alias is not None
+                and statement.lineno <= line
+                and (best is None or statement.lineno > best[0])
+            ):
                 best = (statement.lineno, body, index, alias)
     if best is None:
         return None

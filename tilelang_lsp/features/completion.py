@@ -47,22 +47,39 @@ def handle(server: TileLangLanguageServer, params: types.CompletionParams) -> ty
         return None
     written = ".".join(parts)
     wanted = prefix.lower()
+    markdown = _client_reads_markdown(server)
     items = [
-        _item(written, entry, server)
+        _item(written, entry, server, markdown)
         for name, entry in server.api.members(module).items()
         if name.lower().startswith(wanted)
     ]
     return types.CompletionList(is_incomplete=False, items=items)
 
 
-def _item(written: str, entry: ApiEntry, server: TileLangLanguageServer) -> types.CompletionItem:
+def _item(
+    written: str, entry: ApiEntry, server: TileLangLanguageServer, markdown: bool
+) -> types.CompletionItem:
     name = f"{written}.{entry.name}"
     resolved = entry.module if entry.kind == "module" and entry.module in server.api.modules else entry
+    documentation = (
+        types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=entry_markdown(name, resolved or entry, server.api)
+        )
+        if markdown
+        else entry.doc or None
+    )
     return types.CompletionItem(
         label=entry.name,
         kind=_KINDS[entry.kind],
         detail=f"{entry.name}{entry.signature}" if entry.signature else entry.module or entry.kind,
-        documentation=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value=entry_markdown(name, resolved or entry, server.api)
-        ),
+        documentation=documentation,
     )
+
+
+def _client_reads_markdown(server: TileLangLanguageServer) -> bool:
+    """Whether the client said it shows Markdown in completion docs (else plain text is sent)."""
+    document = server.client_capabilities.text_document
+    completion = document.completion if document is not None else None
+    item = completion.completion_item if completion is not None else None
+    formats = item.documentation_format if item is not None else None
+    return bool(formats) and types.MarkupKind.Markdown in (formats or [])

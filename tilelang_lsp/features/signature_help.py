@@ -39,7 +39,9 @@ def handle(server: TileLangLanguageServer, params: types.SignatureHelpParams) ->
         at = start + len(parameter.text)
         ranges.append(types.ParameterInformation(label=(start, at)))
     active = active_parameter(entry.parameters, call)
-    documentation = types.MarkupContent(kind=types.MarkupKind.Markdown, value=entry.doc) if entry.doc else None
+    documentation = (
+        types.MarkupContent(kind=types.MarkupKind.Markdown, value=entry.doc) if entry.doc else None
+    )
     return types.SignatureHelp(
         signatures=[
             types.SignatureInformation(

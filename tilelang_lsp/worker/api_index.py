@@ -115,11 +115,15 @@ def _entries(module: types.ModuleType) -> list[ApiEntry]:
 def _entry(name: str, value: object) -> ApiEntry:
     if isinstance(value, types.ModuleType):
         file, line = _source(value)
-        return ApiEntry(name=name, kind="module", module=value.__name__, doc=_doc(value), file=file, line=line)
+        return ApiEntry(
+            name=name, kind="module", module=value.__name__, doc=_doc(value), file=file, line=line
+        )
     kind: Literal["class", "function", "value"] = (
         "class" if inspect.isclass(value) else "function" if callable(value) else "value"
     )
-    described = value if kind != "value" and (inspect.isclass(value) or inspect.isroutine(value)) else type(value)
+    described = (
+        value if kind != "value" and (inspect.isclass(value) or inspect.isroutine(value)) else type(value)
+    )
     signature, parameters = _signature(value) if callable(value) else (None, ())
     if kind == "function" and not inspect.isroutine(value):
         kind = "value"  # a callable object (``T.Tensor``, ``T.float16``): shown as the value it is
