@@ -3,7 +3,7 @@
 One JSON object per line on the worker's stdin and stdout, encoded and decoded with msgspec: the
 server sends a ``Call`` (an ``Analyze``, ``Trace`` or ``IrAfterPass`` request under an id) or a
 ``Cancel``; the worker answers each call with a ``Result`` or a ``Failure`` and reports ``Ready``,
-``Warm`` and ``Progress`` events. A result's body stays raw until the caller decodes it with the
+``Warm``, ``Progress`` and ``ApiIndex`` events. A result's body stays raw until the caller decodes it with the
 type its request names (``Analyze.answer``), so a malformed answer fails that one request with a
 message naming the field, never the reader. Imports no tilelang: the server process uses it.
 """
@@ -243,7 +243,55 @@ class Failure(msgspec.Struct, frozen=True, kw_only=True, tag="failure", tag_fiel
     rss_mb: float | None = None
 
 
-FromWorker = Ready | Warm | Progress | Result | Failure
+class ApiParameter(msgspec.Struct, frozen=True, kw_only=True):
+    """One parameter of an API function, as ``inspect.signature`` shows it."""
+
+    name: str
+    text: str
+    """The parameter as written in the signature: ``transpose_A: 'bool' = False``."""
+    kind: Literal["positional", "keyword", "var_positional", "var_keyword"] = "positional"
+    """``keyword`` is keyword-only; ``positional`` takes a position (and maybe a keyword)."""
+
+
+class ApiEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One public name of a TileLang module (completion, signature help, hover, definition)."""
+
+    name: str
+    kind: Literal["module", "class", "function", "value"]
+    module: str | None = None
+    """For a module: its full name, so that ``tilelang.language.`` completes its names."""
+    signature: str | None = None
+    """``(A, B, C, transpose_A=False, ...) -> None`` from ``inspect.signature``."""
+    parameters: tuple[ApiParameter, ...] = ()
+    doc: str = ""
+    """The docstring's first lines."""
+    file: str | None = None
+    line: int | None = None
+    """1-based line of the ``def``/``class`` in ``file``."""
+
+
+class ApiModule(msgspec.Struct, frozen=True, kw_only=True):
+    """A module users write (``tilelang.language``) and its public names."""
+
+    name: str
+    entries: tuple[ApiEntry, ...] = ()
+    same_as: str | None = None
+    """The module listed earlier whose names these are (``tilelang.cuda.language``: the same
+    objects as ``tilelang.language``), sent once."""
+
+
+class ApiIndex(msgspec.Struct, frozen=True, kw_only=True, tag="apiIndex", tag_field="kind"):
+    """TileLang's public API, introspected once by the worker after ``Ready`` (also printed by
+    ``python -m tilelang_lsp.worker.api_index``), for the server's static features."""
+
+    tilelang_version: str
+    folder: str
+    """The folder tilelang was imported from (the disk cache's key, with its files' times)."""
+    modules: tuple[ApiModule, ...] = ()
+    elapsed_s: float = 0.0
+
+
+FromWorker = Ready | Warm | Progress | Result | Failure | ApiIndex
 
 # --- encoding ----------------------------------------------------------------------------------
 
@@ -256,8 +304,8 @@ T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
 _to_worker: msgspec.json.Decoder[Call | Cancel] = msgspec.json.Decoder(ToWorker)
-_from_worker: msgspec.json.Decoder[Ready | Warm | Progress | Result | Failure] = msgspec.json.Decoder(
-    FromWorker
+_from_worker: msgspec.json.Decoder[Ready | Warm | Progress | Result | Failure | ApiIndex] = (
+    msgspec.json.Decoder(FromWorker)
 )
 
 
@@ -278,7 +326,7 @@ def decode_to_worker(line: bytes | str) -> Call | Cancel:
         raise ProtocolError(f"malformed request: {error}") from None
 
 
-def decode_from_worker(line: bytes | str) -> Ready | Warm | Progress | Result | Failure:
+def decode_from_worker(line: bytes | str) -> Ready | Warm | Progress | Result | Failure | ApiIndex:
     try:
         return _from_worker.decode(line)
     except msgspec.DecodeError as error:

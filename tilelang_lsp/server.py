@@ -21,6 +21,7 @@ from pygls.uris import to_fs_path
 
 from irtrace.core.targets import dialect_of_source
 from tilelang_lsp import __version__
+from tilelang_lsp.api.catalog import ApiCatalog
 from tilelang_lsp.compile_job import compile_kernels
 from tilelang_lsp.diagnostics import document_diagnostics
 from tilelang_lsp.document import UNTRUSTED, Document, ExtraTarget, Failure
@@ -67,6 +68,8 @@ class TileLangLanguageServer(LanguageServer):
         self.jobs: dict[str, DocumentJobs] = {}
         self.hint_cache: dict[str, tuple[Document, list[types.InlayHint]]] = {}
         """Each document's inlay hints and the snapshot they were made from."""
+        self.api = ApiCatalog()
+        """TileLang's API for completion, signature help, API hover and definition."""
         self.worker = self._make_worker()
         self.worker_start: asyncio.Task[None] | None = None
         """The early start from ``initialized``; held so the task is not collected mid-start."""
@@ -78,6 +81,7 @@ class TileLangLanguageServer(LanguageServer):
             memory_limit_mb=self.options.worker_memory_limit_mb,
             warmup_target=self.options.default_target,
             on_restart=self._report_restart,
+            on_api_index=self.api.receive,
         )
 
     def configure(self, options: InitializationOptions, problems: list[str]) -> None:

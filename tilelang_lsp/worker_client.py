@@ -29,6 +29,7 @@ import psutil
 from tilelang_lsp.protocol import (
     AnalysisResult,
     Analyze,
+    ApiIndex,
     Call,
     Cancel,
     Failure,
@@ -260,11 +261,13 @@ class WorkerClient:
         memory_limit_mb: float = 6144,
         warmup_target: str = "cuda:sm_90",
         on_restart: Callable[[str], None] | None = None,
+        on_api_index: Callable[[ApiIndex], None] | None = None,
     ) -> None:
         self.python = python or sys.executable
         self.memory_limit_mb = memory_limit_mb
         self.warmup_target = warmup_target
         self.on_restart = on_restart
+        self.on_api_index = on_api_index
         self.process: asyncio.subprocess.Process | None = None
         self.ready: asyncio.Future[Ready] | None = None
         self.pending: dict[int, asyncio.Future[Result | Failure]] = {}
@@ -375,6 +378,9 @@ class WorkerClient:
             self.warmup_s = message.warmup_s
         elif isinstance(message, Progress):
             self.progress[message.request] = Building(message.kernel, message.line)
+        elif isinstance(message, ApiIndex):
+            if self.on_api_index is not None:
+                self.on_api_index(message)
         else:
             future = self.pending.pop(message.id, None)
             if future is not None and not future.done():

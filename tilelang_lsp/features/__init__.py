@@ -7,7 +7,10 @@ from typing import Any
 
 from tilelang_lsp import commands
 from tilelang_lsp.features import (
+    code_action,
     code_lens,
+    completion,
+    definition,
     did_change,
     did_close,
     did_open,
@@ -18,6 +21,7 @@ from tilelang_lsp.features import (
     ir_after_pass,
     passes,
     shutdown,
+    signature_help,
     worker_status,
 )
 
@@ -34,5 +38,9 @@ MODULES: list[ModuleType] = [
     passes,
     ir_after_pass,
     worker_status,
+    completion,
+    signature_help,
+    definition,
+    code_action,
 ]
 COMMANDS: dict[str, Any] = commands.COMMANDS

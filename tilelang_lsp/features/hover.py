@@ -1,4 +1,5 @@
-"""``textDocument/hover``: a buffer's full facts and its layout on the other targets."""
+"""``textDocument/hover``: a buffer's full facts and its layout on the other targets; TileLang's
+API docs for ``T.gemm`` and the like (``tilelang_lsp.api``) where no buffer answers."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from tilelang_lsp.api.lookup import api_hover
 from tilelang_lsp.document import Document
 from tilelang_lsp.protocol import Buffer, KernelAnalysis
 from tilelang_lsp.render import hover_markdown
@@ -24,6 +26,9 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
     before = server.documents.get(params.text_document.uri)
     if before is None or not before.uses_tilelang:
         return None
+    api = api_hover(server.api, before.text, params.position, attribute_only=True)
+    if api is not None:
+        return api  # `T.gemm`: an attribute, never a buffer; answered without waiting
     doc = await server.analyzed(before.uri)
     if doc is None:
         return None
@@ -36,7 +41,8 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
         return None
     found = find_buffer(doc, word, line + 1)
     if found is None:
-        return _source_hover(server, doc, word, line + 1)
+        source = _source_hover(server, doc, word, line + 1)
+        return source or api_hover(server.api, doc.text, params.position, attribute_only=False)
     kernel, fact = found
     others = _other_targets(doc, kernel, fact)
     return types.Hover(
