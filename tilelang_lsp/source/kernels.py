@@ -71,6 +71,8 @@ class KernelSource:
     params: tuple[str, ...]
     required: tuple[str, ...]
     """Parameters without a default."""
+    first_line: int = 0
+    """1-based line of its first decorator (the ``def`` line when it has none)."""
     directive: Directive | None = None
     call_site: CallSite | None = None
     decorator_target: str | None = None
@@ -325,6 +327,7 @@ def scan_kernels(text: str) -> list[KernelSource]:
                 name=node.name,
                 line=node.lineno,
                 is_jit=is_jit or is_autotune,
+                first_line=top,
                 params=tuple(params),
                 required=tuple(required),
                 directive=directive,
