@@ -158,7 +158,12 @@ def _run_program(path: str, text: str, kernels: list[EntryKernel], target: str) 
         if kernel is None or kernel.name in found or os.path.realpath(code.co_filename) != real:
             return
         if kernel.first_line <= code.co_firstlineno <= kernel.def_line:
-            found[kernel.name] = {"args": [], "kwargs": _bound_arguments(frame), "constants": {}, "dynamic": {}}
+            found[kernel.name] = {
+                "args": [],
+                "kwargs": _bound_arguments(frame),
+                "constants": {},
+                "dynamic": {},
+            }
 
     def stop(*_args: Any, **_kwargs: Any) -> Any:
         call = current_call()
@@ -235,7 +240,7 @@ def run_entry_point(
             payload = json.dumps(result, default=str).encode()
             with os.fdopen(write_end, "wb") as pipe:
                 pipe.write(payload)
-        except BaseException:  # noqa: BLE001 - a child must end here whatever happened
+        except BaseException:
             status = 1
         finally:
             os._exit(status)

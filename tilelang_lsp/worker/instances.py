@@ -62,9 +62,7 @@ def _is_tensor(value: Any) -> bool:
     return isinstance(value, dict) and "shape" in value and "dtype" in value
 
 
-def candidate(
-    label: str, source: KernelSource, call: dict[str, Any], constants: dict[str, Any]
-) -> Candidate:
+def candidate(label: str, source: KernelSource, call: dict[str, Any], constants: dict[str, Any]) -> Candidate:
     """An instance as the analysis takes it: an eager kernel's tensors dropped (their sizes are in
     ``constants``), everything else decoded; unknown values named in ``unknown``."""
     args: list[Any] = []
