@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from oracle import compiler_buffers, expected_hint  # noqa: E402
+from oracle import compiler_buffers, expected_hint
 
 TARGET = "cuda:sm_90"
 

@@ -112,7 +112,9 @@ def recorded_suite() -> Path:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
             cwd=package,
-            env=hooked_env(RECORDED, IRTRACE="irtrace.jsonl", KERNELSUITE_ORACLE=str(RECORDED / "oracle.tsv")),
+            env=hooked_env(
+                RECORDED, IRTRACE="irtrace.jsonl", KERNELSUITE_ORACLE=str(RECORDED / "oracle.tsv")
+            ),
             capture_output=True,
             text=True,
         )
@@ -120,7 +122,9 @@ def recorded_suite() -> Path:
     return package
 
 
-async def test_recorded_test_suite_instances_and_picking_one(client: LanguageClient, recorded_suite: Path) -> None:
+async def test_recorded_test_suite_instances_and_picking_one(
+    client: LanguageClient, recorded_suite: Path
+) -> None:
     path = recorded_suite / "kernels.py"
     uri, got = await compiled_hints(client, path)
     test_32 = f"{recorded_suite / 'kernel_tests.py'}::test_copy[32]"
@@ -132,7 +136,11 @@ async def test_recorded_test_suite_instances_and_picking_one(client: LanguageCli
     lenses = await client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    picks = [lens.command for lens in lenses or [] if lens.command and lens.command.command == "tilelang.useInstance"]
+    picks = [
+        lens.command
+        for lens in lenses or []
+        if lens.command and lens.command.command == "tilelang.useInstance"
+    ]
     assert [(c.title, list(c.arguments or [])) for c in picks] == [
         ("use kernel_tests.py::test_copy[64]", [uri, "tiled_copy", "kernel_tests.py::test_copy[64]"])
     ]
