@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 TRACE_KERNEL = "tilelang.traceKernel"
 KERNEL_SUMMARY = "tilelang.kernelSummary"
+USE_INSTANCE = "tilelang.useInstance"
 SHOW_IR = "tilelang.showIrAfterPass"
 """Client-side: the editor asks ``tilelang/passes``, lets the user pick, then ``tilelang/irAfterPass``."""
 
@@ -42,6 +43,8 @@ async def trace_kernel(
         target=target,
         output=output,
         default_target=server.options.default_target,
+        instance_traces=server.instance_traces(),
+        instance_picks=server.instance_picks.get(uri, {}),
     )
     try:
         result = await server.worker.request(request, timeout=server.options.analysis_timeout_s * 3)
@@ -73,4 +76,15 @@ async def kernel_summary(
     return None
 
 
-COMMANDS = {TRACE_KERNEL: trace_kernel, KERNEL_SUMMARY: kernel_summary}
+async def use_instance(server: TileLangLanguageServer, uri: str, kernel: str, label: str) -> Any:
+    """Analyze the kernel with another of its real instances (a recorded test, ``__main__``)."""
+    doc = server.documents.get(uri)
+    if doc is None:
+        return None
+    server.instance_picks.setdefault(uri, {})[kernel] = label
+    server.hint_cache.pop(uri, None)
+    server.schedule(uri)
+    return {"kernel": kernel, "instance": label}
+
+
+COMMANDS = {TRACE_KERNEL: trace_kernel, KERNEL_SUMMARY: kernel_summary, USE_INSTANCE: use_instance}

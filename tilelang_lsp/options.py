@@ -58,6 +58,9 @@ class InitializationOptions(msgspec.Struct, frozen=True, kw_only=True, rename="c
     trace_dir: Annotated[str, msgspec.Meta(min_length=1)] = ".tilelang-lsp"
     """Where the trace command writes trace files, relative to the workspace."""
     inlay_hints: InlayHintOptions = msgspec.field(default_factory=InlayHintOptions)
+    instance_traces: tuple[str, ...] = ()
+    """Trace files (``irtrace run``, ``IRTRACE=...``) whose recorded kernel instances are analyzed,
+    relative to the workspace; default: ``irtrace.jsonl`` and ``.irtrace/*.jsonl`` there."""
 
 
 class BadValue(ValueError):

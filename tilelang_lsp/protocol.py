@@ -81,6 +81,8 @@ class KernelAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     """Parameters taken from the first ``@autotune`` config, each value's ``repr``."""
     args: dict[str, str] = {}
     """Keyword arguments as written in ``call``."""
+    instances: tuple[str, ...] = ()
+    """Labels of the real instances found (recorded test ids, ``__main__``), for the code lens."""
     status: Literal["ok", "failed"] = OK
     error: str | None = None
     buffers: tuple[Buffer, ...] = ()
@@ -157,6 +159,10 @@ class Request(msgspec.Struct, frozen=True, kw_only=True, tag_field="method", for
     default_target: str = "cuda:sm_90"
     target: str | None = None
     """Analyze for this target instead of each kernel's own."""
+    instance_traces: tuple[str, ...] = ()
+    """Trace files whose recorded instances the kernels are analyzed with."""
+    instance_picks: dict[str, str] = {}
+    """Per kernel, the instance the user picked (its label)."""
 
 
 class Analyze(Request, frozen=True, kw_only=True, tag="analyze"):

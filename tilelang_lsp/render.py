@@ -118,6 +118,11 @@ def provenance(kernel: KernelAnalysis) -> str:
         text += f" From pyproject.toml: {', '.join(kernel.args_from_project)}."
     if kernel.args_symbolic:
         text += f" Symbolic (T.const with no value found): {', '.join(kernel.args_symbolic)}."
+    if kernel.args_missing:
+        text += f" Unknown: {', '.join(kernel.args_missing)}."
+    others = [label for label in kernel.instances if label != kernel.args_origin]
+    if others:
+        text += f" Other instances (code lens): {', '.join(others)}."
     return text
 
 

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -67,6 +68,8 @@ class TileLangLanguageServer(LanguageServer):
         """Each open document's latest snapshot, by URI."""
         self.jobs: dict[str, DocumentJobs] = {}
         self.hint_cache: dict[str, tuple[Document, list[types.InlayHint]]] = {}
+        self.instance_picks: dict[str, dict[str, str]] = {}
+        """Per document, per kernel: the instance the user picked with the code lens."""
         """Each document's inlay hints and the snapshot they were made from."""
         self.api = ApiCatalog()
         """TileLang's API for completion, signature help, API hover and definition."""
@@ -166,7 +169,29 @@ class TileLangLanguageServer(LanguageServer):
         jobs.task = asyncio.create_task(self._analyze(uri, doc.version, delay, jobs.done))
 
     def _analysis_request(self, doc: Document, **overrides: Any) -> Analyze:
-        return Analyze(path=doc.path, text=doc.text, default_target=self.options.default_target, **overrides)
+        return Analyze(
+            path=doc.path,
+            text=doc.text,
+            default_target=self.options.default_target,
+            instance_traces=self.instance_traces(),
+            instance_picks=self.instance_picks.get(doc.uri, {}),
+            **overrides,
+        )
+
+    def instance_traces(self) -> tuple[str, ...]:
+        """The trace files whose recorded instances kernels are analyzed with (``instanceTraces``,
+        else ``irtrace.jsonl`` and ``.irtrace/*.jsonl`` in the workspace root), those that exist."""
+        root = Path(self.workspace.root_path) if self.workspace.root_path else None
+        if self.options.instance_traces:
+            paths = [
+                Path(p) if Path(p).is_absolute() or root is None else root / p
+                for p in self.options.instance_traces
+            ]
+        elif root is not None:
+            paths = [root / "irtrace.jsonl", *sorted((root / ".irtrace").glob("*.jsonl"))]
+        else:
+            paths = []
+        return tuple(str(p) for p in paths if p.is_file())
 
     async def _analyze(self, uri: str, version: int, delay: float, done: asyncio.Event) -> None:
         try:

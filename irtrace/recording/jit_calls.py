@@ -106,10 +106,79 @@ def _note_template(template: Any, given_tensors: dict[str, Any], kwargs: dict[st
                 call.dynamic[str(dim.name)] = tensor.shape[index]
 
 
+_FACTORY_CALLS: dict[int, tuple[Any, JitCall]] = {}
+"""Per ``@T.prim_func`` function built inside a factory (by ``id``, with the function kept alive):
+the factory's call, for when its PrimFunc is lowered by ``tilelang.lower``/``tilelang.compile``."""
+
+
+def _factory_call(frame: FrameType | None) -> JitCall | None:
+    """The call of the function running in ``frame`` (a kernel factory), as a ``JitCall``."""
+    if frame is None or frame.f_code.co_filename.startswith("<"):
+        return None
+    code = frame.f_code
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    kwargs = {name: frame.f_locals[name] for name in names if name in frame.f_locals}
+    where = f"{_shown_path(os.path.realpath(code.co_filename))}:{code.co_firstlineno}"
+    return JitCall(_call_json((), kwargs), definition=where)
+
+
+def _lowering_noting_factory(original: Any) -> Any:
+    """``tilelang.lower``/``tilelang.compile`` that note the factory call behind the PrimFunc they
+    are given (outside a ``@tilelang.jit`` compilation, which notes its own)."""
+
+    def lower(func: Any, *args: Any, **kwargs: Any) -> Any:
+        noted = _FACTORY_CALLS.get(id(getattr(func, "orig_func", None)))
+        if noted is None or current_call() is not None:
+            return original(func, *args, **kwargs)
+        stack = _call_stack()
+        stack.append(noted[1])
+        try:
+            return original(func, *args, **kwargs)
+        finally:
+            stack.pop()
+
+    return lower
+
+
+@contextlib.contextmanager
+def observe_factories() -> Iterator[None]:
+    """While entered, a PrimFunc built by a factory (``@T.prim_func`` inside a function) and then
+    lowered with ``tilelang.lower`` or ``tilelang.compile`` is known by the factory's call."""
+    import tilelang
+    import tilelang.language
+
+    original_prim_func = tilelang.language.prim_func
+
+    def prim_func_noting_factory(func: Any = None, **kwargs: Any) -> Any:
+        caller = sys._getframe(1)
+        made = original_prim_func(func, **kwargs)
+        if func is None:  # @T.prim_func(...) with options: the decorator comes back first
+            return made
+        with contextlib.suppress(Exception):  # noting the call never changes what the program gets
+            call = _factory_call(caller)
+            if call is not None:
+                _FACTORY_CALLS[id(func)] = (func, call)
+        return made
+
+    entries = [(tilelang, "lower"), (tilelang, "compile")]
+    originals = [(owner, name, getattr(owner, name)) for owner, name in entries]
+    tilelang.language.prim_func = prim_func_noting_factory
+    for owner, name, original in originals:
+        setattr(owner, name, _lowering_noting_factory(original))
+    try:
+        yield
+    finally:
+        tilelang.language.prim_func = original_prim_func
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+        _FACTORY_CALLS.clear()
+
+
 @contextlib.contextmanager
 def observe_jit_calls() -> Iterator[None]:
     """While entered, every ``@tilelang.jit`` compilation of this process notes its call for
-    ``current_instance``; TileLang's methods are restored on exit."""
+    ``current_instance``, and so does every factory's PrimFunc lowered with ``tilelang.lower`` or
+    ``tilelang.compile``; TileLang's methods are restored on exit."""
     from tilelang.jit import JITImpl
     from tilelang.language.eager.builder import TirTemplate
 
@@ -133,7 +202,8 @@ def observe_jit_calls() -> Iterator[None]:
     JITImpl.compile = compile_noting_call  # type: ignore[method-assign]
     TirTemplate.get_tir = get_tir_noting_sizes  # type: ignore[method-assign]
     try:
-        yield
+        with observe_factories():
+            yield
     finally:
         JITImpl.compile = original_compile  # type: ignore[method-assign]
         TirTemplate.get_tir = original_get_tir  # type: ignore[method-assign]

@@ -124,7 +124,7 @@ async def test_hover_shows_layout_on_other_targets(client: LanguageClient) -> No
     assert "| **cuda:sm_90** | `local.fragment` | 128 thr, 128 elem/thr |" in text
     assert "| hip:gfx942 | `local.fragment` |" in text
     assert "Fragment((128, 128) -> (128,)," in text
-    assert "arguments from call site (line 46); target `cuda:sm_90` from default target" in text
+    assert "arguments from __main__; target `cuda:sm_90` from default target" in text
 
 
 async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) -> None:
@@ -265,9 +265,9 @@ async def test_kernel_summary_command_says_where_arguments_came_from(client: Lan
     client.messages.clear()
     result = await execute(client, "tilelang.kernelSummary", uri, "matmul", "cuda:sm_90")
     message = (
-        "Analyzed `matmul(1024, 1024, 1024)` — arguments from call site (line 62); target `cuda:sm_90` "
-        "from default target. From the first @autotune config: block_M=64, block_N=64, block_K=32, "
-        "num_stages=2, threads=128."
+        # the program's first compilation is the autotuner's first config
+        "Analyzed `matmul(block_M=64, block_N=64, block_K=32, num_stages=2, threads=128, M=1024, N=1024, "
+        "K=1024)` — arguments from __main__; target `cuda:sm_90` from default target."
     )
     assert result == {"kernel": "matmul", "message": message}
     assert [m.message for m in client.messages] == [message]
@@ -283,14 +283,16 @@ async def test_kernel_summary_command_says_where_arguments_came_from(client: Lan
 
 
 async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> None:
-    uri, version = open_fresh(client, DATA / "styles" / "eager_elementwise.py")
+    path = DATA / "styles" / "eager_elementwise.py"
+    # without its entry point (which passes tensors that give M and N) nothing gives the sizes
+    uri, version = open_fresh(client, path, path.read_text().split('if __name__ == "__main__":')[0])
     await wait_published(client, uri, version)
     result = await execute(client, "tilelang.kernelSummary", uri, "elementwise_add", "cuda:sm_90")
     assert result == {
         "kernel": "elementwise_add",
         "message": (
             "Analyzed `elementwise_add(block_M=32, block_N=32, threads=128, in_dtype=T.float32, "
-            "out_dtype=T.float32)` — arguments from call site (line 59); target `cuda:sm_90` from default "
+            "out_dtype=T.float32)` — arguments from call at line 59; target `cuda:sm_90` from default "
             "target. Symbolic (T.const with no value found): M, N."
         ),
     }

@@ -37,7 +37,7 @@ def test_messages_round_trip_and_bad_ones_name_the_field() -> None:
     assert decode_to_worker(encode(Cancel(id=7))) == Cancel(id=7)
     kernel = KernelAnalysis(
         name="matmul", kind="factory", line=3, target="cuda:sm_90", target_origin="default target",
-        call="matmul(64)", args_origin="call site (line 9)", args={"M": "64"},
+        call="matmul(64)", args_origin="call at line 9", args={"M": "64"},
     )  # fmt: skip
     answer = decode_from_worker(encode(Result(id=7, body=raw(AnalysisResult(kernels=(kernel,))), rss_mb=1.0)))
     assert isinstance(answer, Result)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from irtrace.core.specs import DtypeName, Expression
 from irtrace.core.targets import TARGETS
@@ -82,12 +79,12 @@ def test_argument_and_target_order(tmp_path: Path) -> None:
         "cuda:sm_80",
         "directive (line 6)",
     )
-    assert resolve_arguments(call, project) == ArgumentChoice((128,), {"N": 256}, "call site (line 37)")
+    assert resolve_arguments(call, project) == ArgumentChoice((128,), {"N": 256}, "call at line 37")
     # "cuda -arch=sm_90a" is the sm_90a target where irtrace knows one, else sm_90
     sm_90a = "cuda:sm_90a" if "cuda:sm_90a" in TARGETS else "cuda:sm_90"
     assert resolve_target(call, "tilelang", "cuda:sm_90", project) == (sm_90a, "compile call (line 37)")
     assert resolve_arguments(configured, project) == ArgumentChoice(
-        (), {"M": 32, "K": 16}, "parameter defaults", ("M", "K")
+        (), {"M": 32, "K": 16}, "defaults", ("M", "K")
     )
     assert resolve_target(configured, "tilelang", "cuda:sm_90", project)[0] == "hip:gfx942"
     assert resolve_target(configured, "ascend", "cuda:sm_90", project) == ("ascend", "Ascend dialect")
@@ -166,19 +163,19 @@ def test_kernel_styles_read_from_the_source() -> None:
     assert (eager.eager, eager.tensor_params, eager.consts) == (True, ("A", "B"), ("M", "N"))
     assert eager.symbols == {"M": "M", "N": "N", "tokens": "rows"}
     assert eager.required == ("block_M",)  # tensors take no value
-    # .compile(...) is a call site; caller's names bound to literals (parameter defaults) are read
+    # only literals and names bound once to literals are read: a caller's parameters (M, N) and
+    # expressions (1 << 14, pick(HIDDEN)) are unknown, so those calls are skipped; the eager call's
+    # tensors give no sizes (the entry-point run does), so M and N stay symbolic
     assert resolve_arguments(eager, ProjectConfig()) == ArgumentChoice(
-        (), {"M": 1024, "N": 512, "block_M": 64}, "call site (line 30)"
+        (), {"block_M": 32}, "call at line 42", symbolic=("M", "N")
     )
     assert (tuned.is_autotune, tuned.is_jit, tuned.eager) == (True, True, False)
     assert resolve_arguments(tuned, ProjectConfig()) == ArgumentChoice(
-        (1024, 512), {}, "call site (line 31)", missing=("block",)
+        (), {}, "defaults", missing=("M", "N", "block")
     )
-    # a name nothing defines skips that call; expressions over module names are kept as text
-    choice = resolve_arguments(by_expression, ProjectConfig())
-    assert choice.origin == "call site (line 33)"
-    assert choice.args == (Expression("1 << 14"), Expression("HIDDEN"))
-    assert choice.kwargs == {"dtype": Expression("pick(HIDDEN)")}
+    assert resolve_arguments(by_expression, ProjectConfig()) == ArgumentChoice(
+        (), {}, "defaults", missing=("M", "N")
+    )
 
 
 def test_eager_sizes_without_a_value_are_symbolic() -> None:
@@ -186,7 +183,7 @@ def test_eager_sizes_without_a_value_are_symbolic() -> None:
     eager = {k.name: k for k in scan_kernels(text)}["eager"]
     # the call with tensors: a and b take no value, 32 is block_M
     assert resolve_arguments(eager, ProjectConfig()) == ArgumentChoice(
-        (), {"block_M": 32}, "call site (line 41)", symbolic=("M", "N")
+        (), {"block_M": 32}, "call at line 41", symbolic=("M", "N")
     )
     assert resolve_arguments(eager, ProjectConfig(args={"N": 64})).symbolic == ("M",)
 
@@ -249,98 +246,3 @@ STYLES = Path(__file__).resolve().parent / "data" / "styles"
 def styles_kernels(file: str) -> dict[str, ArgumentChoice]:
     """Each kernel of a corpus file with the arguments the source gives it."""
     return {k.name: resolve_arguments(k, ProjectConfig()) for k in scan_kernels((STYLES / file).read_text())}
-
-
-def test_argparse_defaults_and_the_callers_values_reach_the_call() -> None:
-    choices = styles_kernels("argparse_kernels.py")
-    # --m/--n defaults through `M, N = args.m, args.n`, a string default converted by type=int,
-    # --block-n as args.block_n, dest="num_stages", a store_true flag (False) choosing the dtype,
-    # literals and `K // 8` in main
-    assert choices["matmul"] == ArgumentChoice(
-        (1024, 512, 256, 128, 64, 32, 3),
-        {"threads": 128, "dtype": DtypeName("float16")},
-        "call site (line 73)",
-    )
-    # run_softmax(args.batch, args.heads) in the __main__ block; seq_len from its default
-    assert choices["row_softmax"] == ArgumentChoice((2, 4, 256, 8), {}, "call site (line 79)")
-
-
-def test_eager_sizes_come_from_the_tensors_passed() -> None:
-    choices = styles_kernels("eager_tensor_sizes.py")
-    # a: torch.randn(M, K).half() gives M and K, b: torch.randn((K, N), ...) gives N
-    assert choices["matmul_bias"] == ArgumentChoice(
-        (), {"block_M": 64, "block_N": 64, "block_K": 32, "M": 512, "K": 128, "N": 256}, "call site (line 61)"
-    )
-    # only tensors: torch.rand(a.shape[0], 2 * N) and torch.ones(x.size(0)); `rows = M` in the kernel
-    assert choices["scale_rows"] == ArgumentChoice((), {"M": 512, "N": 512}, "call site (line 66)")
-
-
-def test_configs_in_dicts_dataclasses_and_autograd_functions() -> None:
-    choices = styles_kernels("config_objects.py")
-    assert choices["tile_add"] == ArgumentChoice(
-        (256, 128), {"block_M": 32, "block_N": 64, "threads": 128}, "call site (line 85)"
-    )
-    # forward's x is what main passes to `scale = _Scale.apply`; TileConfig(block_N=32) keeps the
-    # other fields' defaults
-    assert choices["scale_forward"] == ArgumentChoice(
-        (256, 128, 0.5, 64, 32), {"threads": 128}, "call site (line 67)"
-    )
-    # backward: x from ctx.save_for_backward(x), ctx.factor from forward's `ctx.factor = factor`
-    assert choices["scale_backward"] == ArgumentChoice(
-        (256, 128, 0.5), {"block_M": 16}, "call site (line 76)"
-    )
-
-
-UNKNOWN_VALUES = """
-import argparse
-import os
-
-import tilelang
-
-
-@tilelang.jit
-def kernel(M, N):
-    pass
-
-
-def main(M=64, fast=False):
-    N = 32
-    if fast:
-        N = 64
-    kernel(M, N)
-    config = {"M": 8, "N": 8}
-    config["N"] = 16
-    kernel(**config)
-    size = int(os.environ.get("SIZE", "128"))
-    kernel(size, M)
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int)
-    parser.add_argument("--side", type=int, default=os.system("touch marker"))
-    args = parser.parse_args()
-    kernel(args.n, M)
-    kernel(args.side, M)
-    block = 16
-    block = block * 2
-    kernel(M * 2, block)
-"""
-
-
-def test_values_the_source_does_not_settle_skip_the_call(tmp_path: Path, monkeypatch: Any) -> None:
-    """A name bound in a branch, a dict changed in place, a value from a call (never made), an
-    option without a default: each skips its call, and the first call whose values are all known
-    counts (a name assigned twice in order has the later value)."""
-    monkeypatch.chdir(tmp_path)
-    [kernel] = scan_kernels(UNKNOWN_VALUES)
-    assert resolve_arguments(kernel, ProjectConfig()) == ArgumentChoice((128, 32), {}, "call site (line 31)")
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("file", ["argparse_kernels.py", "eager_tensor_sizes.py", "config_objects.py"])
-def test_kernels_built_with_the_arguments_the_source_gives(file: str) -> None:
-    from tilelang_lsp.worker.analysis import analyze
-
-    path = STYLES / file
-    result = analyze(str(path), path.read_text(), default_target="cuda:sm_90")
-    assert result.diagnostics == ()
-    assert {k.name: k.status for k in result.kernels} == dict.fromkeys(styles_kernels(file), "ok")
-    assert all(k.args_origin.startswith("call site") for k in result.kernels)

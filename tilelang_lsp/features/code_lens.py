@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from tilelang_lsp.commands import KERNEL_SUMMARY, SHOW_IR, TRACE_KERNEL
+from tilelang_lsp.commands import KERNEL_SUMMARY, SHOW_IR, TRACE_KERNEL, USE_INSTANCE
 from tilelang_lsp.render import lens_title
 
 if TYPE_CHECKING:
@@ -51,4 +51,19 @@ async def handle(server: TileLangLanguageServer, params: types.CodeLensParams) -
                 command=types.Command(title="IR after pass…", command=SHOW_IR, arguments=arguments),
             ),
         ]
+        if len(kernel.instances) > 1:
+            # one lens per other real instance: clicking it analyzes the kernel with that one
+            lenses += [
+                types.CodeLens(
+                    range=where,
+                    command=types.Command(
+                        title=f"use {label}", command=USE_INSTANCE, arguments=[uri, kernel.name, label]
+                    ),
+                )
+                for label in kernel.instances[:MAX_INSTANCE_LENSES]
+                if label != kernel.args_origin
+            ]
     return lenses
+
+
+MAX_INSTANCE_LENSES = 6

@@ -47,10 +47,16 @@ class ProjectConfig:
 
 
 def resolve_arguments(
-    kernel: KernelSource, project: ProjectConfig, recorded: CallSite | None = None
+    kernel: KernelSource,
+    project: ProjectConfig,
+    recorded: CallSite | None = None,
+    instance: CallSite | None = None,
+    unknown: tuple[str, ...] = (),
 ) -> ArgumentChoice:
-    """Directive, else a call site, else ``recorded`` (the kernel's spec in an ``irtrace.toml``),
-    else parameter defaults; pyproject fills what is left.
+    """Directive, else ``instance`` (one a program really made: recorded, or its entry point's),
+    else a call site, else ``recorded`` (the kernel's spec in an ``irtrace.toml``), else parameter
+    defaults; pyproject fills what is left, except the ``unknown`` parameters of ``instance`` (the
+    program passed something that cannot be made here: shown as unknown, never filled).
 
     An eager kernel's tensor parameters need no value; its ``T.const`` sizes are filled like
     required parameters, and those still without a value are analyzed as symbolic sizes.
@@ -63,23 +69,28 @@ def resolve_arguments(
             takers = [p for p in kernel.params if p not in kernel.tensor_params]
             kwargs = {**dict(zip(takers, args, strict=False)), **kwargs}
             args = ()
+    elif instance is not None:
+        args, kwargs = instance.args, dict(instance.kwargs)
+        origin = instance.origin or "a recorded call"
     elif kernel.call_site is not None:
         args, kwargs = kernel.call_site.args, dict(kernel.call_site.kwargs)
-        origin = f"call site (line {kernel.call_site.line})"
+        origin = f"call at line {kernel.call_site.line}"
     elif recorded is not None:
         args, kwargs = recorded.args, dict(recorded.kwargs)
         origin = recorded.origin or "a recorded call"
     else:
-        args, kwargs, origin = (), {}, "parameter defaults"
+        args, kwargs, origin = (), {}, "defaults"
     given = set(kernel.params[: len(args)]) | set(kwargs)
     configured = {**project.args, **project.kernel_args.get(kernel.name, {})}
     filled = []
-    missing = []
-    symbolic = []
+    missing: list[str] = []
+    symbolic: list[str] = []
     for name in [*kernel.required, *(c for c in kernel.consts if c not in kernel.required)]:
         if name in given:
             continue
-        if name in configured:
+        if instance is not None and name in unknown:
+            (symbolic if name in kernel.consts else missing).append(name)
+        elif name in configured:
             kwargs[name] = _config_value(configured[name])
             filled.append(name)
         elif name in kernel.consts:

@@ -14,9 +14,7 @@ from typing import Any
 from irtrace.core.errors import UsageError
 from irtrace.core.specs import parse_call_arguments
 from irtrace.core.targets import known_target_name
-from tilelang_lsp.source.folding import Unknown, own_nodes
-from tilelang_lsp.source.module_scope import ModuleScope
-from tilelang_lsp.source.scope import Found
+from tilelang_lsp.source.literals import LiteralScope, Unknown, own_nodes
 
 DIRECTIVE = re.compile(r"#\s*tilelang:\s*(?P<body>.*)$")
 _DIRECTIVE_ARGS = re.compile(r"args\s*\(")
@@ -71,6 +69,8 @@ class KernelSource:
     params: tuple[str, ...]
     required: tuple[str, ...]
     """Parameters without a default."""
+    first_line: int = 0
+    """1-based line of its first decorator (the ``def`` line when it has none)."""
     directive: Directive | None = None
     call_site: CallSite | None = None
     decorator_target: str | None = None
@@ -186,9 +186,6 @@ class _EagerDeclarations:
     tensors: tuple[str, ...]
     consts: tuple[str, ...]
     symbols: dict[str, str]
-    shapes: dict[str, tuple[str | None, ...]]
-    """Each tensor parameter's declared shape as the ``T.const`` name at each position (``None``
-    where it is not one): ``A: T.Tensor((M, K), dtype)`` is ``("M", "K")``."""
 
 
 def _eager_declarations(function: ast.FunctionDef, params: list[str]) -> _EagerDeclarations:
@@ -196,12 +193,9 @@ def _eager_declarations(function: ast.FunctionDef, params: list[str]) -> _EagerD
     tensors: list[str] = []
     consts: list[str] = []
     symbols: dict[str, str] = {}
-    annotations: dict[str, ast.expr] = {}
-    aliases: dict[str, str] = {}
     for argument in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]:
         if argument.annotation is not None and _is_tensor_annotation(argument.annotation):
             tensors.append(argument.arg)
-            annotations[argument.arg] = argument.annotation
     for node in own_nodes(function):
         if (
             isinstance(node, ast.AnnAssign)
@@ -211,10 +205,8 @@ def _eager_declarations(function: ast.FunctionDef, params: list[str]) -> _EagerD
             and _is_tensor_annotation(node.annotation)
         ):
             tensors.append(node.target.id)
-            annotations.setdefault(node.target.id, node.annotation)
         if not isinstance(node, ast.Assign):
             continue
-        aliases.update(_name_aliases(node))
         declared = _size_names(node.value)
         if declared is None:
             continue
@@ -232,51 +224,7 @@ def _eager_declarations(function: ast.FunctionDef, params: list[str]) -> _EagerD
         if len(python_names) == len(names):
             symbols.update({ir: py for ir, py in zip(names, python_names, strict=True) if py})
     ordered_tensors = tuple(p for p in params if p in tensors)
-    const_of = {symbols.get(c, c): c for c in consts}  # the source's name for each T.const
-
-    def const_at(node: ast.expr) -> str | None:
-        name = node.id if isinstance(node, ast.Name) else None
-        for _ in range(len(aliases) + 1):  # KH, KW = K, K
-            if name is None or name in const_of:
-                break
-            name = aliases.get(name)
-        return const_of.get(name) if name is not None else None
-
-    shapes = {
-        name: tuple(const_at(e) for e in dims)
-        for name, annotation in annotations.items()
-        if (dims := _annotated_shape(annotation)) is not None
-    }
-    return _EagerDeclarations(ordered_tensors, tuple(consts), symbols, shapes)
-
-
-def _name_aliases(node: ast.Assign) -> dict[str, str]:
-    """``KH, KW = K, K`` as ``{"KH": "K", "KW": "K"}``."""
-    if len(node.targets) != 1:
-        return {}
-    target, value = node.targets[0], node.value
-    pairs = (
-        zip(target.elts, value.elts, strict=True)
-        if isinstance(target, ast.Tuple)
-        and isinstance(value, ast.Tuple)
-        and len(target.elts) == len(value.elts)
-        else [(target, value)]
-    )
-    return {t.id: v.id for t, v in pairs if isinstance(t, ast.Name) and isinstance(v, ast.Name)}
-
-
-def _annotated_shape(annotation: ast.expr) -> list[ast.expr] | None:
-    """The shape of ``T.Tensor((M, K), dtype)`` or ``T.Tensor[[M, K], dtype]``."""
-    shape: ast.expr | None = None
-    if isinstance(annotation, ast.Call):
-        keywords = {k.arg: k.value for k in annotation.keywords}
-        shape = annotation.args[0] if annotation.args else keywords.get("shape")
-    elif isinstance(annotation, ast.Subscript):
-        index = annotation.slice
-        shape = index.elts[0] if isinstance(index, ast.Tuple) and index.elts else index
-    if shape is None:
-        return None
-    return list(shape.elts) if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
+    return _EagerDeclarations(ordered_tensors, tuple(consts), symbols)
 
 
 def scan_kernels(text: str) -> list[KernelSource]:
@@ -287,7 +235,7 @@ def scan_kernels(text: str) -> list[KernelSource]:
     except SyntaxError:
         return []
     lines = text.splitlines()
-    module = ModuleScope(tree)
+    module = LiteralScope(tree)
     kernels = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
@@ -309,7 +257,6 @@ def scan_kernels(text: str) -> list[KernelSource]:
         symbols = declared.symbols
         tensors = declared.tensors if is_jit or is_autotune else ()
         consts = declared.consts if is_jit or is_autotune else ()
-        shapes = declared.shapes if is_jit or is_autotune else {}
         positional = [*node.args.posonlyargs, *node.args.args]
         required = [a.arg for a in positional[: len(positional) - len(node.args.defaults)]]
         required += [
@@ -325,10 +272,11 @@ def scan_kernels(text: str) -> list[KernelSource]:
                 name=node.name,
                 line=node.lineno,
                 is_jit=is_jit or is_autotune,
+                first_line=top,
                 params=tuple(params),
                 required=tuple(required),
                 directive=directive,
-                call_site=_call_site(module, node.name, params, tensors, shapes),
+                call_site=_call_site(module, node.name, params, tensors),
                 decorator_target=decorator_target,
                 is_autotune=is_autotune,
                 tensor_params=tensors,
@@ -368,16 +316,11 @@ def _kernel_call(node: ast.AST, name: str) -> ast.Call | None:
 
 
 def _call_site(
-    module: ModuleScope,
-    name: str,
-    params: list[str],
-    tensors: tuple[str, ...],
-    shapes: dict[str, tuple[str | None, ...]],
+    module: LiteralScope, name: str, params: list[str], tensors: tuple[str, ...]
 ) -> CallSite | None:
-    """The first call of ``name`` (in source order) whose arguments are all known, with an
-    enclosing ``tilelang.compile``'s target. Tensor arguments of an eager kernel take no value but
-    may give its ``T.const`` sizes (``shapes``: each tensor's declared shape, by ``T.const`` name);
-    the rest are bound to parameter names."""
+    """The first call of ``name`` (in source order) whose arguments are all literals or names
+    bound once to literals, with an enclosing ``tilelang.compile``'s target. An eager kernel's
+    tensor arguments take no value; the rest are bound to parameter names."""
     calls = sorted(
         (call for call in (_kernel_call(n, name) for n in ast.walk(module.tree)) if call is not None),
         key=lambda call: (call.lineno, call.col_offset),
@@ -385,35 +328,31 @@ def _call_site(
     for call in calls:
         scope = module.scope_of(call)
         try:
-            positional, keywords = module.expand(call, scope)
-            if tensors and len(positional) > len(params):
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                raise Unknown(name)
+            if tensors and len(call.args) > len(params):
                 raise Unknown(name)
             args: list[Any] = []
             kwargs: dict[str, Any] = {}
-            passed_tensors: list[tuple[str, Found]] = []
-            for index, (argument, where) in enumerate(positional):
+            for index, argument in enumerate(call.args):
                 parameter = params[index] if index < len(params) else None
                 if parameter is not None and parameter in tensors:
-                    passed_tensors.append((parameter, (argument, where)))
                     continue
-                value = module.argument(argument, where, name)
+                value = module.value(argument, scope)
                 if tensors and parameter is not None:
                     kwargs[parameter] = value
                 else:
                     args.append(value)
-            for keyword, (argument, where) in keywords.items():
-                if keyword in tensors:
-                    passed_tensors.append((keyword, (argument, where)))
-                elif keyword != "target":
-                    kwargs[keyword] = module.argument(argument, where, name)
-            for parameter, (argument, where) in passed_tensors:
-                sizes = module.tensor_sizes(argument, where, shapes.get(parameter, ()), name)
-                for size_name, size in sizes.items():
-                    kwargs.setdefault(size_name, size)
+            for keyword in call.keywords:
+                if keyword.arg in tensors or keyword.arg == "target" or keyword.arg is None:
+                    continue
+                kwargs[keyword.arg] = module.value(keyword.value, scope)
         except Unknown:
             continue
         if tensors and not args and not kwargs:
-            continue  # only tensors made where their sizes are unknown: says nothing about the sizes
+            continue  # only tensors: says nothing about the sizes
         enclosing = module.parents.get(call)
         target = _keyword_target(enclosing) if isinstance(enclosing, ast.Call) else None
         return CallSite(line=call.lineno, args=tuple(args), kwargs=kwargs, target=target)

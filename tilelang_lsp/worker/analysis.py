@@ -46,6 +46,7 @@ from tilelang_lsp.source.arguments import (
 from tilelang_lsp.source.kernels import CallSite, KernelSource, scan_kernels
 from tilelang_lsp.source.text import uses_tilelang
 from tilelang_lsp.worker.facts import buffer_message, diagnostic_message, shared_memory_bytes
+from tilelang_lsp.worker.instances import Candidate, InstanceSources, kernel_candidates
 from tilelang_lsp.worker.machine_code import compile_input
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
@@ -84,11 +85,14 @@ def analyze(
     should_stop: Callable[[], bool] = _never,
     on_kernel: Callable[[str, int], None] | None = None,
     trace_path: str | None = None,
+    instances: InstanceSources | None = None,
 ) -> AnalysisResult:
     """Load ``text`` as the file ``path``, build each kernel and lower it up to layout inference.
 
     ``full`` runs the whole pipeline instead (the kernel summary); ``override_target`` analyzes
-    for that target rather than each kernel's own (side-by-side layouts in hover).
+    for that target rather than each kernel's own (side-by-side layouts in hover). ``instances``
+    says where programs' real instances are found (recorded traces, the entry point) and which one
+    the user picked per kernel.
     """
     started = time.perf_counter()
     file = Path(path)
@@ -116,6 +120,7 @@ def analyze(
             should_stop=should_stop,
             on_kernel=on_kernel,
             trace_path=trace_path,
+            instances=instances or InstanceSources(),
         )
     finally:
         forget_user_modules(imported_before)
@@ -170,6 +175,7 @@ def _analyze_module(
     should_stop: Callable[[], bool],
     on_kernel: Callable[[str, int], None] | None,
     trace_path: str | None,
+    instances: InstanceSources,
 ) -> str | None:
     """Each kernel of the module analyzed into ``kernels``; the module's dialect, ``None`` when it
     did not load."""
@@ -180,6 +186,7 @@ def _analyze_module(
         diag = error_diagnostics(error, file, code=code)
         diagnostics.append(diagnostic_message(diag, 1))
         return None
+    candidates = kernel_candidates(file, text, list(sources.values()), instances, default_target)
     try:
         for kernel in find_kernels(loaded):
             source = sources.get(kernel.name)
@@ -206,6 +213,8 @@ def _analyze_module(
                     should_stop=should_stop,
                     trace_path=trace_path,
                     diagnostics=diagnostics,
+                    candidates=candidates.get(kernel.name, []),
+                    pick=instances.picks.get(kernel.name),
                 )
             )
     finally:
@@ -227,11 +236,18 @@ def _analyze_kernel(
     should_stop: Callable[[], bool],
     trace_path: str | None,
     diagnostics: list[Diagnostic],
+    candidates: list[Candidate],
+    pick: str | None,
 ) -> KernelAnalysis:
     file = loaded.path
-    choice = (
-        resolve_arguments(source, project, manifest_call(file, kernel.name)) if source is not None else None
-    )
+    chosen = next((c for c in candidates if c.label == pick), candidates[0] if candidates else None)
+    choice = None
+    if source is not None:
+        instance = (
+            CallSite(0, chosen.args, dict(chosen.kwargs), origin=chosen.label) if chosen is not None else None
+        )
+        unknown = chosen.unknown if chosen is not None else ()
+        choice = resolve_arguments(source, project, manifest_call(file, kernel.name), instance, unknown)
     target_name, target_origin = resolve_target(source, loaded.dialect, default_target, project)
     if override_target is not None:
         target_name, target_origin = override_target, "extra target"
@@ -263,6 +279,7 @@ def _analyze_kernel(
         args_symbolic=tuple(symbolic),
         args={k: format_value(v) for k, v in shown.items()},
         full=full,
+        instances=tuple(c.label for c in candidates),
     )
     missing = list(choice.missing) if choice else []
     if kernel.kind.tunes:
@@ -407,7 +424,14 @@ def manifest_call(file: Path, kernel: str) -> CallSite | None:
 
 
 def ir_after_pass(
-    path: str, text: str, kernel: str, pass_name: str, *, default_target: str, target: str | None = None
+    path: str,
+    text: str,
+    kernel: str,
+    pass_name: str,
+    *,
+    default_target: str,
+    target: str | None = None,
+    instances: InstanceSources | None = None,
 ) -> IrText:
     """The IR after ``pass_name`` (``name`` or ``name#2`` for a later occurrence) of a full lowering."""
     import tempfile
@@ -422,6 +446,7 @@ def ir_after_pass(
             full=True,
             kernels_only=[kernel],
             trace_path=trace_file,
+            instances=instances,
         )
         from irtrace.core.trace_reader import load_trace
 

@@ -174,12 +174,15 @@ class Worker:
 
     def dispatch(self, request_id: int, request: Request) -> msgspec.Struct:
         from tilelang_lsp.worker import analysis
+        from tilelang_lsp.worker.instances import InstanceSources
 
         def should_stop() -> bool:
             return request_id in self.cancelled
 
         def on_kernel(name: str, line: int) -> None:
             self.send(Progress(request=request_id, kernel=name, line=line))
+
+        instances = InstanceSources(traces=request.instance_traces, picks=dict(request.instance_picks))
 
         if isinstance(request, Analyze):
             return analysis.analyze(
@@ -191,6 +194,7 @@ class Worker:
                 race_check=request.race_check,
                 should_stop=should_stop,
                 on_kernel=on_kernel,
+                instances=instances,
             )
         if isinstance(request, Trace):
             result = analysis.analyze(
@@ -202,6 +206,7 @@ class Worker:
                 kernels_only=[request.kernel],
                 trace_path=request.output,
                 on_kernel=on_kernel,
+                instances=instances,
             )
             return TraceResult(output=request.output, kernels=result.kernels)
         if isinstance(request, IrAfterPass):
@@ -212,6 +217,7 @@ class Worker:
                 request.pass_name,
                 default_target=request.default_target,
                 target=request.target,
+                instances=instances,
             )
         raise ValueError(f"unknown worker request {type(request).__name__}")
 

@@ -1,0 +1,155 @@
+"""Kernels with nothing written for the language server, analyzed with the instance the program
+really uses: recorded from a test suite run under ``IRTRACE=...``, or found by running the file's
+own entry point up to its first compilation. Each hint is checked against the compiler's facts
+for the program's own call (``program_oracle.py``: the program run with TileLang's compile entries
+wrapped to lower the PrimFunc it is about to compile)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.irtrace.test_autocapture import SUITE, hooked_env
+from tests.lsp.conftest import DATA, ROOT, hints, open_fresh, wait_published, whole_file_server
+
+INSTANCES = DATA / "instances"
+ORACLE = Path(__file__).resolve().parent / "program_oracle.py"
+RECORDED = Path(tempfile.mkdtemp(prefix="tilelang-lsp-instances-"))
+"""Where the kernel suite is copied and its pytest run recorded (``irtrace.jsonl``)."""
+SUITE_TRACE = RECORDED / "kernelsuite" / "irtrace.jsonl"
+
+client = whole_file_server(trusted=True, extra_targets=[], summary=False, instance_traces=[str(SUITE_TRACE)])
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def program_hints(*arguments: str, cwd: Path | None = None) -> list[tuple[int, str]]:
+    """``(line, hint)`` of each buffer of the kernel the program compiles first, from the compiler."""
+    done = subprocess.run(
+        [sys.executable, str(ORACLE), *arguments],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [(line, hint) for line, hint in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+async def summary(client: LanguageClient, uri: str, kernel: str) -> str:
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="tilelang.kernelSummary", arguments=[uri, kernel, None])
+    )
+    assert isinstance(answer, dict)
+    return str(answer["message"])
+
+
+async def compiled_hints(client: LanguageClient, path: Path, text: str | None = None) -> tuple[str, list]:
+    uri, version = open_fresh(client, path, text)
+    await wait_published(client, uri, version)
+    got = await hints(client, uri)
+    return uri, sorted((h.position.line + 1, h.label) for h in got)
+
+
+async def test_argparse_program_gets_the_size_it_sets_after_parsing(client: LanguageClient) -> None:
+    path = INSTANCES / "argparse_gemm.py"
+    uri, got = await compiled_hints(client, path)
+    expected = program_hints(str(path))
+    assert got == expected
+    assert (13, "[4096, 1024] float16 global") in got  # setattr(args, "m", 4096), not argparse's 1024
+    assert "arguments from __main__" in await summary(client, uri, "matmul")
+
+
+async def test_a_program_that_cannot_reach_its_call_shows_unknown_never_the_parser_default(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    text = (INSTANCES / "argparse_gemm.py").read_text()
+    # the program now fails before its call (no GPU here): nothing may be guessed from the parser
+    text = text.replace("    setattr(args,", "    raise RuntimeError('needs a GPU')\n    setattr(args,")
+    path = tmp_path / "argparse_gemm.py"
+    path.write_text(text)
+    uri, got = await compiled_hints(client, path)
+    assert not any("1024" in label and "source only" not in label for _, label in got)
+    message = await summary(client, uri, "matmul")
+    assert "Unknown: M, N, K" in message, message
+
+
+async def test_eager_kernel_called_with_cuda_tensors_works_without_a_gpu(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    path = INSTANCES / "eager_cuda.py"
+    uri, got = await compiled_hints(client, path)
+    # the oracle runs a copy of the program whose tensors stay on the CPU (same shapes and dtypes)
+    cpu_copy = tmp_path / "eager_cuda.py"
+    cpu_copy.write_text(path.read_text().replace(".cuda()", ""))
+    assert got == program_hints(str(cpu_copy))
+    assert (10, "[96, 64] float16 global") in got  # M, N from the tensors made before the call
+    assert (13, "[16, 64] float16 shared.dyn") in got  # block_M=16 from the call
+    assert "arguments from __main__" in await summary(client, uri, "scale_rows")
+
+
+async def test_loop_over_configs_gets_the_first_config_the_program_compiles(client: LanguageClient) -> None:
+    path = INSTANCES / "configs_loop.py"
+    _, got = await compiled_hints(client, path)
+    assert got == program_hints(str(path))
+    assert any(label.startswith("[16, 64] float32 shared.dyn") for _, label in got)
+
+
+@pytest.fixture(scope="module")
+def recorded_suite() -> Path:
+    """The kernel suite's own pytest run, recorded with ``IRTRACE=irtrace.jsonl``."""
+    package = SUITE_TRACE.parent
+    if not SUITE_TRACE.exists():
+        shutil.copytree(SUITE, package)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
+            cwd=package,
+            env=hooked_env(
+                RECORDED, IRTRACE="irtrace.jsonl", KERNELSUITE_ORACLE=str(RECORDED / "oracle.tsv")
+            ),
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return package
+
+
+async def test_recorded_test_suite_instances_and_picking_one(
+    client: LanguageClient, recorded_suite: Path
+) -> None:
+    path = recorded_suite / "kernels.py"
+    uri, got = await compiled_hints(client, path)
+    test_32 = f"{recorded_suite / 'kernel_tests.py'}::test_copy[32]"
+    test_64 = f"{recorded_suite / 'kernel_tests.py'}::test_copy[64]"
+    scale_test = f"{recorded_suite / 'kernel_tests.py'}::test_scale"
+    expected = sorted(program_hints("--pytest", test_32) + program_hints("--pytest", scale_test))
+    assert got == expected
+    assert "arguments from kernel_tests.py::test_copy[32]" in await summary(client, uri, "tiled_copy")
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    picks = [
+        lens.command
+        for lens in lenses or []
+        if lens.command and lens.command.command == "tilelang.useInstance"
+    ]
+    assert [(c.title, list(c.arguments or [])) for c in picks] == [
+        ("use kernel_tests.py::test_copy[64]", [uri, "tiled_copy", "kernel_tests.py::test_copy[64]"])
+    ]
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=picks[0].command, arguments=picks[0].arguments)
+    )
+    for _ in range(600):
+        if "arguments from kernel_tests.py::test_copy[64]" in await summary(client, uri, "tiled_copy"):
+            break
+        await asyncio.sleep(0.1)
+    got = sorted((h.position.line + 1, h.label) for h in await hints(client, uri))
+    assert got == sorted(program_hints("--pytest", test_64) + program_hints("--pytest", scale_test))
