@@ -56,7 +56,7 @@ def resolve_kernel_file(path: str | Path) -> Path:
     return file.resolve()
 
 
-def _package_root(file: Path, source: str | None = None) -> tuple[Path, str]:
+def package_root(file: Path, source: str | None = None) -> tuple[Path, str]:
     """The folder to put on ``sys.path`` and the module's dotted name.
 
     Folders with ``__init__.py`` are regular packages and always belong to the name. A module
@@ -146,7 +146,7 @@ def load_kernel_module(path: str | Path, text: str | None = None) -> LoadedModul
     Errors raised while importing become ``KernelSourceError`` naming the file and line.
     """
     file = Path(path).expanduser().resolve() if text is not None else resolve_kernel_file(path)
-    root, dotted = _package_root(file, text)
+    root, dotted = package_root(file, text)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     if text is None and dotted in sys.modules and getattr(sys.modules[dotted], "__file__", None) == str(file):

@@ -186,7 +186,9 @@ def _analyze_module(
         diag = error_diagnostics(error, file, code=code)
         diagnostics.append(diagnostic_message(diag, 1))
         return None
-    candidates = kernel_candidates(file, text, list(sources.values()), instances, default_target)
+    # the program runs as on the machine the analysis is for: an extra target, else the project's
+    run_target = override_target or resolve_target(None, loaded.dialect, default_target, project)[0]
+    candidates = kernel_candidates(file, text, list(sources.values()), instances, run_target)
     try:
         for kernel in find_kernels(loaded):
             source = sources.get(kernel.name)

@@ -140,10 +140,12 @@ def _patch_compile_entries(stop: Any) -> list[tuple[Any, str, Any]]:
 
 def _run_program(path: str, text: str, kernels: list[EntryKernel], target: str) -> dict[str, Any]:
     """In the child: run the program until its first compilation; what it instantiated.
-    ``target="auto"`` means ``target`` where TileLang finds no GPU."""
+    ``target="auto"`` means ``target`` where TileLang finds no GPU, and ``target`` is the current
+    TVM target while the program runs."""
     from irtrace.core.targets import get_target
     from irtrace.recording.jit_calls import current_call, observe_jit_calls
-    from irtrace.recording.tvm_targets import auto_target_fallback
+    from irtrace.recording.loader import package_root
+    from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 
     real = os.path.realpath(path)
     factories = {k.name: k for k in kernels if not k.is_jit}
@@ -191,13 +193,19 @@ def _run_program(path: str, text: str, kernels: list[EntryKernel], target: str) 
     # globals through ``sys.modules[func.__module__]``
     main = types.ModuleType(MAIN)
     main.__file__ = path
+    # a module of a package runs as ``python -m pkg.module`` would: its relative imports work
+    root, dotted = package_root(Path(path), text)
+    main.__package__ = dotted.rpartition(".")[0] or None
     sys.modules[MAIN] = main
     namespace = main.__dict__
     sys.argv = [path]
-    sys.path.insert(0, str(Path(path).parent))
+    sys.path.insert(0, str(root))
     outcome = "ended"
     with contextlib.ExitStack() as stack:
+        # run as on a machine of the analysis target: `target="auto"` means it, and code asking
+        # the current target (an FP8 type chosen per vendor) gets it
         stack.enter_context(auto_target_fallback(get_target(target)))
+        stack.enter_context(make_tvm_target(get_target(target)))
         stack.enter_context(observe_jit_calls())
         patched = _patch_compile_entries(stop)
         for owner, attr, original in patched:
@@ -209,7 +217,8 @@ def _run_program(path: str, text: str, kernels: list[EntryKernel], target: str) 
                 stack.enter_context(_MetaCuda.make())
         sys.setprofile(profile)
         try:
-            exec(compile(text, path, "exec"), namespace)
+            # dont_inherit: this module's `from __future__ import annotations` must not reach the program
+            exec(compile(text, path, "exec", dont_inherit=True), namespace)
         except ProgramStopped:
             outcome = "stopped"
         except SystemExit as error:

@@ -1,6 +1,7 @@
 """Eager ``@tilelang.jit`` kernels called the way TileLang's elementwise and cast examples call
 them: tensors first, tile sizes by keyword, so ``T.const`` sizes are only known from the tensors
-(here made where the source does not say their sizes: symbolic); a renamed ``T.dynamic`` row count."""
+(here made where the source text does not say their sizes: only running the program gives them;
+without it they stay symbolic); a renamed ``T.dynamic`` row count."""
 
 import tilelang
 import tilelang.language as T
@@ -55,7 +56,7 @@ def main(M=1024, N=1024):
     import torch
 
     pair = torch.randn(2, M, N, dtype=torch.float32, device="cuda")
-    a, b = pair.unbind()  # tensors the source does not give sizes for: M and N stay symbolic
+    a, b = pair.unbind()  # sizes the source text does not say: the program's run gives them
     out = elementwise_add(a, b, block_M=32, block_N=32, threads=128, in_dtype=T.float32, out_dtype=T.float32)
     torch.testing.assert_close(out, a + b)
 
