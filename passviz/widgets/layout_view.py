@@ -116,17 +116,20 @@ class LayoutView(Vertical):
         table.clear()
         table.display = record is not None
         if record is None:
-            note.update(
-                f"{terminal_safe(run.kernel, newlines=False)} on {run.target} has no layout records "
-                "(recorded before traces held layouts, or failed before layout inference)"
+            note.update(  # Text: trace text is not Rich markup
+                Text(
+                    f"{terminal_safe(run.kernel, newlines=False)} on {terminal_safe(run.target)} has no "
+                    "layout records (recorded before traces held layouts, or failed before layout inference)"
+                )
             )
             self._show_grid(None)
             return
-        after = pass_names.get(record.after, f"pass {record.after}")
+        count = len(record.layouts)
+        after = terminal_safe(pass_names.get(record.after, f"pass {record.after}"), newlines=False)
         note.update(
             Text(
-                f"{len(record.layouts)} buffers after #{record.after} {terminal_safe(after, newlines=False)}"
-                " · ↑↓ pick · w: SVG beside the trace · f: whole width",
+                f"{count} buffer{'' if count == 1 else 's'} after #{record.after} {after}"
+                " · ↑↓ pick · w: SVG beside the trace · f: whole width"
             )
         )
         for layout in record.layouts:
