@@ -9,12 +9,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from textual.pilot import Pilot
 
 from irtrace.core.trace import Trace
 from irtrace.core.trace_reader import load_trace
 from passviz.app import PassvizApp, key_help
-from passviz.widgets.layout_view import LayoutView
+from passviz.widgets.layout_view import LayoutView, svg_path
 from tests.passviz.layout_oracle import int_of, oracle_layouts
 from tests.passviz.test_snapshots import pressing, settle
 
@@ -163,3 +164,12 @@ def test_snapshot_layouts_view_80x24(snap_compare, snapshot_trace: Trace) -> Non
     assert snap_compare(
         PassvizApp([snapshot_trace]), run_before=pressing("l", "f", "down", "down"), terminal_size=SMALL
     )
+
+
+def test_svg_names_from_hostile_trace_text_stay_beside_the_trace(layouts_trace: Trace) -> None:
+    run = next(r for r in layouts_trace.runs if r.kernel == "matmul")
+    layout = msgspec.structs.replace(run.layouts[0].layouts[0], buffer="../../etc/[bold]evil\x1b]0;x\x07")
+    hostile_run = msgspec.structs.replace(run, kernel="../..", target="cuda:sm_90/../x")
+    path = svg_path(layouts_trace, hostile_run, layout)
+    assert path.parent == Path(layouts_trace.path or "").parent
+    assert re.fullmatch(r"[A-Za-z0-9_.-]+\.svg", path.name) and ".." not in path.name
