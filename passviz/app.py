@@ -48,6 +48,8 @@ LARGE_RUN_CHARS = 2_000_000
 """Above this much distinct IR in a run, +/- counts are computed in a worker."""
 LARGE_DIFF_CHARS = 400_000
 """Above this much IR before and after a pass, its diff is computed in a worker."""
+NARROW = 120
+"""Below this many columns the layouts view takes the whole width (the lists come back after)."""
 
 KEYS: tuple[tuple[str, str, str, str, bool], ...] = (
     # (key, action, footer label, help text, shown in the footer)
@@ -153,6 +155,8 @@ class PassvizApp(App[None]):
         self._counts: dict[RunRef, dict[int, tuple[int, int]]] = {}
         self._diffs: dict[tuple[Any, ...], Any] = {}
         self._keep_scroll = False
+        self._widened = False
+        """The lists were hidden for the layouts view, not by ``f``."""
         self._shown: tuple[Any, ...] | None = None
         self._source_cache: dict[RunRef, Any] = {}
         self._count_caches: list[dict[tuple[str, str], tuple[int, int]]] = [{} for _ in self.traces]
@@ -337,7 +341,11 @@ class PassvizApp(App[None]):
         self._show_code()
         layouts = self.query_one(LayoutView)
         if mode == "layouts":
+            if not self.full_width and self.size.width < NARROW:
+                self._widened = self.full_width = True  # a grid in a third of 80 columns says little
             layouts.table.focus()  # arrows pick a buffer; tab moves on to the grid and the passes
+        elif self._widened:
+            self._widened = self.full_width = False
         elif self.focused is not None and layouts in self.focused.ancestors:
             self.query_one(PassTable).focus()
 
@@ -648,6 +656,7 @@ class PassvizApp(App[None]):
         self.show_source = not self.show_source
 
     def action_toggle_full(self) -> None:
+        self._widened = False
         self.full_width = not self.full_width
 
     def action_toggle_changed(self) -> None:

@@ -129,7 +129,7 @@ class LayoutView(Vertical):
         note.update(
             Text(
                 f"{count} buffer{'' if count == 1 else 's'} after #{record.after} {after}"
-                " · ↑↓ pick · w: SVG beside the trace · f: whole width"
+                " · ↑↓ pick · w: SVG beside the trace · f: the lists"
             )
         )
         for layout in record.layouts:

@@ -40,16 +40,16 @@ def grid_rows(lines: list[str]) -> dict[int, list[int]]:
 
 
 async def pick(pilot: Pilot, kernel: str, target: str, buffer: str) -> LayoutView:
-    """The run, the layouts view at the whole width, and ``buffer`` picked with the arrows."""
+    """The run, the layouts view, and ``buffer`` picked with the arrows."""
     app = pilot.app
     assert isinstance(app, PassvizApp)
     await settle(pilot)
     run = next(r for r in app.traces[0].runs if r.kernel == kernel and r.target == target)
     app.open_run((0, run.run_id))
     await settle(pilot)
-    for key in ("l", "f"):
-        await pilot.press(key)
-        await settle(pilot)
+    await pilot.press("l")
+    await settle(pilot)
+    assert app.full_width  # under 120 columns the view takes the whole width
     view = app.query_one(LayoutView)
     assert view.record is not None
     for _ in range([layout.buffer for layout in view.record.layouts].index(buffer)):
@@ -146,13 +146,15 @@ async def test_a_run_without_layouts_says_so_and_w_explains(factory_failure_trac
         app.open_run((0, failed.run_id))
         await settle(pilot)
         await pilot.press("l")
-        await pilot.press("f")
         await settle(pilot)
         text = " ".join(line.strip() for line in screen_lines(app))
         assert "has no layout" in text
         await pilot.press("w")
         await pilot.pause()  # not settle: with no pass listed it waits longer than the message stays
         assert [n.message for n in app._notifications] == ["no layout to write: press l and pick a buffer"]
+        await pilot.press("i")  # leaving the view brings back the lists it hid
+        await pilot.pause()
+        assert not app.full_width and app.query_one("#left").display
 
 
 def test_help_lists_the_layout_keys() -> None:
@@ -162,7 +164,7 @@ def test_help_lists_the_layout_keys() -> None:
 
 def test_snapshot_layouts_view_80x24(snap_compare, snapshot_trace: Trace) -> None:
     assert snap_compare(
-        PassvizApp([snapshot_trace]), run_before=pressing("l", "f", "down", "down"), terminal_size=SMALL
+        PassvizApp([snapshot_trace]), run_before=pressing("l", "down", "down"), terminal_size=SMALL
     )
 
 
