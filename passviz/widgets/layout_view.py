@@ -64,7 +64,9 @@ def write_svg(trace: Trace, run: KernelRun, layout: BufferLayout) -> tuple[Path,
     shown_cols = min(cols, MAX_CELLS)
     grid = layout_grid(layout, range(shown_rows), range(shown_cols))
     path = write_atomically(svg_path(trace, run, layout), layout_svg(grid))
-    drawn = f"rows 0-{shown_rows - 1} of {rows}" if grid.cropped else f"{rows} x {cols}"
+    drawn = f"{rows} x {cols}"
+    if grid.cropped:
+        drawn = f"the top-left {shown_rows} x {shown_cols} of {drawn}"
     return Path(path), drawn
 
 
@@ -154,15 +156,6 @@ class LayoutView(Vertical):
         grid_pane.styles.width = measured + 2
         grid_pane.update(shown)
         self.query_one("#layout-scroll", ScrollableContainer).scroll_home(animate=False)
-
-    @property
-    def text(self) -> str:
-        """The grid as plain text (for tests)."""
-        if self._grid_of is None:
-            return ""
-        console = Console(width=1000, record=True, file=io.StringIO(), color_system=None)
-        console.print(grid_renderable(self._grid_of))
-        return console.export_text()
 
 
 def grid_renderable(layout: BufferLayout) -> RenderableType:

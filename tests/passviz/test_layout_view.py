@@ -175,3 +175,28 @@ def test_svg_names_from_hostile_trace_text_stay_beside_the_trace(layouts_trace: 
     path = svg_path(layouts_trace, hostile_run, layout)
     assert path.parent == Path(layouts_trace.path or "").parent
     assert re.fullmatch(r"[A-Za-z0-9_.-]+\.svg", path.name) and ".." not in path.name
+
+
+def test_w_draws_at_most_max_cells_of_a_large_layout(layouts_trace: Trace, tmp_path: Path) -> None:
+    from irtrace.core.schema import BufferLayout
+    from irtrace.edge.layout_pictures import MAX_CELLS
+    from passviz.widgets.layout_view import write_svg
+
+    wide = BufferLayout(
+        buffer="S",
+        scope="shared.dyn",
+        dtype="float16",
+        shape=[100, 1000],
+        kind="layout",
+        input_shape=[100, 1000],
+        output_shape=[100, 1000],
+        forward_vars=["i", "j"],
+        forward_index=["i", "j"],
+        summary="linear",
+        text="Layout(linear)",
+    )
+    trace = Trace(runs=(), texts={}, path=str(tmp_path / "t.jsonl"))
+    run = msgspec.structs.replace(layouts_trace.runs[0], kernel="k", target="cuda:sm_90")
+    path, drawn = write_svg(trace, run, wide)
+    rows = {int(r.attrib["data-row"]) for r in ET.parse(path).iter() if "data-row" in r.attrib}
+    assert rows == set(range(MAX_CELLS // 1000)) and drawn == "the top-left 65 x 1000 of 100 x 1000"
