@@ -35,6 +35,7 @@ from passviz.model import (
 from passviz.widgets.code_view import CodeView, IrRows, NoteRows, SideBySideRows, UnifiedRows
 from passviz.widgets.filter_bar import FilterBar
 from passviz.widgets.help_screen import HelpScreen
+from passviz.widgets.layout_view import LayoutView
 from passviz.widgets.messages import FiltersChanged, PassChosen, RunChosen
 from passviz.widgets.pass_header import PassHeader
 from passviz.widgets.pass_table import PassTable
@@ -42,11 +43,13 @@ from passviz.widgets.run_info import RunInfo, run_notice
 from passviz.widgets.run_picker import RunPicker
 from passviz.widgets.run_tree import RunRef, RunTree
 
-VIEW_MODES = ("ir", "diff", "side", "other", "run")
+VIEW_MODES = ("ir", "diff", "side", "other", "run", "layouts")
 LARGE_RUN_CHARS = 2_000_000
 """Above this much distinct IR in a run, +/- counts are computed in a worker."""
 LARGE_DIFF_CHARS = 400_000
 """Above this much IR before and after a pass, its diff is computed in a worker."""
+NARROW = 120
+"""Below this many columns the layouts view takes the whole width (the lists come back after)."""
 
 KEYS: tuple[tuple[str, str, str, str, bool], ...] = (
     # (key, action, footer label, help text, shown in the footer)
@@ -76,6 +79,14 @@ KEYS: tuple[tuple[str, str, str, str, bool], ...] = (
         False,
     ),
     ("r", "mode('run')", "run", "the run: spec, arguments, pass configs, error, cut-short notice", True),
+    (
+        "l",
+        "mode('layouts')",
+        "layouts",
+        "the run's buffers and inferred layouts after the pass; the picked one's thread or bank grid",
+        True,
+    ),
+    ("w", "write_layout", "layout SVG", "write the picked buffer's layout as SVG beside the trace", False),
     (
         "m",
         "toggle_source",
@@ -126,7 +137,7 @@ class PassvizApp(App[None]):
 
     view_mode: reactive[str] = reactive("ir")
     """``ir``, ``diff`` (unified), ``side`` (side by side), ``other`` (against the --compare
-    trace) or ``run`` (the run's facts)."""
+    trace), ``run`` (the run's facts) or ``layouts`` (the run's buffers and their layouts)."""
     pass_filter: reactive[PassFilter] = reactive(PassFilter, init=False)
     show_source: reactive[bool] = reactive(False)
     """The kernel's source is shown beside the IR."""
@@ -144,6 +155,8 @@ class PassvizApp(App[None]):
         self._counts: dict[RunRef, dict[int, tuple[int, int]]] = {}
         self._diffs: dict[tuple[Any, ...], Any] = {}
         self._keep_scroll = False
+        self._widened = False
+        """The lists were hidden for the layouts view, not by ``f``."""
         self._shown: tuple[Any, ...] | None = None
         self._source_cache: dict[RunRef, Any] = {}
         self._count_caches: list[dict[tuple[str, str], tuple[int, int]]] = [{} for _ in self.traces]
@@ -166,16 +179,19 @@ class PassvizApp(App[None]):
                     Tab("Side by side", id="side"),
                     Tab("vs other trace", id="other"),
                     Tab("Run", id="run"),
+                    Tab("Layouts", id="layouts"),
                 ]
                 yield Tabs(*tabs, id="modes")
                 with Horizontal(id="panes"):
                     yield CodeView(id="code")
                     yield RunInfo(id="run-info")
+                    yield LayoutView(id="layouts")
                     yield CodeView(id="source")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#run-info").display = False
+        self.query_one(LayoutView).display = False
         self.query_one("#source").display = False
         if len(self.traces) < 2:
             self.query_one(Tabs).hide("other")
@@ -323,15 +339,26 @@ class PassvizApp(App[None]):
     def watch_view_mode(self, mode: str) -> None:
         self.query_one(Tabs).active = mode
         self._show_code()
+        layouts = self.query_one(LayoutView)
+        if mode == "layouts":
+            if not self.full_width and self.size.width < NARROW:
+                self._widened = self.full_width = True  # a grid in a third of 80 columns says little
+            layouts.table.focus()  # arrows pick a buffer; tab moves on to the grid and the passes
+        elif self._widened:
+            self._widened = self.full_width = False
+        elif self.focused is not None and layouts in self.focused.ancestors:
+            self.query_one(PassTable).focus()
 
     def watch_show_source(self, shown: bool) -> None:
-        self.query_one("#source").display = shown and self.view_mode != "run"
+        self.query_one("#source").display = shown and self.view_mode not in ("run", "layouts")
         self._shown = None
         self._show_code()
 
     def watch_full_width(self, full: bool) -> None:
         self.query_one("#left").display = not full
-        if full:
+        if full and self.view_mode == "layouts":
+            self.query_one(LayoutView).table.focus()
+        elif full:
             self.query_one("#code", CodeView).focus()
         else:
             self.query_one(PassTable).focus()
@@ -360,18 +387,22 @@ class PassvizApp(App[None]):
         run = self.current_run
         record = self.selected_record
         running_info = self.view_mode == "run"
-        code.display = not running_info
+        layouts = self.query_one(LayoutView)
+        layouts.display = self.view_mode == "layouts"
+        code.display = not running_info and not layouts.display
         info.display = running_info
-        self.query_one("#source").display = self.show_source and not running_info
+        self.query_one("#source").display = self.show_source and code.display
         shown = (self.run_ref, record.index if record else None, self.view_mode, self.show_source)
         if shown == self._shown and not running_info:
             return  # several messages for one move: the panes already show it
         self._shown = shown
         keep_scroll, self._keep_scroll = self._keep_scroll, False
         self._show_header()
-        if running_info:
-            if run is not None:
+        if running_info or layouts.display:
+            if run is not None and running_info:
                 info.show_run(self.trace, run)
+            elif run is not None:
+                layouts.show_run(run, self.selected, {e.index: e.label for e in self.entries})
             return
         if record is None:
             if run is not None and not run.passes:
@@ -599,12 +630,33 @@ class PassvizApp(App[None]):
     def action_mode(self, mode: str) -> None:
         self.view_mode = mode
 
+    def action_write_layout(self) -> None:
+        from irtrace.core.errors import IrtraceError
+        from irtrace.core.safe_text import terminal_safe
+        from passviz.widgets.layout_view import write_svg
+
+        view, run = self.query_one(LayoutView), self.current_run
+        if run is not None:  # the view may still hold the run it showed last
+            view.show_run(run, self.selected, {e.index: e.label for e in self.entries})
+        layout = view.selected
+        if layout is None or run is None:
+            self.notify("no layout to write: press l and pick a buffer", severity="warning", timeout=3)
+            return
+        try:
+            path, drawn = write_svg(self.trace, run, layout)
+        except (IrtraceError, OSError) as error:
+            self.notify(f"layout not written: {error}", severity="error", timeout=6)
+            return
+        name = terminal_safe(layout.buffer, newlines=False)
+        self.notify(f"layout of {name} ({drawn}) written to {path}", timeout=8, markup=False)
+
     def action_toggle_source(self) -> None:
         if self.view_mode not in ("ir", "run"):
             self.view_mode = "ir"
         self.show_source = not self.show_source
 
     def action_toggle_full(self) -> None:
+        self._widened = False
         self.full_width = not self.full_width
 
     def action_toggle_changed(self) -> None:

@@ -27,6 +27,7 @@ from tilelang_lsp.compile_job import compile_kernels
 from tilelang_lsp.diagnostics import document_diagnostics
 from tilelang_lsp.document import UNTRUSTED, Document, ExtraTarget, Failure
 from tilelang_lsp.options import InitializationOptions
+from tilelang_lsp.pictures import LayoutPictures
 from tilelang_lsp.protocol import AnalysisResult, Analyze, CompiledKernel, CompileJob, Diagnostic
 from tilelang_lsp.source.text import imports_tilelang, looks_like_tilelang, syntax_problem
 from tilelang_lsp.worker_client import (
@@ -77,6 +78,8 @@ class TileLangLanguageServer(LanguageServer):
         self.worker_start: asyncio.Task[None] | None = None
         """The early start from ``initialized``; held so the task is not collected mid-start."""
         self.untrusted_reported = False
+        self.pictures = LayoutPictures()
+        """The hover's layout pictures."""
 
     def _make_worker(self) -> WorkerClient:
         return WorkerClient(

@@ -334,7 +334,7 @@ def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
         recorded = analyzed.recorded
         ok = recorded.error is None and reached(recorded.run.passes, stop)
         facts = buffer_facts(analyzed.built.func, recorded.stopped_module if ok else None)
-        buffers = [msgspec.structs.asdict(fact) for fact in facts if line is None or fact.line == line]
+        buffers = [msgspec.to_builtins(fact) for fact in facts if line is None or fact.line == line]
         kernels.append(
             {
                 "kernel": unit.kernel.name,

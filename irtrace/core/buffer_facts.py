@@ -7,6 +7,8 @@ from typing import Literal
 
 import msgspec
 
+from irtrace.core.schema import BufferLayout
+
 
 class BufferFact(msgspec.Struct, frozen=True, kw_only=True):
     """One buffer of a kernel as the compiler sees it after layout inference."""
@@ -31,3 +33,6 @@ class BufferFact(msgspec.Struct, frozen=True, kw_only=True):
     """The layout as TileLang prints it."""
     bytes: int | None = None
     """Size of the allocation (allocated shape) in bytes, when static."""
+    layout: BufferLayout | None = None
+    """The layout as the trace records it (``irtrace.recording.layouts.buffer_layout``), for
+    drawing it: the language server's hover links to its picture."""

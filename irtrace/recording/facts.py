@@ -28,7 +28,7 @@ from typing import Any, Literal
 from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.targets import TargetSpec
 from irtrace.recording.layouts import (
-    describe_layout,
+    buffer_layout,
     dims_of,
     layout_maps,
     module_functions,
@@ -144,8 +144,11 @@ def _fact(
     compiled = found[0] if found is not None else lowered
     allocated = dims_of(compiled.shape) if compiled is not None else shape
     short = long = None
+    layout = None
     if found is not None:
-        short, long = describe_layout(found[0], found[1])
+        # one reading for the words and the record, so the hover says what the trace says
+        layout = buffer_layout(found[0], found[1])
+        short, long = layout.summary, layout.text
     source = compiled if compiled is not None else buffer
     dtype = plain_text(source.dtype)
     return BufferFact(
@@ -160,6 +163,7 @@ def _fact(
         layout_short=short,
         layout_long=long,
         bytes=byte_size(allocated, dtype),
+        layout=layout,
     )
 
 

@@ -53,3 +53,12 @@ def factory_failure_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     return record_to_file(
         path, [f"{EXAMPLES / 'rmsnorm.py'}::rms_norm(threads=100)", SMALL_GEMM], ["cuda:sm_90"]
     )
+
+
+FLASH = f"{EXAMPLES / 'flash_attention.py'}::flash_attention_fwd"
+
+
+@pytest.fixture(scope="session")
+def layouts_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    path = tmp_path_factory.mktemp("traces") / "layouts.jsonl"
+    return record_to_file(path, [SMALL_GEMM, FLASH], ["cuda:sm_90", "hip:gfx942"])

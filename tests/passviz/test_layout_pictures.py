@@ -1,13 +1,13 @@
 """Layout pictures read back and checked against TileLang's own layout objects.
 
-The oracle is the module right after ``tl.LayoutInference``, caught by a plain TVM instrument in
-this file, and the ``Fragment``/``Layout`` methods on its ``layout_map`` (``map_forward_thread``,
-``map_forward_index``), never irtrace's recorder or evaluator.
+The oracle is the module right after ``tl.LayoutInference``, caught by a plain TVM instrument
+(``tests/passviz/layout_oracle.py``), and the ``Fragment``/``Layout`` methods on its
+``layout_map`` (``map_forward_thread``, ``map_forward_index``), never irtrace's recorder or
+evaluator.
 """
 
 from __future__ import annotations
 
-import contextlib
 import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -28,72 +28,9 @@ from irtrace.edge.layout_pictures import (
 )
 from passviz.cli import main as passviz_main
 from passviz.layout_text import layout_text
-from tests.conftest import EXAMPLES, SMALL_GEMM, record_to_file
+from tests.passviz.layout_oracle import int_of, oracle_layouts
 
 TARGETS = ["cuda:sm_90", "hip:gfx942"]
-FLASH = f"{EXAMPLES / 'flash_attention.py'}::flash_attention_fwd"
-
-
-class _Stop(Exception):
-    pass
-
-
-@pytest.fixture(scope="session")
-def layouts_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    path = tmp_path_factory.mktemp("traces") / "layouts.jsonl"
-    return record_to_file(path, [SMALL_GEMM, FLASH], TARGETS)
-
-
-def _oracle_layouts(kernel: str, target: str) -> dict[str, Any]:
-    """``buffer name -> Layout/Fragment`` from the module right after ``tl.LayoutInference``."""
-    import importlib.util
-
-    import tilelang
-    import tvm
-    from tilelang.backend.target import determine_target
-    from tvm.tirx.stmt_functor import post_order_visit
-
-    file = EXAMPLES / ("gemm.py" if kernel == "matmul" else "flash_attention.py")
-    spec = importlib.util.spec_from_file_location(f"oracle_{kernel}", file)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    kept: list[Any] = []
-
-    @tvm.instrument.pass_instrument
-    class KeepLayoutModule:
-        def run_after_pass(self, mod: Any, info: Any) -> None:
-            if info.name == "tl.LayoutInference":
-                kept.append(mod)
-                raise _Stop
-
-    from irtrace.core.targets import get_target
-
-    spec_of = get_target(target).tvm_target  # the target's TVM spec (dict or string), not a layout
-    tvm_target = determine_target(dict(spec_of) if isinstance(spec_of, dict) else spec_of, return_object=True)
-    with tvm_target:
-        func = module.matmul(256, 256, 256) if kernel == "matmul" else module.flash_attention_fwd()
-        # suppress: the instrument's stop, however TVM wraps it
-        with tvm.transform.PassContext(instruments=[KeepLayoutModule()]), contextlib.suppress(Exception):
-            tilelang.lower(func, target=tvm_target)
-    assert kept, "tl.LayoutInference did not run"
-    found: dict[str, Any] = {}
-
-    def visit(node: Any) -> None:
-        annotations = getattr(node, "annotations", None)
-        if annotations is not None and "layout_map" in annotations:
-            for buffer, layout in annotations["layout_map"].items():
-                found.setdefault(str(buffer.name), layout)
-
-    for _, prim in kept[0].functions.items():
-        post_order_visit(prim.body, visit)
-    return found
-
-
-def _int(expr: Any) -> int:
-    import tvm
-
-    return int(tvm.arith.Analyzer().simplify(expr))
 
 
 def _run(trace: Trace, kernel: str, target: str) -> KernelRun:
@@ -113,7 +50,7 @@ def _cells(svg: str) -> dict[tuple[int, int], dict[str, str]]:
 @pytest.mark.parametrize("kernel", ["matmul", "flash_attention_fwd"])
 def test_svg_cells_equal_tilelangs_own_mapping(layouts_trace: Trace, kernel: str, target: str) -> None:
     run = _run(layouts_trace, kernel, target)
-    oracle = _oracle_layouts(kernel, target)
+    oracle = oracle_layouts(kernel, target)
     recorded = {layout.buffer: layout for layout in run.layouts[0].layouts}
     assert set(recorded) == set(oracle)
     rng = random.Random(0)
@@ -130,18 +67,18 @@ def test_svg_cells_equal_tilelangs_own_mapping(layouts_trace: Trace, kernel: str
             if layout.kind == "fragment":
                 replicas = int(live.replicate_size)
                 rep = [0] if replicas > 1 else []
-                assert int(attrs["data-thread"]) == _int(live.map_forward_thread(rep + coords)[0]), (
+                assert int(attrs["data-thread"]) == int_of(live.map_forward_thread(rep + coords)[0]), (
                     name,
                     row,
                     col,
                 )
-                assert int(attrs["data-local"]) == _int(live.map_forward_index(rep + coords)[0])
+                assert int(attrs["data-local"]) == int_of(live.map_forward_index(rep + coords)[0])
                 if replicas > 1:
-                    every = [_int(live.map_forward_thread([r, *coords])[0]) for r in range(replicas)]
+                    every = [int_of(live.map_forward_thread([r, *coords])[0]) for r in range(replicas)]
                     assert attrs["data-threads"].split() == [str(t) for t in every]
                     assert int(attrs["data-replicas"]) == replicas
             else:
-                out = [_int(e) for e in live.map_forward_index(coords)]
+                out = [int_of(e) for e in live.map_forward_index(coords)]
                 shape = [int(d) for d in live.get_output_shape()]
                 offset = 0
                 for value, dim in zip(out, shape, strict=True):

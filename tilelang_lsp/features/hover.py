@@ -3,6 +3,7 @@ API docs for ``T.gemm`` and the like (``tilelang_lsp.api``) where no buffer answ
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import TYPE_CHECKING
 
@@ -45,11 +46,13 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
         return source or api_hover(server.api, doc.text, params.position, attribute_only=False)
     kernel, fact = found
     others = _other_targets(doc, kernel, fact)
-    return types.Hover(
-        contents=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value=hover_markdown(fact, kernel, others)
-        )
-    )
+    value = hover_markdown(fact, kernel, others)
+    if fact.layout is not None:
+        # drawn in a thread: a 128 x 128 fragment is 16k evaluated cells
+        picture = await asyncio.to_thread(server.pictures.picture, fact.layout)
+        if picture is not None:
+            value += f"\n\n[layout picture]({picture.as_uri()})"
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value))
 
 
 def _word_at(text: str, character: int) -> str | None:
