@@ -153,3 +153,20 @@ async def test_recorded_test_suite_instances_and_picking_one(
         await asyncio.sleep(0.1)
     got = sorted((h.position.line + 1, h.label) for h in await hints(client, uri))
     assert got == sorted(program_hints("--pytest", test_64) + program_hints("--pytest", scale_test))
+
+
+async def test_the_entry_point_run_writes_nothing_beside_the_program(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """What the program writes by relative path before its call (a log, a cache) lands in a
+    scratch folder that is removed, never beside the file being edited."""
+    text = (INSTANCES / "argparse_gemm.py").read_text()
+    text = text.replace(
+        "    setattr(args,", "    open('side_effect.log', 'w').write('ran')\n    setattr(args,"
+    )
+    path = tmp_path / "argparse_gemm.py"
+    path.write_text(text)
+    uri, _ = await compiled_hints(client, path)
+    assert "arguments from __main__" in await summary(client, uri, "matmul")  # it did run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["argparse_gemm.py"]
+    assert not (Path.cwd() / "side_effect.log").exists()  # nor in the folder the server runs in

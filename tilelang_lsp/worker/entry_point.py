@@ -24,8 +24,10 @@ import json
 import linecache
 import os
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import types
 from dataclasses import dataclass
@@ -236,11 +238,13 @@ def run_entry_point(
     """``{"instances": {kernel: {"args", "kwargs", "constants", "dynamic"}}, "outcome": str}`` from
     running the program in a forked child; past ``timeout_s`` the child is killed (no instances)."""
     read_end, write_end = os.pipe()
+    scratch = tempfile.mkdtemp(prefix="tilelang-lsp-run-")
     pid = os.fork()
     if pid == 0:  # the child: never returns into the worker
         status = 0
         try:
             os.close(read_end)
+            os.chdir(scratch)  # what the program writes by relative path (logs, caches) lands here
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.dup2(2, 1)
@@ -272,6 +276,7 @@ def run_entry_point(
         os.close(read_end)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+        shutil.rmtree(scratch, ignore_errors=True)
     try:
         answer = json.loads(b"".join(chunks) or b"null")
     except ValueError:
