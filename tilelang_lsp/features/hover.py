@@ -24,7 +24,7 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
     before = server.documents.get(params.text_document.uri)
     if before is None or not before.uses_tilelang:
         return None
-    doc = await server.analyzed(before.uri)
+    doc = await server.analyzed(before.uri, wait=False)  # what is known now; never waits on the worker
     if doc is None:
         return None
     lines = doc.text.splitlines()
@@ -98,6 +98,7 @@ def _source_hover(server: TileLangLanguageServer, doc: Document, name: str, line
         "the workspace is not trusted, so the kernel was not compiled"
         if not server.options.trusted
         else (doc.failure.message if doc.failure is not None else None)
+        or ("the kernel is still being analyzed" if server.analyzing(doc.uri) else None)
         or "the kernel did not build for this version of the text"
     )
     value = (
