@@ -217,9 +217,11 @@ class TileLangLanguageServer(LanguageServer):
                 return
             except WorkerKilled as error:  # time or memory limit: shown at the kernel being built
                 self._publish_if(self.update(uri, version, failure=Failure(str(error), error.progress.line)))
+                self.refresh()  # the hints say why they stay source-only
                 return
             except (WorkerError, RequestFailed) as error:
                 self._publish_if(self.update(uri, version, failure=Failure(f"analysis failed: {error}")))
+                self.refresh()
                 return
             doc = self.update(uri, version, analysis=result, analysis_version=version, failure=None)
             if doc is None:
@@ -306,20 +308,26 @@ class TileLangLanguageServer(LanguageServer):
             self.update(uri, version, machine=(*doc.machine, compiled))
             self.refresh_code_lenses()
 
+    def hints_refresh(self) -> bool:
+        """Whether the client declared ``workspace.inlayHint.refreshSupport``: it can be told when
+        compiled facts arrive, so a hint request never waits for them."""
+        workspace = self.client_capabilities.workspace
+        return bool(workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support)
+
+    def lenses_refresh(self) -> bool:
+        """Whether the client declared ``workspace.codeLens.refreshSupport``."""
+        workspace = self.client_capabilities.workspace
+        return bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support)
+
     def refresh(self) -> None:
         """Ask the client to ask again for hints and lenses (when it supports refresh)."""
-        workspace = self.client_capabilities.workspace
-        if workspace is None:
-            return
-        if workspace.inlay_hint is not None and workspace.inlay_hint.refresh_support:
+        if self.hints_refresh():
             self.workspace_inlay_hint_refresh(None)
-        if workspace.code_lens is not None and workspace.code_lens.refresh_support:
-            self.workspace_code_lens_refresh(None)
+        self.refresh_code_lenses()
 
     def refresh_code_lenses(self) -> None:
         """Ask the client for lenses again, if it supports that (the summary came in)."""
-        workspace = self.client_capabilities.workspace
-        if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
+        if self.lenses_refresh():
             self.workspace_code_lens_refresh(None)
 
     def _report_untrusted(self) -> None:
@@ -346,14 +354,23 @@ class TileLangLanguageServer(LanguageServer):
             )
         )
 
-    async def analyzed(self, uri: str) -> Document | None:
-        """The document once its current version's analysis is in (waiting up to ``hint_wait_s``),
-        as it stands then; ``None`` when it is not open."""
+    async def analyzed(self, uri: str, *, wait: bool = True) -> Document | None:
+        """The document once its current version's analysis is in (waiting up to ``hint_wait_s``,
+        only when ``wait``), as it stands then; ``None`` when it is not open.
+
+        Requests whose client can be asked to refresh pass ``wait=False`` and answer from what is
+        known now: a request never queues behind the worker.
+        """
         jobs = self.jobs.get(uri)
-        if jobs is not None and self.options.trusted and uri in self.documents:
+        if wait and jobs is not None and self.options.trusted and uri in self.documents:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(jobs.done.wait(), self.options.hint_wait_s)
         return self.documents.get(uri)
+
+    def analyzing(self, uri: str) -> bool:
+        """Whether the analysis of the document's current version is still to come."""
+        jobs = self.jobs.get(uri)
+        return jobs is not None and not jobs.done.is_set()
 
     def shutdown_jobs(self) -> None:
         """Stop every document's analysis (and the nvcc jobs under it)."""

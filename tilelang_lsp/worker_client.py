@@ -456,17 +456,21 @@ class WorkerClient:
         """
         async with self.lock:
             await self.start()
-            assert self.ready is not None and self.process is not None
-            await asyncio.wait_for(asyncio.shield(self.ready), START_TIMEOUT_S)
+            ready = self.ready
+            assert ready is not None and self.process is not None
             self.next_id += 1
             request_id = self.next_id
             future: asyncio.Future[Result | Failure] = asyncio.get_running_loop().create_future()
             future.add_done_callback(_retrieve)
             self.pending[request_id] = future
             self.current = request_id
+            # Written at once, also while the worker still imports tilelang: its reader thread
+            # queues the call, so the first analysis starts the moment the import is done, not
+            # after the warm-up lowering the worker begins when it finds nothing waiting.
             self._write(Call(id=request_id, request=request))
             try:
-                message = await asyncio.wait_for(asyncio.shield(future), timeout)
+                await self._started(ready)
+                message = await asyncio.wait_for(asyncio.shield(future), timeout)  # timed from ready
             except asyncio.TimeoutError:
                 progress = self.progress.pop(request_id, Building())
                 where = f" while building {progress.kernel}" if progress.kernel else ""
@@ -475,8 +479,10 @@ class WorkerClient:
                 raise error from None
             except asyncio.CancelledError:
                 self._write(Cancel(id=request_id))
+                # A worker still importing answers the cancelled call as soon as it is ready.
+                grace = CANCEL_GRACE_S if ready.done() else START_TIMEOUT_S + CANCEL_GRACE_S
                 try:
-                    await asyncio.wait_for(asyncio.shield(future), CANCEL_GRACE_S)
+                    await asyncio.wait_for(asyncio.shield(future), grace)
                 except (asyncio.TimeoutError, WorkerError):
                     await self.kill("the TileLang worker did not stop a cancelled analysis and was restarted")
                 raise
@@ -490,6 +496,16 @@ class WorkerClient:
             return decode_body(message.body, type(request).answer, str(method))
         except ProtocolError as error:
             raise RequestFailed(str(error)) from None
+
+    async def _started(self, ready: asyncio.Future[Ready]) -> None:
+        """Wait for the worker to have imported tilelang; one that takes past ``START_TIMEOUT_S``
+        is killed (the request fails with ``WorkerError``)."""
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), START_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            error = WorkerError(f"the TileLang worker did not start within {START_TIMEOUT_S:g} s")
+            await self.kill(f"{error} and was restarted", error)
+            raise error from None
 
     def _write(self, message: Call | Cancel) -> None:
         process = self.process

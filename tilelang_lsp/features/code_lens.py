@@ -22,7 +22,7 @@ async def handle(server: TileLangLanguageServer, params: types.CodeLensParams) -
     uri = params.text_document.uri
     if uri not in server.documents:
         return []
-    doc = await server.analyzed(uri)
+    doc = await server.analyzed(uri, wait=not server.lenses_refresh())  # refreshed when facts come
     if doc is None or doc.analysis is None or not doc.current(doc.analysis_version):
         return []
     summaries = {}

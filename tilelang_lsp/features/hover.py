@@ -30,7 +30,7 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
     api = api_hover(server.api, before.text, params.position, attribute_only=True)
     if api is not None:
         return api  # `T.gemm`: an attribute, never a buffer; answered without waiting
-    doc = await server.analyzed(before.uri)
+    doc = await server.analyzed(before.uri, wait=False)  # what is known now; never waits on the worker
     if doc is None:
         return None
     lines = doc.text.splitlines()
@@ -107,6 +107,7 @@ def _source_hover(server: TileLangLanguageServer, doc: Document, name: str, line
         "the workspace is not trusted, so the kernel was not compiled"
         if not server.options.trusted
         else (doc.failure.message if doc.failure is not None else None)
+        or ("the kernel is still being analyzed" if server.analyzing(doc.uri) else None)
         or "the kernel did not build for this version of the text"
     )
     value = (

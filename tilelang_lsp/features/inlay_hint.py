@@ -19,10 +19,12 @@ OPTIONS = types.InlayHintOptions(resolve_provider=False)
 
 
 async def handle(server: TileLangLanguageServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-    """Hints from the current version's analysis (source-only where it has none), within the range."""
+    """Hints from what is known of the current version now (source-only where no compiled facts
+    are in yet), within the range. A client with refresh support is asked to refresh when the
+    compiled facts arrive; one without gets a bounded wait (``hintWaitS``) for them instead."""
     if params.text_document.uri not in server.documents:
         return []
-    doc = await server.analyzed(params.text_document.uri)
+    doc = await server.analyzed(params.text_document.uri, wait=not server.hints_refresh())
     if doc is None:
         return []
     hints = document_hints(server, doc)
