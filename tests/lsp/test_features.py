@@ -278,7 +278,7 @@ async def test_kernel_summary_command_says_where_arguments_came_from(client: Lan
             position=types.Position(line=24, character=14),
         )
     )
-    assert hover is not None and hover.contents.value.endswith(message)
+    assert hover is not None and message in hover.contents.value  # the layout link may follow
     assert await execute(client, "tilelang.kernelSummary", uri, "no_such_kernel", "cuda:sm_90") is None
 
 
@@ -292,7 +292,7 @@ async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> No
         "kernel": "elementwise_add",
         "message": (
             "Analyzed `elementwise_add(block_M=32, block_N=32, threads=128, in_dtype=T.float32, "
-            "out_dtype=T.float32)` — arguments from call at line 59; target `cuda:sm_90` from default "
+            "out_dtype=T.float32)` — arguments from call at line 60; target `cuda:sm_90` from default "
             "target. Symbolic (T.const with no value found): M, N."
         ),
     }
