@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,19 @@ def worker_environment(warmup_target: str = "cuda:sm_90") -> dict[str, str]:
     return env
 
 
+_NEUTRAL_FOLDER: str | None = None
+
+
+def neutral_folder() -> str:
+    """A private empty folder for the worker to start in: ``python -m`` puts the current folder
+    first on ``sys.path``, and the server's is often the workspace, whose ``tilelang/`` (or any
+    module) must not shadow the installed one before trust is known."""
+    global _NEUTRAL_FOLDER
+    if _NEUTRAL_FOLDER is None or not os.path.isdir(_NEUTRAL_FOLDER):
+        _NEUTRAL_FOLDER = tempfile.mkdtemp(prefix="tilelang-lsp-worker-")
+    return _NEUTRAL_FOLDER
+
+
 def prestart_worker() -> None:
     """Launch the worker with this interpreter before the server's own imports.
 
@@ -126,6 +140,7 @@ def prestart_worker() -> None:
         stderr=subprocess.PIPE,
         env=worker_environment(),
         start_new_session=True,
+        cwd=neutral_folder(),
     )
 
 
@@ -322,6 +337,7 @@ class WorkerClient:
                     env=worker_environment(self.warmup_target),
                     limit=STREAM_LIMIT,
                     start_new_session=True,
+                    cwd=neutral_folder(),
                 )
             except OSError as error:  # a `python` option naming no interpreter
                 reason = error.strerror or str(error)

@@ -120,3 +120,31 @@ def test_another_venv_of_the_same_base_interpreter_is_another_interpreter(other_
     this_python = Path(sys.prefix) / "bin" / Path(sys.executable).name
     assert take_prestarted(str(this_python)) is early  # this environment's python, however named
     discard(early)
+
+
+def test_the_early_worker_imports_nothing_from_the_folder_it_was_started_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: an untrusted workspace holding its own ``tilelang`` package, with the server
+    started in it (as editors do). The worker starts before trust is known, and ``python -m`` puts
+    the current folder first on ``sys.path``: it must still import the installed tilelang."""
+    marker = tmp_path / "pwned"
+    planted = tmp_path / "tilelang"
+    planted.mkdir()
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.chdir(tmp_path)
+
+    async def wait_ready() -> Ready:
+        client = WorkerClient(sys.executable)
+        await client.start()
+        try:
+            assert client.ready is not None
+            return await asyncio.wait_for(asyncio.shield(client.ready), 120)
+        finally:
+            await client.stop()
+
+    prestart_worker()
+    assert isinstance(asyncio.run(wait_ready()), Ready)  # the early one, adopted
+    discard_prestarted()
+    assert isinstance(asyncio.run(wait_ready()), Ready)  # and one started by the client itself
+    assert not marker.exists()
