@@ -166,7 +166,23 @@ def recorded_candidates(
 
 
 _MAIN_RUNS: dict[tuple[str, str, str], dict[str, Any]] = {}
-"""The last entry-point run per (path, text, target): an analysis of the same text reuses it."""
+"""The last entry-point runs per (path, program, target): an analysis of the same program reuses
+them. The program is the text's syntax tree (``program_key``), so an edit to a comment, a blank
+line or spacing does not run it again."""
+_MAIN_RUNS_KEPT = 4
+"""Runs kept: one per target of the document being edited (the default and extra targets)."""
+
+
+def program_key(text: str) -> str:
+    """What the program does, without its comments and layout: its syntax tree, without line
+    numbers (two texts with the same tree run the same way). The text itself when it does not
+    parse (the run would fail alike)."""
+    import ast
+
+    try:
+        return ast.dump(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
 
 
 def main_candidates(
@@ -178,10 +194,11 @@ def main_candidates(
 
     if not has_entry_point(text):
         return {}, None
-    key = (str(file), text, target)
+    key = (str(file), program_key(text), target)
     if key not in _MAIN_RUNS:
         kernels = [EntryKernel(s.name, first, s.line, s.is_jit) for s, first in sources]
-        _MAIN_RUNS.clear()  # one document's latest text is all that is worth keeping
+        while len(_MAIN_RUNS) >= _MAIN_RUNS_KEPT:  # the oldest goes: edits move on from it
+            del _MAIN_RUNS[next(iter(_MAIN_RUNS))]
         _MAIN_RUNS[key] = run_entry_point(str(file), text, kernels, target=target, timeout_s=timeout_s)
     run = _MAIN_RUNS[key]
     by_name = {s.name: s for s, _ in sources}
