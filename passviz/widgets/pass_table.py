@@ -8,6 +8,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from passviz.model import PassEntry, format_ms, time_bar
 from passviz.widgets.messages import PassChosen
@@ -34,6 +35,21 @@ class PassTable(DataTable[Text | str]):
         self.show_times = show_times
         self._entries: list[PassEntry] = []
         self._quiet = False
+
+    def on_resize(self) -> None:
+        """In a narrow list, cut the pass column so ``+/-`` and the time stay in view (the pass
+        header names the selected pass in full)."""
+        if "pass" not in self.columns:
+            return
+        others = 1 + 9 + (BAR_WIDTH + 8 if self.show_times else 0) + 2 * 4  # mark, +/-, time, padding
+        room = max(12, self.size.width - others - 1)
+        column = self.columns[ColumnKey("pass")]
+        widest = max((len("  " * e.record.depth + e.label) for e in self._entries), default=4)
+        column.auto_width = widest <= room
+        column.width = room
+        self._clear_caches()
+        self._require_update_dimensions = True
+        self.refresh()
 
     def on_mount(self) -> None:
         # Most telling first: a narrow list still shows the pass, what it changed and its time.
@@ -80,6 +96,7 @@ class PassTable(DataTable[Text | str]):
                 self.add_row(*cells, key=str(record.index))
         finally:
             self._quiet = False
+        self.on_resize()
         self.move_to(select)
 
     def move_to(self, index: int | None) -> None:
