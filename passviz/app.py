@@ -132,7 +132,7 @@ class PassvizApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "passviz"
     # Below 100 columns the lists get a fixed share (app.tcss's .-narrow rules), so the IR keeps half.
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(key, action, label, show=show) for key, action, label, _, show in KEYS
     ]
