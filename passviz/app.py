@@ -131,6 +131,8 @@ class PassvizApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "passviz"
+    # Below 100 columns the lists get a fixed share (app.tcss's .-narrow rules), so the IR keeps half.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (App declares it without ClassVar)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(key, action, label, show=show) for key, action, label, _, show in KEYS
     ]
@@ -160,7 +162,13 @@ class PassvizApp(App[None]):
         self._shown: tuple[Any, ...] | None = None
         self._source_cache: dict[RunRef, Any] = {}
         self._count_caches: list[dict[tuple[str, str], tuple[int, int]]] = [{} for _ in self.traces]
-        self.sub_title = "  vs  ".join(Path(t.path).name if t.path else "trace" for t in self.traces)
+        self.sub_title = self._title(0)
+
+    def _title(self, shown: int) -> str:
+        """The trace shown first; with --compare, the other one after it (``o`` switches)."""
+        names = [Path(t.path).name if t.path else f"trace {n + 1}" for n, t in enumerate(self.traces)]
+        others = [name for n, name in enumerate(names) if n != shown]
+        return names[shown] + (f"  (o: {', '.join(others)})" if others else "")
 
     # ------------------------------------------------------------------ layout
 
@@ -239,6 +247,7 @@ class PassvizApp(App[None]):
         """Show a run; ``keep`` is the run and pass shown before, to select the aligned pass."""
         run = self.run_for(ref)
         self.run_ref = ref
+        self.sub_title = self._title(ref[0])
         self.entries = pass_entries(run)
         target: PassRecord | None = None
         if keep is not None:
@@ -651,7 +660,8 @@ class PassvizApp(App[None]):
         self.notify(f"layout of {name} ({drawn}) written to {path}", timeout=8, markup=False)
 
     def action_toggle_source(self) -> None:
-        if self.view_mode not in ("ir", "run"):
+        # The source shows beside the IR only: from another tab (Run included), m goes to the IR.
+        if not self.show_source and self.view_mode != "ir":
             self.view_mode = "ir"
         self.show_source = not self.show_source
 

@@ -18,7 +18,7 @@ from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
 from passviz.errors import PASSVIZ_EXIT_MEANINGS
 
 USAGE = """\
-  passviz TRACE [--compare OTHER]                  browse the passes (press ? for the keys)
+  passviz [browse] TRACE [--compare OTHER]         browse the passes (press ? for the keys)
   passviz dot TRACE -o FILE.svg|png|dot [--fold] [--kernel K] [--target T ...]
                                                    (several kernels: FILE.KERNEL.svg each)
   passviz html TRACE [-o report.html] [--kernel K] [--target T ...]
@@ -109,7 +109,9 @@ def select_runs(trace: Trace, kernel: str | None, targets: Sequence[str]) -> lis
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    command = args_list[0] if args_list and args_list[0] in ("dot", "html", "layout") else "browse"
+    command = args_list[0] if args_list and args_list[0] in ("dot", "html", "layout", "browse") else "browse"
+    if args_list and args_list[0] == "browse":  # the browser's own name works too: passviz browse TRACE
+        args_list = args_list[1:]
     parsers = {"dot": dot_parser, "html": html_parser, "layout": layout_parser, "browse": browse_parser}
     parser = parsers[command]()
     try:

@@ -711,10 +711,8 @@ def cmd_schema(args: argparse.Namespace) -> ExitCode:
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     import json
 
-    from rich.markup import escape
-    from rich.table import Table
-
-    from irtrace.core.coverage import cell_text, coverage_matrix, matrix_document, matrix_markdown
+    from irtrace.cli.matrix import matrix_renderable
+    from irtrace.core.coverage import coverage_matrix, matrix_document, matrix_markdown
 
     trace = _load(args.trace)
     runs = [run for run in trace.runs if not args.kernel or run.kernel in args.kernel]
@@ -726,19 +724,8 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     elif args.format == "markdown":
         echo(matrix_markdown(matrix), end="")
     else:
-        table = Table(box=None, pad_edge=False)
-        table.add_column("kernel")
-        for target in matrix.targets:
-            table.add_column(target)
-        for kernel in matrix.kernels:
-            cells = [cell_text(matrix.cells.get((kernel, target))) for target in matrix.targets]
-            styled = [escape(c) if c in ("", "ok") else f"[red]{escape(c)}[/red]" for c in cells]
-            table.add_row(escape(kernel), *styled)
         console = _console()
-        console.print(table)
-        for cause in matrix.causes:
-            where = cause.failed_pass or "building the kernel"
-            console.print(f"({cause.number}) {escape(where)}: {escape(cause.headline)} x{len(cause.cells)}")
+        console.print(matrix_renderable(matrix, console))
     return ExitCode.OK
 
 

@@ -36,7 +36,7 @@ class HelpScreen(ModalScreen[None]):
         for key, description in self.keys:
             table.add_row(key, description)
         with VerticalScroll(id="help-box"):
-            yield Static("passviz keys", id="help-title")
+            yield Static("passviz keys  (Esc, q or ? closes this)", id="help-title")
             yield Static(table, id="help-keys")
             yield Static("Mouse: click a target, a pass or a tab; scroll the panes.", id="help-mouse")
             yield Static(legend(), id="help-legend")

@@ -8,6 +8,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from passviz.model import PassEntry, format_ms, time_bar
 from passviz.widgets.messages import PassChosen
@@ -35,13 +36,31 @@ class PassTable(DataTable[Text | str]):
         self._entries: list[PassEntry] = []
         self._quiet = False
 
+    def on_resize(self) -> None:
+        """In a narrow list, cut the pass column so ``+/-`` and the time stay in view (the pass
+        header names the selected pass in full); the share bar, scope and phase may go off-screen."""
+        if ColumnKey("pass") not in self.columns:
+            return
+        kept = [ColumnKey(key) for key in ("mark", "lines", "time") if ColumnKey(key) in self.columns]
+        others = sum(self.columns[key].get_render_width(self) for key in kept)
+        room = max(8, self.scrollable_content_region.width - others - 2 * self.cell_padding)
+        column = self.columns[ColumnKey("pass")]
+        widest = max((len("  " * e.record.depth + e.label) for e in self._entries), default=4)
+        column.auto_width = widest <= room
+        column.width = room
+        self._clear_caches()
+        self._require_update_dimensions = True
+        self.refresh()
+
     def on_mount(self) -> None:
         # Most telling first: a narrow list still shows the pass, what it changed and its time.
+        # The pass column is sized in on_resize; the others fit their content.
         self.add_column(" ", key="mark", width=1)
         self.add_column("pass", key="pass")
         self.add_column("+/-", key="lines")
         if self.show_times:
             self.add_column("time", key="time")
+            self.add_column("share", key="share")
         self.add_column("scope", key="scope")
         self.add_column("phase", key="phase")
 
@@ -75,11 +94,12 @@ class PassTable(DataTable[Text | str]):
                     _lines_cell(record.changed, counts.get(record.index) if counts else None),
                 ]
                 if self.show_times:
-                    cells.append(Text(f"{time_bar(entry.share, BAR_WIDTH)} {format_ms(record.self_s):>7}"))
+                    cells += [Text(f"{format_ms(record.self_s):>7}"), Text(time_bar(entry.share, BAR_WIDTH))]
                 cells += [SCOPES.get(record.scope, record.scope), record.phase]
                 self.add_row(*cells, key=str(record.index))
         finally:
             self._quiet = False
+        self.on_resize()
         self.move_to(select)
 
     def move_to(self, index: int | None) -> None:

@@ -23,7 +23,7 @@ class RunPicker(ModalScreen[RunRef | None]):
 
     DEFAULT_CSS = """
     RunPicker { align: center middle; }
-    RunPicker #picker { width: 80; height: auto; max-height: 80%; border: round $accent;
+    RunPicker #picker { width: 80; max-width: 96%; height: auto; max-height: 80%; border: round $accent;
         background: $panel; padding: 0 1; }
     RunPicker OptionList { height: auto; max-height: 30; }
     """
@@ -49,8 +49,17 @@ class RunPicker(ModalScreen[RunRef | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
             yield Static("kernel @ target  (type to filter, enter to open)")
-            yield Input(placeholder="e.g. gemm hip", id="picker-filter")
+            yield Input(placeholder=self.example(), id="picker-filter")
             yield OptionList(id="picker-list")
+
+    def example(self) -> str:
+        """A query that matches a run of these traces: the last run's kernel (its first word)
+        and target family, so the hint is true of the trace open."""
+        if not self.choices:
+            return "kernel target"
+        text = self.choices[-1][0].removeprefix("compare: ")
+        kernel, _, target = text.partition(" @ ")
+        return f"e.g. {kernel.split('_')[0]} {target.split(':')[0]}"
 
     def on_mount(self) -> None:
         self._fill("")

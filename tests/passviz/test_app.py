@@ -221,6 +221,25 @@ async def test_compare_trace_opens_the_same_pass_in_the_other_trace(
         assert app.run_ref == (1, three_target_trace.runs[0].run_id)
         assert app.selected_record == record
         assert app.trace is app.traces[1]
+        # The title names the trace shown first, then the one o goes to.
+        assert app.sub_title.startswith("rerun.jsonl") and Path(three_target_trace.path).name in app.sub_title
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.run_ref == (0, three_target_trace.runs[0].run_id) and app.trace is app.traces[0]
+        assert app.sub_title.startswith(Path(three_target_trace.path).name)
+
+
+async def test_source_key_on_the_run_tab_shows_the_source_beside_the_ir(three_target_trace: Trace) -> None:
+    app = PassvizApp([three_target_trace])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.view_mode == "run"
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.view_mode == "ir" and app.show_source
+        assert app.query_one("#source").display
 
 
 async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(

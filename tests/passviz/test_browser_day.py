@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from textual import events
+from textual.widgets import Input
 
 from irtrace.core.trace import KernelRun, PassRecord, Trace
 from irtrace.core.trace_reader import load_trace
@@ -97,6 +98,12 @@ async def test_k_picks_a_kernel_and_target_by_typing(
         await pilot.pause()
         assert isinstance(app.screen, RunPicker)
         assert len(app.screen.shown) == len(three_target_trace.runs)
+        # The hint is a query that finds a run of this trace: typed, it leaves some listed.
+        hint = app.screen.query_one("#picker-filter", Input).placeholder.removeprefix("e.g. ")
+        await pilot.press(*hint)
+        await pilot.pause()
+        assert 0 < len(app.screen.shown) < len(three_target_trace.runs) or len(three_target_trace.runs) == 1
+        await pilot.press(*["backspace"] * len(hint))
         await pilot.press(*"gfx", "enter")
         await pilot.pause()
         assert not isinstance(app.screen, RunPicker)

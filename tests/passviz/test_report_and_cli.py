@@ -114,3 +114,12 @@ def test_report_shows_a_failed_pass_s_input_and_links_drawings_to_diffs(
     links = re.findall(r'xlink:href="#(run\d+-p\d+)"', page)
     assert links and all(f"id='{anchor}'" in page for anchor in links)
     assert "class='sourcemap'" in page and "class='op-tile'" in page
+
+
+def test_browse_is_accepted_as_the_browsers_name(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from irtrace.core.errors import ExitCode
+    from passviz.cli import main as passviz_main
+
+    missing = tmp_path / "missing.jsonl"
+    assert passviz_main(["browse", str(missing)]) == ExitCode.INPUT
+    assert "does not exist" in capsys.readouterr().err

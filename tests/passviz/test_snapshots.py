@@ -82,3 +82,28 @@ def test_snapshot_kernel_target_picker(snap_compare, snapshot_trace: Trace) -> N
 def test_snapshot_full_width_unified_diff_with_reindented_lines(snap_compare, snapshot_trace: Trace) -> None:
     app = PassvizApp([snapshot_trace])
     assert snap_compare(app, run_before=pressing("f", "d", select="tl.LayoutInference"), terminal_size=SIZE)
+
+
+NARROW = (80, 24)
+
+
+def test_snapshot_first_screen_at_80x24(snap_compare, snapshot_trace: Trace) -> None:
+    """The lists keep 36 columns and the pass table keeps +/- and time in view; the IR the rest."""
+    assert snap_compare(PassvizApp([snapshot_trace]), run_before=pressing(), terminal_size=NARROW)
+
+
+def test_snapshot_side_by_side_at_80x24(snap_compare, snapshot_trace: Trace) -> None:
+    app = PassvizApp([snapshot_trace])
+    assert snap_compare(app, run_before=pressing("s", select="tl.LayoutInference"), terminal_size=NARROW)
+
+
+def test_snapshot_run_pane_at_80x24(snap_compare, snapshot_trace: Trace) -> None:
+    assert snap_compare(
+        PassvizApp([snapshot_trace]), run_before=pressing("t", "t", "r"), terminal_size=NARROW
+    )
+
+
+def test_snapshot_help_screen_at_80x24(snap_compare, snapshot_trace: Trace) -> None:
+    assert snap_compare(
+        PassvizApp([snapshot_trace]), run_before=pressing("question_mark"), terminal_size=NARROW
+    )
