@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from irtrace import __version__
 from irtrace.core.errors import ExitCode, UsageError
 from irtrace.core.output import write_atomically
+from irtrace.core.summary import is_new_stage
 from irtrace.core.trace import Trace
 from irtrace.edge.command import echo, load_trace_warning_if_cut, run_subcommand
 from passdiff.compare import compare_targets, compare_traces, diff_span, resolve_pass
@@ -161,6 +162,7 @@ def cmd_pass(args: argparse.Namespace) -> DiffReport:
         diff,
         failed_pass=labels[failed.index] if failed else None,
         error=failed.error if failed else None,
+        new_stage=any(is_new_stage(p) for p in run.passes if first.index <= p.index <= last.index),
     )
     return DiffReport(MODE_PASS, rules, pass_diffs=(item,), sources=(args.trace,))
 

@@ -11,6 +11,7 @@ import html
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from irtrace.core.summary import NEW_STAGE
 from passdiff.compare import NOT_REACHED, PassAlignment, RunComparison
 from passdiff.summary import DiffReport, PassDiff, diff_names
 from passdiff.textdiff import (
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 DEFAULT_CONTEXT = 3
+NEW_STAGE_NOTE = (
+    "its output is in another language than its input (TIR to kernel source, source to PTX, PTX to "
+    "SASS), so the texts are not diffed and no lines are counted; irtrace ir -p NAME prints the output"
+)
 NOTE = "note"
 """A hunk line that is no line of either text: why a pair of lines is shown without word highlights."""
 
@@ -128,6 +133,9 @@ def render_unified(report: DiffReport, context: int = DEFAULT_CONTEXT) -> str:
     out: list[str] = []
     for item in report.pass_diffs:
         base = f"{item.kernel}/{item.target}"
+        if item.new_stage:
+            out.append(f"# {base}: {_span(item)}: {NEW_STAGE_NOTE}\n")
+            continue
         out.append(
             item.diff.unified(f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context)
         )
@@ -151,11 +159,14 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
 
     console.print(Text(rules_line(report), style="dim"))
     for item in report.pass_diffs:
-        span = item.from_pass if item.from_pass == item.to_pass else f"{item.from_pass} .. {item.to_pass}"
+        counts = ((NEW_STAGE, "cyan"),) if item.new_stage else _counts(item.diff)
         header = Text.assemble(
-            (f"{item.kernel} on {item.target}: ", "bold"), (span, "bold cyan"), "  ", *_counts(item.diff)
+            (f"{item.kernel} on {item.target}: ", "bold"), (_span(item), "bold cyan"), "  ", *counts
         )
         console.print(header)
+        if item.new_stage:
+            console.print(Text(NEW_STAGE_NOTE, style="dim"))
+            continue
         if item.failed_pass is not None:
             console.print(Text(f"{item.failed_pass} failed; it produced no IR. Its error:", style="bold red"))
             console.print(Text(item.error or "(no message)", style="red"))
@@ -188,6 +199,10 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
                 console.print(Text.assemble((stage, "bold"), "  ", *_counts(diff)))
                 _print_diff(console, diff, context, "")
         console.print()
+
+
+def _span(item: PassDiff) -> str:
+    return item.from_pass if item.from_pass == item.to_pass else f"{item.from_pass} .. {item.to_pass}"
 
 
 def _counts(diff: TextDiff) -> tuple[tuple[str, str] | str, ...]:
@@ -365,7 +380,10 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
 
 
 def _html_pass(item: PassDiff, context: int | None) -> str:
-    span = item.from_pass if item.from_pass == item.to_pass else f"{item.from_pass} .. {item.to_pass}"
+    span = _span(item)
+    if item.new_stage:
+        heading = f"<h2>{_e(item.kernel)} on {_e(item.target)}: {_e(span)} {NEW_STAGE}</h2>"
+        return f"{heading}<p>{_e(NEW_STAGE_NOTE)}</p>"
     body = (
         html_table(item.diff, context) if not item.diff.is_empty else "<p>the pass did not change the IR</p>"
     )

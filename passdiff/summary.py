@@ -38,6 +38,9 @@ class PassDiff:
     IR it received)."""
     error: str | None = None
     """The failed pass's error message."""
+    new_stage: bool = False
+    """The span holds a stage whose output is another language (``irtrace.core.summary.is_new_stage``):
+    its texts are not diffed and no lines are counted."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class DiffReport:
 
     @property
     def different(self) -> bool:
-        return any(not item.diff.is_empty for item in self.pass_diffs) or any(
+        return any(item.new_stage or not item.diff.is_empty for item in self.pass_diffs) or any(
             comparison.different for comparison in self.comparisons
         )
 
@@ -107,8 +110,13 @@ def _pass_diff_document(item: PassDiff, context: int) -> dict[str, Any]:
         "to_pass": item.to_pass,
         "failed_pass": item.failed_pass,
         "error": item.error,
-        **_diff_document(
-            item.diff, f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context
+        "new_stage": item.new_stage,
+        **(
+            {"equal": False, "added": None, "removed": None, "reindented": None, "unified": ""}
+            if item.new_stage
+            else _diff_document(
+                item.diff, f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context
+            )
         ),
     }
 
