@@ -134,7 +134,7 @@ def render_unified(report: DiffReport, context: int = DEFAULT_CONTEXT) -> str:
     for item in report.pass_diffs:
         base = f"{item.kernel}/{item.target}"
         if item.new_stage:
-            out.append(f"# {base}: {_span(item)}: {NEW_STAGE_NOTE}\n")
+            out.append(f"# {base}: {_span(item)}: {NEW_STAGE}: {NEW_STAGE_NOTE}\n")
             continue
         out.append(
             item.diff.unified(f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context)

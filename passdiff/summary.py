@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from passdiff.compare import BOTH, PassAlignment, RunComparison
+from irtrace.core.summary import is_new_stage
+from irtrace.core.trace import KernelRun, Trace
+from passdiff.compare import BOTH, PassAlignment, RunComparison, diff_span, resolve_pass
 from passdiff.layouts import layout_document
 from passdiff.normalize import NormalizeRules
 from passdiff.textdiff import TextDiff
@@ -41,6 +43,32 @@ class PassDiff:
     new_stage: bool = False
     """The span holds a stage whose output is another language (``irtrace.core.summary.is_new_stage``):
     its texts are not diffed and no lines are counted."""
+
+
+def pass_diff(
+    trace: Trace,
+    run: KernelRun,
+    from_query: str,
+    to_query: str,
+    rules: NormalizeRules = NormalizeRules(),  # noqa: B008
+) -> PassDiff:
+    """What ``passdiff pass`` reports for the passes ``from_query`` through ``to_query`` of ``run``."""
+    first = resolve_pass(run, from_query)
+    last = resolve_pass(run, to_query)
+    diff = diff_span(trace, run, from_query, to_query, rules)
+    labels = dict(zip((p.index for p in run.passes), run.occurrence_names(), strict=True))
+    span = [p for p in run.passes if first.index <= p.index <= last.index]
+    failed = next((p for p in span if p.failed), None)
+    return PassDiff(
+        run.kernel,
+        run.target,
+        labels[first.index],
+        labels[last.index],
+        diff,
+        failed_pass=labels[failed.index] if failed else None,
+        error=failed.error if failed else None,
+        new_stage=any(is_new_stage(p) for p in span),
+    )
 
 
 @dataclass(frozen=True)
