@@ -172,7 +172,7 @@ def test_unknown_kernel_target_and_pass_list_what_the_trace_holds(
     assert code == ExitCode.NOT_FOUND and "matmul on hip:gfx942" in err
 
     code, _, err = run_cli(capsys, "pass", gemm_path, "-t", SM90, "-p", "tl.NoSuchPass")
-    assert code == ExitCode.NOT_FOUND and "tl.LayoutInference" in err and err.count("\n") == 1
+    assert code == ExitCode.NOT_FOUND and "irtrace show" in err and err.count("\n") == 1
 
     code, _, err = run_cli(
         capsys, "pass", gemm_path, "-t", SM90, "-p", "tl.LowerTileOp", "--to", "tl.Simplify"
