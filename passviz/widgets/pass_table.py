@@ -122,7 +122,8 @@ def _mark(entry: PassEntry) -> Text:
 
 def _lines_cell(record: PassRecord, counts: tuple[int, int] | None) -> Text:
     if is_new_stage(record) and not record.failed:
-        return Text(NEW_STAGE, style="cyan")
+        # "new stage" in short: the column stays as narrow as the counts (the header says it whole)
+        return Text(NEW_STAGE.split()[0], style="cyan")
     if not record.changed:
         return Text("")
     if counts is None:
