@@ -17,10 +17,10 @@ from irtrace.core.errors import ExitCode, UsageError
 from irtrace.core.output import write_atomically
 from irtrace.core.trace import Trace
 from irtrace.edge.command import echo, load_trace_warning_if_cut, run_subcommand
-from passdiff.compare import compare_targets, compare_traces, diff_span, resolve_pass
+from passdiff.compare import compare_targets, compare_traces
 from passdiff.errors import DiffOutcome, exit_codes_help
 from passdiff.normalize import NormalizeRules
-from passdiff.summary import MODE_PASS, MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, report_document
+from passdiff.summary import MODE_PASS, MODE_RUNS, MODE_TARGETS, DiffReport, pass_diff, report_document
 
 FORMATS = ("rich", "unified", "json", "html")
 
@@ -148,20 +148,7 @@ def cmd_pass(args: argparse.Namespace) -> DiffReport:
     trace = _load(args.trace)
     run = trace.find_run(args.kernel, args.target)
     rules = rules_from_args(args)
-    first = resolve_pass(run, args.pass_name)
-    last = resolve_pass(run, args.to) if args.to else first
-    diff = diff_span(trace, run, args.pass_name, args.to or args.pass_name, rules)
-    labels = dict(zip((p.index for p in run.passes), run.occurrence_names(), strict=True))
-    failed = next((p for p in run.passes if first.index <= p.index <= last.index and p.failed), None)
-    item = PassDiff(
-        run.kernel,
-        run.target,
-        labels[first.index],
-        labels[last.index],
-        diff,
-        failed_pass=labels[failed.index] if failed else None,
-        error=failed.error if failed else None,
-    )
+    item = pass_diff(trace, run, args.pass_name, args.to or args.pass_name, rules)
     return DiffReport(MODE_PASS, rules, pass_diffs=(item,), sources=(args.trace,))
 
 

@@ -11,8 +11,9 @@ import html
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from irtrace.core.summary import NEW_STAGE
 from passdiff.compare import NOT_REACHED, PassAlignment, RunComparison
-from passdiff.summary import DiffReport, PassDiff, diff_names
+from passdiff.summary import MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, diff_names
 from passdiff.textdiff import (
     DELETE,
     EQUAL,
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 DEFAULT_CONTEXT = 3
+NEW_STAGE_NOTE = (
+    "its output is in another language than its input (TIR to kernel source, source to PTX, PTX to "
+    "SASS), so the texts are not diffed and no lines are counted; irtrace ir -p NAME prints the output"
+)
 NOTE = "note"
 """A hunk line that is no line of either text: why a pair of lines is shown without word highlights."""
 
@@ -46,8 +51,20 @@ def rules_line(report: DiffReport) -> str:
     return "normalization: " + (", ".join(enabled) if enabled else "off (raw texts)")
 
 
-def comparison_facts(comparison: RunComparison) -> list[str]:
-    """The plain-language findings of a comparison, one per line."""
+def sides_line(report: DiffReport) -> str | None:
+    """Which trace (or target) is run ``a`` and which is ``b``."""
+    if report.mode == MODE_RUNS and len(report.sources) == 2:
+        return f"a: {report.sources[0]}   b: {report.sources[1]}"
+    if report.mode == MODE_TARGETS and report.comparisons:
+        first = report.comparisons[0]
+        return f"a: {first.target_a}   b: {first.target_b}"
+    return None
+
+
+def comparison_facts(comparison: RunComparison, mode: str = MODE_RUNS) -> list[str]:
+    """The plain-language findings of a comparison, one per line. Passes one run lacks are
+    "removed" and "added" between two traces (a is the old one), but between two targets they
+    belong to that target's pipeline, and are named by it."""
     if comparison.presence == "only_a":
         return [f"only in the first trace: {comparison.kernel} on {comparison.target_a}"]
     if comparison.presence == "only_b":
@@ -62,9 +79,13 @@ def comparison_facts(comparison: RunComparison) -> list[str]:
         facts.append(
             f"the input modules differ (+{comparison.input_diff.added} -{comparison.input_diff.removed})"
         )
+    if mode == MODE_TARGETS:
+        only_a, only_b = f"passes only on {comparison.target_a}", f"passes only on {comparison.target_b}"
+    else:
+        only_a, only_b = "removed passes (only in a)", "added passes (only in b)"
     for title, names in (
-        ("removed passes (only in a)", comparison.removed_passes),
-        ("added passes (only in b)", comparison.added_passes),
+        (only_a, comparison.removed_passes),
+        (only_b, comparison.added_passes),
         ("passes run at another point", comparison.moved_passes),
     ):
         if names:
@@ -128,6 +149,9 @@ def render_unified(report: DiffReport, context: int = DEFAULT_CONTEXT) -> str:
     out: list[str] = []
     for item in report.pass_diffs:
         base = f"{item.kernel}/{item.target}"
+        if item.new_stage:
+            out.append(f"# {base}: {_span(item)}: {NEW_STAGE}: {NEW_STAGE_NOTE}\n")
+            continue
         out.append(
             item.diff.unified(f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context)
         )
@@ -150,12 +174,18 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
     from rich.text import Text
 
     console.print(Text(rules_line(report), style="dim"))
+    sides = sides_line(report)
+    if sides is not None:
+        console.print(Text(sides, style="dim"))
     for item in report.pass_diffs:
-        span = item.from_pass if item.from_pass == item.to_pass else f"{item.from_pass} .. {item.to_pass}"
+        counts = ((NEW_STAGE, "cyan"),) if item.new_stage else _counts(item.diff)
         header = Text.assemble(
-            (f"{item.kernel} on {item.target}: ", "bold"), (span, "bold cyan"), "  ", *_counts(item.diff)
+            (f"{item.kernel} on {item.target}: ", "bold"), (_span(item), "bold cyan"), "  ", *counts
         )
         console.print(header)
+        if item.new_stage:
+            console.print(Text(NEW_STAGE_NOTE, style="dim"))
+            continue
         if item.failed_pass is not None:
             console.print(Text(f"{item.failed_pass} failed; it produced no IR. Its error:", style="bold red"))
             console.print(Text(item.error or "(no message)", style="red"))
@@ -165,7 +195,7 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
         _print_diff(console, item.diff, context, "the pass did not change the IR")
     for comparison in report.comparisons:
         console.print(Text(comparison.title, style="bold"))
-        for fact in comparison_facts(comparison):
+        for fact in comparison_facts(comparison, report.mode):
             console.print(Text("  " + fact))
         layout_lines = layout_section(comparison)
         if layout_lines:
@@ -188,6 +218,10 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
                 console.print(Text.assemble((stage, "bold"), "  ", *_counts(diff)))
                 _print_diff(console, diff, context, "")
         console.print()
+
+
+def _span(item: PassDiff) -> str:
+    return item.from_pass if item.from_pass == item.to_pass else f"{item.from_pass} .. {item.to_pass}"
 
 
 def _counts(diff: TextDiff) -> tuple[tuple[str, str] | str, ...]:
@@ -335,14 +369,17 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
         f"<title>{_e(title.get(report.mode, 'passdiff'))}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title.get(report.mode, 'passdiff'))}</h1>",
     ]
-    if report.sources:
+    sides = sides_line(report)
+    if sides is not None:
+        parts.append(f'<p class="facts">{_e(sides)}</p>')
+    elif report.sources:
         parts.append(f'<p class="facts">traces: {_e(", ".join(report.sources))}</p>')
     parts.append(f'<p class="rules">{_e(rules_line(report))}</p>')
     for item in report.pass_diffs:
         parts.append(_html_pass(item, context))
     for comparison in report.comparisons:
         parts.append(f'<h2>{_e(comparison.title)}</h2><ul class="facts">')
-        parts.extend(f"<li>{_e(fact)}</li>" for fact in comparison_facts(comparison))
+        parts.extend(f"<li>{_e(fact)}</li>" for fact in comparison_facts(comparison, report.mode))
         parts.append("</ul>")
         layout_lines = layout_section(comparison)
         if layout_lines:
@@ -365,7 +402,10 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
 
 
 def _html_pass(item: PassDiff, context: int | None) -> str:
-    span = item.from_pass if item.from_pass == item.to_pass else f"{item.from_pass} .. {item.to_pass}"
+    span = _span(item)
+    if item.new_stage:
+        heading = f"<h2>{_e(item.kernel)} on {_e(item.target)}: {_e(span)} {NEW_STAGE}</h2>"
+        return f"{heading}<p>{_e(NEW_STAGE_NOTE)}</p>"
     body = (
         html_table(item.diff, context) if not item.diff.is_empty else "<p>the pass did not change the IR</p>"
     )

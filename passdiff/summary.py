@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from passdiff.compare import BOTH, PassAlignment, RunComparison
+from irtrace.core.summary import is_new_stage
+from irtrace.core.trace import KernelRun, Trace
+from passdiff.compare import BOTH, PassAlignment, RunComparison, diff_span, resolve_pass
 from passdiff.layouts import layout_document
 from passdiff.normalize import NormalizeRules
 from passdiff.textdiff import TextDiff
@@ -38,6 +40,35 @@ class PassDiff:
     IR it received)."""
     error: str | None = None
     """The failed pass's error message."""
+    new_stage: bool = False
+    """The span holds a stage whose output is another language (``irtrace.core.summary.is_new_stage``):
+    its texts are not diffed and no lines are counted."""
+
+
+def pass_diff(
+    trace: Trace,
+    run: KernelRun,
+    from_query: str,
+    to_query: str,
+    rules: NormalizeRules = NormalizeRules(),  # noqa: B008
+) -> PassDiff:
+    """What ``passdiff pass`` reports for the passes ``from_query`` through ``to_query`` of ``run``."""
+    first = resolve_pass(run, from_query)
+    last = resolve_pass(run, to_query)
+    diff = diff_span(trace, run, from_query, to_query, rules)
+    labels = dict(zip((p.index for p in run.passes), run.occurrence_names(), strict=True))
+    span = [p for p in run.passes if first.index <= p.index <= last.index]
+    failed = next((p for p in span if p.failed), None)
+    return PassDiff(
+        run.kernel,
+        run.target,
+        labels[first.index],
+        labels[last.index],
+        diff,
+        failed_pass=labels[failed.index] if failed else None,
+        error=failed.error if failed else None,
+        new_stage=any(is_new_stage(p) for p in span),
+    )
 
 
 @dataclass(frozen=True)
@@ -56,7 +87,7 @@ class DiffReport:
 
     @property
     def different(self) -> bool:
-        return any(not item.diff.is_empty for item in self.pass_diffs) or any(
+        return any(item.new_stage or not item.diff.is_empty for item in self.pass_diffs) or any(
             comparison.different for comparison in self.comparisons
         )
 
@@ -107,8 +138,13 @@ def _pass_diff_document(item: PassDiff, context: int) -> dict[str, Any]:
         "to_pass": item.to_pass,
         "failed_pass": item.failed_pass,
         "error": item.error,
-        **_diff_document(
-            item.diff, f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context
+        "new_stage": item.new_stage,
+        **(
+            {"equal": False, "added": None, "removed": None, "reindented": None, "unified": ""}
+            if item.new_stage
+            else _diff_document(
+                item.diff, f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context
+            )
         ),
     }
 

@@ -20,8 +20,10 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Header, Input, Tab, Tabs
 
+from irtrace.core.summary import is_new_stage
 from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.model import (
+    LineCounts,
     PassEntry,
     PassFilter,
     aligned_pass,
@@ -154,7 +156,7 @@ class PassvizApp(App[None]):
         self.show_times = show_times
         self.run_ref: RunRef | None = None
         self.entries: list[PassEntry] = []
-        self._counts: dict[RunRef, dict[int, tuple[int, int]]] = {}
+        self._counts: dict[RunRef, LineCounts] = {}
         self._diffs: dict[tuple[Any, ...], Any] = {}
         self._keep_scroll = False
         self._widened = False
@@ -266,7 +268,7 @@ class PassvizApp(App[None]):
         if self.view_mode == "run" or not run.passes:
             self._show_code()
 
-    def _fill_table(self, wanted: int | None, counts: dict[int, tuple[int, int]] | None) -> None:
+    def _fill_table(self, wanted: int | None, counts: LineCounts | None) -> None:
         visible = [e for e in self.entries if self.pass_filter.admits(e.record)]
         select = None
         if visible:
@@ -295,8 +297,16 @@ class PassvizApp(App[None]):
         from passdiff import count_line_changes
 
         worker = get_current_worker()
-        counts = {p.index: (0, 0) for p in run.passes}
-        todo = [p for p in run.passes if p.ir_after is not None and p.ir_before not in (None, p.ir_after)]
+        counts: LineCounts = {p.index: None if is_new_stage(p) else (0, 0) for p in run.passes}
+        # the rule of irtrace.core.summary.line_changes, with the counting in another process
+        todo = [
+            p
+            for p in run.passes
+            if p.changed
+            and not is_new_stage(p)
+            and p.ir_after is not None
+            and p.ir_before not in (None, p.ir_after)
+        ]
         # fork: the child has passdiff loaded already (spawn cannot start under every terminal
         # setup Textual makes); it only computes and returns two integers per pass.
         context = multiprocessing.get_context("fork")
@@ -317,7 +327,7 @@ class PassvizApp(App[None]):
                 counts[index] = future.result()
         self.call_from_thread(self._counts_ready, ref, counts)
 
-    def _counts_ready(self, ref: RunRef, counts: dict[int, tuple[int, int]]) -> None:
+    def _counts_ready(self, ref: RunRef, counts: LineCounts) -> None:
         self._counts[ref] = counts
         if ref == self.run_ref:
             self.query_one(PassTable).update_counts(counts)

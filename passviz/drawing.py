@@ -19,6 +19,7 @@ import graphviz
 
 from irtrace.core.errors import UsageError
 from irtrace.core.output import output_target, write_atomically
+from irtrace.core.summary import NEW_STAGE, is_new_stage
 from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.errors import GraphvizMissingError, RenderError
 from passviz.model import LineCounts, PassEntry, format_ms, line_counts, pass_entries
@@ -308,9 +309,11 @@ def _chain(graph: graphviz.Digraph, lane: Lane, group_node: dict[int, str]) -> N
 
 def _node_attrs(entry: PassEntry, counts: LineCounts, hottest: float, lane_specific: bool) -> dict[str, str]:
     record = entry.record
-    added, removed = counts.get(record.index, (0, 0))
+    added, removed = counts.get(record.index) or (0, 0)
     if record.failed:
         detail = "FAILED"
+    elif is_new_stage(record):
+        detail = NEW_STAGE
     elif record.changed:
         detail = f"+{added} -{removed}"
     else:

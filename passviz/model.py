@@ -60,8 +60,8 @@ def pass_entries(run: KernelRun) -> list[PassEntry]:
     ]
 
 
-LineCounts = dict[int, tuple[int, int]]
-"""Lines added and removed, per pass index."""
+LineCounts = dict[int, tuple[int, int] | None]
+"""Lines added and removed, per pass index; ``None`` for a new stage (``is_new_stage``)."""
 
 
 def line_counts(

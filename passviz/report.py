@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from irtrace.core.summary import totals_by_pass
-from irtrace.core.trace import PHASE_MACHINE, KernelRun, PassRecord, Trace
+from irtrace.core.summary import NEW_STAGE, is_new_stage, totals_by_pass
+from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.drawing import pipe, pipeline_graph
 from passviz.errors import GraphvizMissingError
 from passviz.model import format_ms, line_counts, pass_entries
@@ -238,14 +238,18 @@ def _run_section(trace: Trace, run: KernelRun, layout_links: dict[tuple[int, str
     diffs = []
     for entry in pass_entries(run):
         record = entry.record
-        added, removed = counts.get(record.index, (0, 0))
+        added, removed = counts.get(record.index) or (0, 0)
         anchor = _e(pass_anchor(run, record))
         name = _e(entry.label)
         if record.changed or record.failed:
             name = f"<a href='#{anchor}'>{name}</a>"
         css = "failed" if record.failed else "" if record.changed else "unchanged"
         lines = (
-            f"<span class='add'>+{added}</span> <span class='del'>-{removed}</span>" if record.changed else ""
+            NEW_STAGE
+            if is_new_stage(record) and not record.failed
+            else f"<span class='add'>+{added}</span> <span class='del'>-{removed}</span>"
+            if record.changed
+            else ""
         )
         rows.append(
             f"<tr class='{css}'><td class='num'>{_e(record.index)}</td>"
@@ -254,7 +258,7 @@ def _run_section(trace: Trace, run: KernelRun, layout_links: dict[tuple[int, str
             f"<td class='num'>{format_ms(record.self_s)}</td>"
             f"<td><span class='bar' style='width:{120 * entry.share:.0f}px'></span></td><td>{lines}</td></tr>"
         )
-        if record.phase == PHASE_MACHINE and not record.failed:
+        if is_new_stage(record) and not record.failed:
             lines = f"{trace.ir_after(record).count(chr(10))} lines"
             diffs.append(
                 f"<p id='{anchor}'>{_e(entry.label)}: {_e(lines)} (<code>irtrace ir TRACE "

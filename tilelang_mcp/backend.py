@@ -30,7 +30,7 @@ from irtrace.core.coverage import (
 from irtrace.core.errors import IrtraceError, KernelSourceError
 from irtrace.core.policy import Policy, load_policy
 from irtrace.core.specs import KernelSpec, parse_spec
-from irtrace.core.summary import line_changes
+from irtrace.core.summary import NEW_STAGE, line_changes
 from irtrace.core.targets import TARGETS, aliases_of, get_target
 from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
 from irtrace.core.trace_reader import load_trace
@@ -401,14 +401,16 @@ def pass_rows(trace: Trace, run: KernelRun) -> list[dict[str, Any]]:
     rows = []
     cache: dict[tuple[str, str], tuple[int, int]] = {}
     for label, record in zip(occurrence_labels(p.name for p in run.passes), run.passes, strict=True):
-        added, removed = line_changes(trace, record, count_line_changes, cache)
+        counts = line_changes(trace, record, count_line_changes, cache)
         row: dict[str, Any] = {
             "pass": label,
             "ms": round(record.self_s * 1000, 2),
             "changed": record.changed,
         }
-        if record.changed:
-            row["lines"] = f"+{added} -{removed}"
+        if counts is None:
+            row["lines"] = NEW_STAGE
+        elif record.changed:
+            row["lines"] = f"+{counts[0]} -{counts[1]}"
         if record.depth:
             row["depth"] = record.depth
         if record.phase != "lower":

@@ -24,6 +24,7 @@ from irtrace.cli.run_options import add_run_command
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
 from irtrace.core.safe_text import terminal_safe
+from irtrace.core.summary import NEW_STAGE, PassRow
 from irtrace.core.targets import target_names
 from irtrace.core.trace import STATUS_OK, STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun, Trace
 from irtrace.edge.command import (
@@ -564,6 +565,16 @@ def _bar(share: float, width: int = 12) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
+def _count_cells(row: PassRow) -> tuple[str, str]:
+    """The ``+`` and ``-`` cells: counts of a pass that changed the IR (``+0 -0`` when only
+    normalized-away text changed, as passdiff says), ``new stage`` for codegen and machine code."""
+    if row.new_stage:
+        return (f"[cyan]{NEW_STAGE}[/cyan]", "")
+    if not row.record.changed:
+        return ("", "")
+    return (f"[green]+{row.added}[/green]", f"[red]-{row.removed}[/red]")
+
+
 def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> None:
     from rich.table import Table
 
@@ -600,8 +611,7 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
             escape(record.phase if record.pipeline is None else f"{record.phase}:{record.pipeline}"),
             f"{record.self_s * 1000:.2f}",
             _bar(row.share),
-            f"[green]+{row.added}[/green]" if row.added else "",
-            f"[red]-{row.removed}[/red]" if row.removed else "",
+            *_count_cells(row),
         )
     console.print(table)
     if run.resources:

@@ -9,6 +9,7 @@ field is declared here and nowhere else. No tilelang here.
 
 from __future__ import annotations
 
+import difflib
 import typing
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -448,11 +449,25 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
         matches = exact or [p for p in self.passes if p.name.split(".")[-1] == name.split(".")[-1]]
         if len(matches) >= occurrence >= 1:
             return matches[occurrence - 1]
-        names = ", ".join(dict.fromkeys(p.name for p in self.passes))
+        if matches:
+            raise NotInTraceError(
+                f"pass {name!r} ran {len(matches)} time(s) in {self.kernel} on {self.target}; "
+                f"ask for {name}#1 to {name}#{len(matches)}"
+            )
         raise NotInTraceError(
-            f"pass {query!r} is not in {self.kernel} on {self.target}; "
-            f"it ran {len(matches)} time(s). Passes in this run: {names}"
+            f"pass {query!r} is not in {self.kernel} on {self.target}; {self._closest_pass(name)}"
         )
+
+    def _closest_pass(self, name: str) -> str:
+        """``did you mean X?`` for a misspelt pass name; the run has tens of passes, too many to list."""
+        names = list(dict.fromkeys(p.name for p in self.passes))
+        short = {p.split(".")[-1]: p for p in names}
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6) or [
+            short[s] for s in difflib.get_close_matches(name.split(".")[-1], list(short), n=3, cutoff=0.6)
+        ]
+        if close:
+            return "did you mean " + " or ".join(close) + "?"
+        return f"irtrace show TRACE -k {self.kernel} -t {self.target} lists its {len(names)} passes"
 
 
 def pass_label(name: str, occurrence: int) -> str:

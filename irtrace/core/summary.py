@@ -1,9 +1,10 @@
 """Summaries of a trace as plain data: per-run pass tables, per-pass-name totals, the JSON document.
 
 The CLI renders these with rich; ``--json`` prints ``trace_document`` as is
-(documented in ``docs/trace-format.md``). Lines added and removed are counted by a function the
-caller passes (passdiff's line diff, which the core cannot import), so every tool shows the
-counts of the diff ``passdiff pass`` shows.
+(documented in ``docs/trace-format.md``). ``line_changes`` is the one place every tool counts a
+pass's lines added and removed, with a counting function the caller passes (passdiff's line
+diff, which the core cannot import), so every tool shows the counts of the diff ``passdiff pass``
+shows; a stage whose output is another language (``is_new_stage``) has no counts.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from irtrace.core.resources import resources_to_json
-from irtrace.core.trace import SCHEMA_VERSION, KernelRun, PassRecord, Trace, occurrence_labels
+from irtrace.core.trace import (
+    PHASE_CODEGEN,
+    PHASE_MACHINE,
+    SCHEMA_VERSION,
+    KernelRun,
+    PassRecord,
+    Trace,
+    occurrence_labels,
+)
 
 LineCounter = Callable[[str, str], tuple[int, int]]
 """Lines added and removed between two texts (``passdiff.count_line_changes``)."""
@@ -30,6 +39,19 @@ class PassRow:
     removed: int
     share: float
     """Self time as a share of the run's total pass time."""
+    new_stage: bool = False
+    """The pass turned its input into another language (``is_new_stage``): no line counts."""
+
+
+NEW_STAGE = "new stage"
+"""How every tool shows a stage whose output is another language, in place of ``+/-``."""
+
+
+def is_new_stage(record: PassRecord) -> bool:
+    """Whether the pass's input and output are different languages, so a line diff between them
+    counts nothing real: codegen and host codegen (TIR in, CUDA/HIP/Metal/C source out) and the
+    machine-code stages (source to PTX, PTX to SASS). Passes nested inside codegen work on TIR."""
+    return record.phase == PHASE_MACHINE or (record.phase == PHASE_CODEGEN and record.depth == 0)
 
 
 def line_changes(
@@ -37,9 +59,12 @@ def line_changes(
     record: PassRecord,
     count: LineCounter,
     cache: dict[tuple[str, str], tuple[int, int]] | None = None,
-) -> tuple[int, int]:
-    """Lines the pass added and removed, (0, 0) when it changed nothing. ``cache`` keeps counts
-    by the pair of texts, which repeat across the runs of one kernel."""
+) -> tuple[int, int] | None:
+    """Lines the pass added and removed, (0, 0) when it changed nothing, ``None`` for a new stage
+    (``is_new_stage``). ``cache`` keeps counts by the pair of texts, which repeat across the runs
+    of one kernel."""
+    if is_new_stage(record):
+        return None
     if not record.changed or record.ir_after is None or record.ir_after == record.ir_before:
         return (0, 0)
     key = (record.ir_before or "", record.ir_after)
@@ -58,8 +83,9 @@ def pass_rows(trace: Trace, run: KernelRun, count: LineCounter) -> list[PassRow]
     cache: dict[tuple[str, str], tuple[int, int]] = {}
     rows = []
     for record, label in zip(run.passes, labels, strict=True):
-        added, removed = line_changes(trace, record, count, cache)
-        rows.append(PassRow(record, label, added, removed, record.self_s / total))
+        counts = line_changes(trace, record, count, cache)
+        added, removed = counts or (0, 0)
+        rows.append(PassRow(record, label, added, removed, record.self_s / total, new_stage=counts is None))
     return rows
 
 
@@ -135,8 +161,9 @@ def _run_document(trace: Trace, run: KernelRun, count: LineCounter) -> dict[str,
                 "wall_s": row.record.wall_s,
                 "self_s": row.record.self_s,
                 "changed": row.record.changed,
-                "lines_added": row.added,
-                "lines_removed": row.removed,
+                "new_stage": row.new_stage,
+                "lines_added": None if row.new_stage else row.added,
+                "lines_removed": None if row.new_stage else row.removed,
                 "status": row.record.status,
                 "error": row.record.error,
             }

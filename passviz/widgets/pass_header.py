@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from irtrace.core.summary import NEW_STAGE, is_new_stage
 from irtrace.core.trace import KernelRun
 from passviz.model import PassEntry, format_ms
 
@@ -48,6 +49,8 @@ class PassHeader(Static):
             text.append(f"  {format_ms(record.wall_s)} ({entry.share:.0%})")
         if record.failed:
             text.append("  FAILED", style="bold white on red")
+        elif is_new_stage(record):
+            text.append(f"  {NEW_STAGE}", style="cyan")
         elif record.changed or (counts is not None and counts != (0, 0)):
             text.append("  changed ", style="green")
             if counts is None:

@@ -10,6 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from irtrace.core.summary import NEW_STAGE, is_new_stage
+from irtrace.core.trace import PassRecord
 from passviz.model import PassEntry, format_ms, time_bar
 from passviz.widgets.messages import PassChosen
 
@@ -78,7 +80,7 @@ class PassTable(DataTable[Text | str]):
     def show_entries(
         self,
         entries: Sequence[PassEntry],
-        counts: Mapping[int, tuple[int, int]] | None,
+        counts: Mapping[int, tuple[int, int] | None] | None,
         select: int | None,
     ) -> None:
         """Fill the table; ``counts`` may be ``None`` while they are computed; cursor onto ``select``."""
@@ -91,7 +93,7 @@ class PassTable(DataTable[Text | str]):
                 cells: list[Text | str] = [
                     _mark(entry),
                     Text("  " * record.depth + entry.label, style="bold red" if record.failed else ""),
-                    _lines_cell(record.changed, counts.get(record.index) if counts else None),
+                    _lines_cell(record, counts.get(record.index) if counts else None),
                 ]
                 if self.show_times:
                     cells += [Text(f"{format_ms(record.self_s):>7}"), Text(time_bar(entry.share, BAR_WIDTH))]
@@ -121,11 +123,9 @@ class PassTable(DataTable[Text | str]):
         if self._entries:
             self.move_to(self._entries[-1].index)
 
-    def update_counts(self, counts: Mapping[int, tuple[int, int]]) -> None:
+    def update_counts(self, counts: Mapping[int, tuple[int, int] | None]) -> None:
         for entry in self._entries:
-            self.update_cell(
-                str(entry.index), "lines", _lines_cell(entry.record.changed, counts.get(entry.index))
-            )
+            self.update_cell(str(entry.index), "lines", _lines_cell(entry.record, counts.get(entry.index)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
@@ -140,8 +140,11 @@ def _mark(entry: PassEntry) -> Text:
     return Text("●", style="green") if entry.record.changed else Text("·", style="dim")
 
 
-def _lines_cell(changed: bool, counts: tuple[int, int] | None) -> Text:
-    if not changed:
+def _lines_cell(record: PassRecord, counts: tuple[int, int] | None) -> Text:
+    if is_new_stage(record) and not record.failed:
+        # "new stage" in short: the column stays as narrow as the counts (the header says it whole)
+        return Text(NEW_STAGE.split()[0], style="cyan")
+    if not record.changed:
         return Text("")
     if counts is None:
         return Text("…", style="dim")

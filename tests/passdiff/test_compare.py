@@ -141,5 +141,5 @@ def test_pass_to_pass_and_nth_occurrence(gemm_trace: Trace) -> None:
     assert span.after == gemm_trace.ir_after(run.find_pass("tl.LowerTileOp"))
     with pytest.raises(PassdiffError, match="runs before"):
         diff_span(gemm_trace, run, "tl.LowerTileOp", "tl.LayoutInference")
-    with pytest.raises(NotInTraceError, match=r"tl\.LayoutInference"):
-        diff_pass(gemm_trace, run, "tl.NoSuchPass")
+    with pytest.raises(NotInTraceError, match=r"did you mean tl\.LayoutInference"):
+        diff_pass(gemm_trace, run, "tl.LayoutInferenc")
