@@ -90,3 +90,37 @@ def _forward_lines(read_end: int, original: int, hidden: Counter[str]) -> None:
             with contextlib.suppress(OSError):
                 while raw:
                     raw = raw[os.write(original, raw) :]
+
+
+_LOGGED_WARNING = re.compile(r"^(?:\[[0-9:]+\] )?\S*: Warning: ", re.MULTILINE)
+"""The head of a TVM ``LOG(WARNING)`` line: ``[18:45:09] file.cc:12: Warning: `` (time optional)."""
+
+
+def split_native_log(log: str) -> tuple[list[str], str]:
+    """The warnings in a stretch of native stderr, each without its time and location prefix
+    (a warning's indented continuation lines kept), and the rest of the text as it was.
+
+    Known-harmless warnings are dropped: they say nothing about the kernel.
+    """
+    warnings: list[str] = []
+    rest: list[str] = []
+    current: list[str] | None = None
+    for line in log.splitlines(keepends=True):
+        head = _LOGGED_WARNING.match(line)
+        if head is not None:
+            if current is not None:
+                warnings.append("".join(current).rstrip())
+            current = None
+            if any(pattern.match(line.rstrip("\r\n")) for pattern in HARMLESS_NATIVE_WARNINGS.values()):
+                continue
+            current = [line[head.end() :]]
+        elif current is not None and line[:1] in (" ", "\t", "|"):
+            current.append(line)  # a multi-line warning's source excerpt
+        else:
+            if current is not None:
+                warnings.append("".join(current).rstrip())
+                current = None
+            rest.append(line)
+    if current is not None:
+        warnings.append("".join(current).rstrip())
+    return warnings, "".join(rest)

@@ -407,6 +407,8 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """The pass that was running when the recording stopped (cut short, crashed or timed out)."""
     stopped_by: StoppedBy | None = None
     """``timeout`` or ``crash`` when the lowering process was killed or died (``--isolate``)."""
+    warnings: tuple[str, ...] = ()
+    """Warnings TileLang's C++ code logged while this run lowered, one per line, in order."""
     resources: tuple[KernelResources, ...] = ()
     """Per kernel function: registers, spills, shared memory (``--machine-code``, CUDA only)."""
     bench: BenchResult | None = None
@@ -517,6 +519,11 @@ class EndRecord(Struct, frozen=True, kw_only=True, tag="end", tag_field="record"
     stopped_by: StoppedBy | None = None
     """`crash` when the lowering process died (`irtrace record --isolate`) or `timeout` when it was killed at
     `--timeout`; the run's `status` is then `failed` and `error` says which signal or how long
+    """
+    warnings: tuple[str, ...] = ()
+    """warnings TileLang's C++ code logged to stderr while this run lowered (`T.vectorized loop ... lowered as
+    a serial loop`), one per message in the order logged, the log's time and location prefix removed;
+    known-harmless ones (TVM's ROCm version guess) left out; empty for runs `irtrace run` captured
     """
 
 

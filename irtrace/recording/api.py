@@ -201,6 +201,7 @@ def record_prepared(
         # every record reaches the file before the next pass runs: a native crash loses nothing
         threaded=False,
         kernel_file_text=prepared.kernel_file_text,
+        capture_warnings=True,  # each warning kept with the run that logged it
     )
 
 
