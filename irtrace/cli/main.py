@@ -218,6 +218,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
+    from irtrace.cli.record_progress import recording_progress, run_warning_lines
     from irtrace.recording.api import RecordRequest, Shard, record_kernels
     from irtrace.recording.bench import bench_for
     from irtrace.recording.loader import parse_pass_config
@@ -251,6 +252,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     _note_stale_partial(writer)
     try:
         with (
+            recording_progress(quiet=args.quiet) as progress,  # before fd 2 becomes a pipe
             hide_harmless_native_warnings(debug=args.debug) as native,
             machine_code_for(writer, args.machine_code) as compiler,
             bench_for(writer, args.bench) as bench,
@@ -270,6 +272,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 isolate=args.isolate or args.timeout is not None,
                 timeout=args.timeout,
                 after_run=after_run if hooks else None,
+                progress=progress,
             )
         runs = [writer.run(run.run_id) for run in recording.runs]  # with their machine code and latency
         errors = recording.errors
@@ -291,6 +294,8 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 f"in the background, {compiler.waited_s:.1f} s waited for at the end",
                 file=sys.stderr,
             )
+    for line in [] if args.quiet else run_warning_lines(runs):
+        echo(line, stderr=True, one_line=True)
     if not written and not errors:
         print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
     for error in errors:

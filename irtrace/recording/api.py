@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec.structs import replace as struct_replace
 
@@ -210,6 +210,19 @@ AfterRun = Callable[[KernelRun, "PreparedLowering | None"], None]
 worker processes): ``irtrace record --machine-code`` and ``--bench`` go on from there."""
 
 
+class RecordProgress(Protocol):
+    """Hears how a recording goes: a terminal's progress display (``irtrace.cli.record_progress``)."""
+
+    def planned(self, total: int) -> None:
+        """The number of kernel x target runs to record, once all were planned."""
+
+    def started(self, index: int, label: str) -> None:
+        """Run ``index`` (``matmul on hip:gfx942``) began lowering."""
+
+    def ended(self, index: int, label: str) -> None:
+        """Run ``index`` is done (ok, failed or stopped)."""
+
+
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
 
 
@@ -278,6 +291,7 @@ def record_kernels(
     isolate: bool = False,
     timeout: float | None = None,
     after_run: AfterRun | None = None,
+    progress: RecordProgress | None = None,
 ) -> Recording:
     """Record every kernel of every request for each of its targets into ``writer``, in order.
 
@@ -288,10 +302,14 @@ def record_kernels(
     lowers each that many times and keeps the fastest times. A kernel that cannot be built or
     lowered is a failed run; a request that cannot be loaded is an error, and the rest go on.
     An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
+    With ``progress``, every file is loaded first, so the number of runs is known from the start.
     """
     items: Iterable[WorkItem] = plan_work(requests)
     if shard is not None:
         items = shard.take(list(items))
+    if progress is not None:
+        items = list(items)
+        progress.planned(sum(item.error is None for item in items))
     pooled = jobs > 1 or isolate or timeout is not None
     units: list[WorkItem] = []
     errors_before: dict[int, list[IrtraceError]] = {}
@@ -312,6 +330,7 @@ def record_kernels(
         workers=max(jobs, 1) if pooled else None,
         timeout=timeout,
         stand_in=lambda index, writer: _stand_in(units[index], writer),
+        on_task=None if progress is None else partial(_tell_progress, progress, units),
     )
     for index, result in enumerate(results):
         recording.errors += errors_before.pop(index, [])
@@ -324,6 +343,13 @@ def record_kernels(
     for index in sorted(errors_before):
         recording.errors += errors_before[index]
     return recording
+
+
+def _tell_progress(progress: RecordProgress, units: Sequence[WorkItem], index: int, began: bool) -> None:
+    unit = units[index].unit
+    assert unit is not None
+    label = f"{unit.request.name or unit.kernel.name} on {unit.target.name}"
+    (progress.started if began else progress.ended)(index, label)
 
 
 def _record_item(
