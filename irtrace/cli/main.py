@@ -623,6 +623,8 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
         console.print("[red]bench failed:[/red] " + escape(_first_line(bench.error)))
     if run.error:
         console.print("[red]error:[/red] " + escape(_first_line(run.error)))
+    for warning in run.warnings:  # TileLang's own, logged while this run lowered
+        console.print("[yellow]warning:[/yellow] " + escape(_first_line(warning)))
     console.print()
 
 

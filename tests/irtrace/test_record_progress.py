@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.cli.main import main
 from irtrace.core.trace_reader import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,9 +96,13 @@ def test_progress_on_a_terminal_and_warnings_on_their_run(tmp_path: Path, jobs: 
     }
 
 
-def test_no_progress_in_a_log(tmp_path: Path) -> None:
+def test_no_progress_in_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     logged, output = _record(tmp_path, 1, terminal=False)
     assert "\x1b[" not in logged and "recording" not in logged and "ETA" not in logged, logged
     assert logged.count("warning: matmul on hip:gfx942: T.vectorized loop") == 1, logged
     hip = next(run for run in load_trace(output).runs if run.key == ("matmul", "hip:gfx942"))
     assert any(VECTORIZE in w for w in hip.warnings)
+    assert main(["show", str(output), "-k", "matmul", "-t", "hip:gfx942"]) == 0
+    assert "warning: T.vectorized loop" in capsys.readouterr().out
+    assert main(["show", str(output), "-k", "matmul", "-t", "cuda:sm_80"]) == 0
+    assert "warning:" not in capsys.readouterr().out
