@@ -39,6 +39,7 @@ from irtrace.recording.loader import (
     target_context,
 )
 from irtrace.recording.recorder import RecordedLowering, begin_run_record, record_failure, record_lowering
+from irtrace.recording.warmup import warm_error_path
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 
 
@@ -324,6 +325,7 @@ def record_kernels(
             yield partial(_record_item, item, repeat=repeat, keep_built=not pooled)
 
     recording = Recording()
+    warm_error_path()  # a failing pass is timed without TVM's one-time error setup
     results = run_tasks(
         tasks(),
         writer,
