@@ -215,10 +215,10 @@ def _console(stderr: bool = False) -> Any:
 
 
 def cmd_record(args: argparse.Namespace) -> ExitCode:
+    from irtrace.cli.record_progress import recording_progress, run_warning_lines
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
-    from irtrace.cli.record_progress import recording_progress, run_warning_lines
     from irtrace.recording.api import RecordRequest, Shard, record_kernels
     from irtrace.recording.bench import bench_for
     from irtrace.recording.loader import parse_pass_config

@@ -39,8 +39,8 @@ from irtrace.recording.loader import (
     target_context,
 )
 from irtrace.recording.recorder import RecordedLowering, begin_run_record, record_failure, record_lowering
-from irtrace.recording.warmup import warm_error_path
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
+from irtrace.recording.warmup import warm_error_path
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irtrace.core import interrupts
+from irtrace.core import interrupts, native_log
 from irtrace.core.errors import ExitCode, IrtraceError, OutputError
 from irtrace.core.trace import (
     STATUS_FAILED,
@@ -126,7 +126,9 @@ def run_tasks(
         yield from WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker, on_task).results()
 
 
-def _in_process(tasks: Iterable[Task], writer: TraceWriter, on_task: TaskEvent | None) -> Iterator[TaskResult]:
+def _in_process(
+    tasks: Iterable[Task], writer: TraceWriter, on_task: TaskEvent | None
+) -> Iterator[TaskResult]:
     for index, task in enumerate(tasks):
         first = writer.next_run_id
         result = TaskResult([])
@@ -378,6 +380,7 @@ class WorkerPool:
         if ended.failure is not None:
             raise RuntimeError(f"the lowering process failed: {ended.failure}")
         if ended.stopped is not None:
+            native_log.show_run_log(_log_path(self._scratch(index)))  # what it said as it died
             stand_in = self.stand_in
             begin = (lambda: stand_in(index, self.writer)) if stand_in is not None else None
             runs = end_stopped_runs(self.writer, runs, ended.stopped, begin)
@@ -404,8 +407,14 @@ class WorkerPool:
         for index in self._started:
             with contextlib.suppress(OSError):
                 self._scratch(index).unlink(missing_ok=True)
+                _log_path(self._scratch(index)).unlink(missing_ok=True)
         if self._scratch_dir is not None:
             shutil.rmtree(self._scratch_dir, ignore_errors=True)
+
+
+def _log_path(scratch: Path) -> Path:
+    """Where a task's lowering logs native stderr (``native_log.capture_run_log``) in a worker."""
+    return Path(f"{scratch}.log")
 
 
 def _worker_main(
@@ -425,6 +434,7 @@ def _worker_main(
             for line in orders:
                 index = int(line)
                 writer.redirect(scratch(index))
+                native_log.run_log_path = _log_path(scratch(index))
                 reply: dict[str, Any] = {"index": index}
                 try:
                     reply["value"] = tasks[index](writer)

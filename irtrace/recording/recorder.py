@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from irtrace.core import interrupts
-from irtrace.core.native_log import split_native_log
+from irtrace.core.native_log import RunLog, capture_run_log, split_native_log
 from irtrace.core.pass_names import display_name
 from irtrace.core.schema import Instance, LayoutRecord, Phase
 from irtrace.core.targets import TargetSpec
@@ -34,7 +34,6 @@ from irtrace.core.trace import (
     text_sha256,
 )
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.facts import CapturedLog, capture_native_stderr
 from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
 from irtrace.recording.layouts import buffer_layout, layout_maps
 from irtrace.recording.snapshots import ModuleState, Snapshot, SnapshotPrinter
@@ -502,7 +501,7 @@ def record_lowering(
     failure: BaseException | None = None
     interrupted = False
     started = time.perf_counter()
-    log = capture_native_stderr(echo=False) if capture_warnings else nullcontext(CapturedLog())
+    log = capture_run_log() if capture_warnings else nullcontext(RunLog())
     try:
         with (
             log as captured,

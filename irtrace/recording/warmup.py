@@ -39,15 +39,14 @@ def warm_error_path() -> float:
     global _error_path_warm
     if _error_path_warm:
         return 0.0
+    import contextlib
     import time
 
     import tilelang  # noqa: F401  (puts its own TVM on the path)
     import tvm
 
     began = time.perf_counter()
-    try:
+    with contextlib.suppress(Exception):  # TVM's ValueError, built with its backtrace: the point
         tvm.target.Target("irtrace-warm-up-no-such-target-kind")
-    except Exception:  # TVM's ValueError, built with its backtrace: the point of the call
-        pass
     _error_path_warm = True
     return time.perf_counter() - began
