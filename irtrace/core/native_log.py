@@ -100,7 +100,8 @@ _LOGGED_WARNING = re.compile(r"^(?:\[[0-9:]+\] )?\S*: Warning: ", re.MULTILINE)
 
 def split_native_log(log: str) -> tuple[list[str], str]:
     """The warnings in a stretch of native stderr, each without its time and location prefix
-    (a warning's indented continuation lines kept), and the rest of the text as it was.
+    (a warning's further lines kept, up to a blank line or the next warning), and the rest of
+    the text as it was.
 
     Known-harmless warnings are dropped: they say nothing about the kernel.
     """
@@ -116,8 +117,8 @@ def split_native_log(log: str) -> tuple[list[str], str]:
             if any(pattern.match(line.rstrip("\r\n")) for pattern in HARMLESS_NATIVE_WARNINGS.values()):
                 continue
             current = [line[head.end() :]]
-        elif current is not None and line[:1] in (" ", "\t", "|"):
-            current.append(line)  # a multi-line warning's source excerpt
+        elif current is not None and line.strip():
+            current.append(line)  # a multi-line warning: its source excerpt and advice, up to a blank line
         else:
             if current is not None:
                 warnings.append("".join(current).rstrip())

@@ -106,3 +106,32 @@ def test_no_progress_in_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "warning: T.vectorized loop" in capsys.readouterr().out
     assert main(["show", str(output), "-k", "matmul", "-t", "cuda:sm_80"]) == 0
     assert "warning:" not in capsys.readouterr().out
+
+
+def test_a_multi_line_warning_is_kept_whole_with_its_run(tmp_path: Path) -> None:
+    """tests/data/bad_layout.py's buffer-init check logs a warning of several lines (source
+    excerpt, advice): the run keeps all of it, and the terminal gets its first line once."""
+    spec = f"{ROOT / 'tests' / 'data' / 'bad_layout.py'}::conflicting_layouts()"
+    output = tmp_path / "bad.jsonl"
+    command = [sys.executable, "-m", "irtrace.cli", "record", spec, "-t", "cuda:sm_90", "-o", str(output)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    (run,) = load_trace(output).runs
+    (warning,) = run.warnings
+    # the oracle: the same kernel lowered alone by plain tilelang, its stderr as logged
+    path, call = spec.split("::")
+    script = (
+        "import importlib.util, json, tilelang, tvm\n"
+        f"spec = importlib.util.spec_from_file_location('k', {path!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        f"target = tvm.target.Target(json.loads({run.target_detail!r}))\n"
+        "try:\n"
+        f"    with target: tilelang.lower(module.{call}, target=target)\n"
+        "except Exception: pass\n"
+    )
+    alone = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert warning in alone.stderr and len(warning.splitlines()) > 3
+    assert warning.splitlines()[-1] not in done.stderr  # the advice is in the trace, not on the terminal
+    assert done.stderr.count(f"warning: conflicting_layouts on cuda:sm_90: {warning.splitlines()[0]}") == 1
