@@ -216,6 +216,7 @@ def _console(stderr: bool = False) -> Any:
 
 
 def cmd_record(args: argparse.Namespace) -> ExitCode:
+    from irtrace.cli.record_progress import recording_progress, run_warning_lines
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
@@ -252,6 +253,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     _note_stale_partial(writer)
     try:
         with (
+            recording_progress(quiet=args.quiet) as progress,  # before fd 2 becomes a pipe
             hide_harmless_native_warnings(debug=args.debug) as native,
             machine_code_for(writer, args.machine_code) as compiler,
             bench_for(writer, args.bench) as bench,
@@ -271,6 +273,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 isolate=args.isolate or args.timeout is not None,
                 timeout=args.timeout,
                 after_run=after_run if hooks else None,
+                progress=progress,
             )
         runs = [writer.run(run.run_id) for run in recording.runs]  # with their machine code and latency
         errors = recording.errors
@@ -292,6 +295,8 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 f"in the background, {compiler.waited_s:.1f} s waited for at the end",
                 file=sys.stderr,
             )
+    for line in [] if args.quiet else run_warning_lines(runs):
+        echo(line, stderr=True, one_line=True)
     if not written and not errors:
         print(f"irtrace: nothing was recorded, so {args.output} was not written", file=sys.stderr)
     for error in errors:
@@ -628,6 +633,8 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
         console.print("[red]bench failed:[/red] " + escape(_first_line(bench.error)))
     if run.error:
         console.print("[red]error:[/red] " + escape(_first_line(run.error)))
+    for warning in run.warnings:  # TileLang's own, logged while this run lowered
+        console.print("[yellow]warning:[/yellow] " + escape(_first_line(warning)))
     console.print()
 
 

@@ -9,10 +9,12 @@ import contextlib
 import os
 import re
 import sys
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 HARMLESS_NATIVE_WARNINGS: dict[str, re.Pattern[str]] = {
     # TVM asks the ROCm driver for its version each time a hip target is made; lowering needs no
@@ -90,3 +92,84 @@ def _forward_lines(read_end: int, original: int, hidden: Counter[str]) -> None:
             with contextlib.suppress(OSError):
                 while raw:
                     raw = raw[os.write(original, raw) :]
+
+
+_LOGGED_WARNING = re.compile(r"^(?:\[[0-9:]+\] )?\S*: Warning: ", re.MULTILINE)
+"""The head of a TVM ``LOG(WARNING)`` line: ``[18:45:09] file.cc:12: Warning: `` (time optional)."""
+
+
+def split_native_log(log: str) -> tuple[list[str], str]:
+    """The warnings in a stretch of native stderr, each without its time and location prefix
+    (a warning's further lines kept, up to a blank line or the next warning), and the rest of
+    the text as it was.
+
+    Known-harmless warnings are dropped: they say nothing about the kernel.
+    """
+    warnings: list[str] = []
+    rest: list[str] = []
+    current: list[str] | None = None
+    for line in log.splitlines(keepends=True):
+        head = _LOGGED_WARNING.match(line)
+        if head is not None:
+            if current is not None:
+                warnings.append("".join(current).rstrip())
+            current = None
+            if any(pattern.match(line.rstrip("\r\n")) for pattern in HARMLESS_NATIVE_WARNINGS.values()):
+                continue
+            current = [line[head.end() :]]
+        elif current is not None and line.strip():
+            current.append(line)  # a multi-line warning: its source excerpt and advice, up to a blank line
+        else:
+            if current is not None:
+                warnings.append("".join(current).rstrip())
+                current = None
+            rest.append(line)
+    if current is not None:
+        warnings.append("".join(current).rstrip())
+    return warnings, "".join(rest)
+
+
+run_log_path: Path | None = None
+"""Where ``capture_run_log`` writes, when set (a ``--jobs`` worker sets it per task): a file the
+parent can still read, and show, when the worker dies mid-lowering (a crash's native backtrace)."""
+
+
+@dataclass
+class RunLog:
+    """What file descriptor 2 received while ``capture_run_log`` was active."""
+
+    text: str = ""
+
+
+@contextlib.contextmanager
+def capture_run_log() -> Iterator[RunLog]:
+    """Take file descriptor 2 into a file while the block runs (TVM's C++ logging writes there,
+    out of Python's reach), then give its text; the caller decides what to pass on."""
+    captured = RunLog()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    path = run_log_path
+    sink = open(path, "w+b") if path is not None else tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115
+    with sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.text = sink.read().decode("utf-8", "replace")
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
+def show_run_log(path: Path) -> None:
+    """Pass on to stderr what a worker that died had logged in ``capture_run_log``, and remove it."""
+    with contextlib.suppress(OSError):
+        text = path.read_bytes()
+        path.unlink()
+        if text:
+            sys.stderr.flush()
+            sys.stderr.buffer.write(text)
+            sys.stderr.flush()

@@ -117,7 +117,10 @@ class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="recor
     start_s: Seconds
     """seconds from the start of the run to the start of the pass"""
     wall_s: Seconds
-    """inclusive wall time, with the recorder's own work subtracted"""
+    """inclusive wall time, with the recorder's own work subtracted; for a failed pass, until its error
+    reached the recorder (TVM's one-time setup of error backtraces, about a second, is done before the
+    first kernel by `irtrace record`, so it is not charged to the first pass that fails)
+    """
     self_s: Seconds
     """`wall_s` minus the `wall_s` of directly nested passes"""
     changed: bool
@@ -408,6 +411,8 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """The pass that was running when the recording stopped (cut short, crashed or timed out)."""
     stopped_by: StoppedBy | None = None
     """``timeout`` or ``crash`` when the lowering process was killed or died (``--isolate``)."""
+    warnings: tuple[str, ...] = ()
+    """Warnings TileLang's C++ code logged while this run lowered, one per line, in order."""
     resources: tuple[KernelResources, ...] = ()
     """Per kernel function: registers, spills, shared memory (``--machine-code``, CUDA only)."""
     bench: BenchResult | None = None
@@ -532,6 +537,11 @@ class EndRecord(Struct, frozen=True, kw_only=True, tag="end", tag_field="record"
     stopped_by: StoppedBy | None = None
     """`crash` when the lowering process died (`irtrace record --isolate`) or `timeout` when it was killed at
     `--timeout`; the run's `status` is then `failed` and `error` says which signal or how long
+    """
+    warnings: tuple[str, ...] = ()
+    """warnings TileLang's C++ code logged to stderr while this run lowered (`T.vectorized loop ... lowered as
+    a serial loop`), one per message in the order logged, the log's time and location prefix removed;
+    known-harmless ones (TVM's ROCm version guess) left out; empty for runs `irtrace run` captured
     """
 
 

@@ -194,6 +194,7 @@ class TraceWriter:
         source_sha256: str | None,
         running: str | None = None,
         stopped_by: str | None = None,
+        warnings: Sequence[str] = (),
     ) -> KernelRun:
         end = EndRecord(
             run=run_id,
@@ -204,6 +205,7 @@ class TraceWriter:
             source_sha256=source_sha256,
             running=running,
             stopped_by=stopped_by,  # type: ignore[arg-type]
+            warnings=tuple(warnings),
         )
         return self._end(end)
 
@@ -275,6 +277,7 @@ class TraceWriter:
             source_sha256=run.source_sha256,
             running=run.running,
             stopped_by=run.stopped_by,
+            warnings=run.warnings,
         )
         if machine or run.resources:
             ended = self.add_machine_code(started.run_id, machine, run.resources)

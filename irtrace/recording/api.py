@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from msgspec.structs import replace as struct_replace
 
@@ -40,6 +40,7 @@ from irtrace.recording.loader import (
 )
 from irtrace.recording.recorder import RecordedLowering, begin_run_record, record_failure, record_lowering
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
+from irtrace.recording.warmup import warm_error_path
 
 
 @dataclass(frozen=True)
@@ -201,12 +202,26 @@ def record_prepared(
         # every record reaches the file before the next pass runs: a native crash loses nothing
         threaded=False,
         kernel_file_text=prepared.kernel_file_text,
+        capture_warnings=True,  # each warning kept with the run that logged it
     )
 
 
 AfterRun = Callable[[KernelRun, "PreparedLowering | None"], None]
 """Called after each run is written, with the built kernel when this process built it (not in
 worker processes): ``irtrace record --machine-code`` and ``--bench`` go on from there."""
+
+
+class RecordProgress(Protocol):
+    """Hears how a recording goes: a terminal's progress display (``irtrace.cli.record_progress``)."""
+
+    def planned(self, total: int) -> None:
+        """The number of kernel x target runs to record, once all were planned."""
+
+    def started(self, index: int, label: str) -> None:
+        """Run ``index`` (``matmul on hip:gfx942``) began lowering."""
+
+    def ended(self, index: int, label: str) -> None:
+        """Run ``index`` is done (ok, failed or stopped)."""
 
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
@@ -277,6 +292,7 @@ def record_kernels(
     isolate: bool = False,
     timeout: float | None = None,
     after_run: AfterRun | None = None,
+    progress: RecordProgress | None = None,
 ) -> Recording:
     """Record every kernel of every request for each of its targets into ``writer``, in order.
 
@@ -287,10 +303,14 @@ def record_kernels(
     lowers each that many times and keeps the fastest times. A kernel that cannot be built or
     lowered is a failed run; a request that cannot be loaded is an error, and the rest go on.
     An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
+    With ``progress``, every file is loaded first, so the number of runs is known from the start.
     """
     items: Iterable[WorkItem] = plan_work(requests)
     if shard is not None:
         items = shard.take(list(items))
+    if progress is not None:
+        items = list(items)
+        progress.planned(sum(item.error is None for item in items))
     pooled = jobs > 1 or isolate or timeout is not None
     units: list[WorkItem] = []
     errors_before: dict[int, list[IrtraceError]] = {}
@@ -305,12 +325,14 @@ def record_kernels(
             yield partial(_record_item, item, repeat=repeat, keep_built=not pooled)
 
     recording = Recording()
+    warm_error_path()  # a failing pass is timed without TVM's one-time error setup
     results = run_tasks(
         tasks(),
         writer,
         workers=max(jobs, 1) if pooled else None,
         timeout=timeout,
         stand_in=lambda index, writer: _stand_in(units[index], writer),
+        on_task=None if progress is None else partial(_tell_progress, progress, units),
     )
     for index, result in enumerate(results):
         recording.errors += errors_before.pop(index, [])
@@ -323,6 +345,13 @@ def record_kernels(
     for index in sorted(errors_before):
         recording.errors += errors_before[index]
     return recording
+
+
+def _tell_progress(progress: RecordProgress, units: Sequence[WorkItem], index: int, began: bool) -> None:
+    unit = units[index].unit
+    assert unit is not None
+    label = f"{unit.request.name or unit.kernel.name} on {unit.target.name}"
+    (progress.started if began else progress.ended)(index, label)
 
 
 def _record_item(

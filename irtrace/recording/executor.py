@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from irtrace.core import interrupts
+from irtrace.core import interrupts, native_log
 from irtrace.core.errors import ExitCode, IrtraceError, OutputError
 from irtrace.core.trace import (
     STATUS_FAILED,
@@ -54,6 +54,8 @@ from irtrace.core.trace_writer import TraceWriter
 
 Task = Callable[[TraceWriter], Any]
 """Records into the writer it is given; what it returns comes home as JSON from a worker."""
+TaskEvent = Callable[[int, bool], None]
+"""Told, in the parent, that task N started (``True``) or ended (``False``): a progress display."""
 StandIn = Callable[[int, TraceWriter], KernelRun]
 """Begins, in the parent, the run of task N for a worker that was stopped before it began one."""
 
@@ -107,6 +109,7 @@ def run_tasks(
     timeout: float | None = None,
     stand_in: StandIn | None = None,
     in_worker: Callable[[], None] | None = None,
+    on_task: TaskEvent | None = None,
 ) -> Iterator[TaskResult]:
     """Run ``tasks`` and yield their results in order, as each one's records are in ``writer``.
 
@@ -114,17 +117,23 @@ def run_tasks(
     else in that many forked workers (``tasks`` is drawn first), each calling ``in_worker`` once
     when it starts, with ``timeout`` seconds per task. An ``OutputError`` and an interrupt stop
     everything; an interrupt keeps the records of the tasks begun so far, open runs left open.
+    ``on_task`` hears when each task starts and ends (in a worker: when the parent sends it and
+    when its answer or its worker's death comes back).
     """
     if workers is None:
-        yield from _in_process(tasks, writer)
+        yield from _in_process(tasks, writer, on_task)
     else:
-        yield from WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker).results()
+        yield from WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker, on_task).results()
 
 
-def _in_process(tasks: Iterable[Task], writer: TraceWriter) -> Iterator[TaskResult]:
-    for task in tasks:
+def _in_process(
+    tasks: Iterable[Task], writer: TraceWriter, on_task: TaskEvent | None
+) -> Iterator[TaskResult]:
+    for index, task in enumerate(tasks):
         first = writer.next_run_id
         result = TaskResult([])
+        if on_task is not None:
+            on_task(index, True)
         try:
             result.value = task(writer)
         except OutputError:
@@ -133,6 +142,8 @@ def _in_process(tasks: Iterable[Task], writer: TraceWriter) -> Iterator[TaskResu
             interrupts.raise_if_requested()  # a Ctrl-C that TVM turned into an error
             result.error = error
         interrupts.raise_if_requested()
+        if on_task is not None:
+            on_task(index, False)
         result.runs = [writer.run(run_id) for run_id in range(first, writer.next_run_id)]
         yield result
 
@@ -209,6 +220,7 @@ class WorkerPool:
     timeout: float | None = None
     stand_in: StandIn | None = None
     in_worker: Callable[[], None] | None = None
+    on_task: TaskEvent | None = None
     _pending: deque[int] = field(default_factory=deque)
     _started: set[int] = field(default_factory=set)
     _ended: dict[int, _Ended] = field(default_factory=dict)
@@ -287,6 +299,8 @@ class WorkerPool:
         self._started.add(worker.task)
         worker.started = time.monotonic()
         os.write(worker.commands, f"{worker.task}\n".encode())
+        if self.on_task is not None:
+            self.on_task(worker.task, True)
 
     def _step(self) -> None:
         busy = [worker for worker in self._workers if worker.task is not None]
@@ -319,6 +333,8 @@ class WorkerPool:
             if "error" in reply:
                 ended.error = TaskError(str(reply["error"]), int(reply.get("exit_code", ExitCode.USAGE)))
             self._ended[int(reply["index"])] = ended
+            if self.on_task is not None:
+                self.on_task(int(reply["index"]), False)
             self._assign(worker)
 
     def _replace(self, worker: _Worker, stopped_by: str, death: str) -> None:
@@ -327,6 +343,8 @@ class WorkerPool:
         self._kill(worker)
         elapsed = time.monotonic() - worker.started
         self._ended[worker.task] = _Ended(stopped=Stopped(stopped_by, death, elapsed, self.timeout))
+        if self.on_task is not None:
+            self.on_task(worker.task, False)
         fresh = self._spawn()
         worker.pid, worker.commands, worker.replies, worker.buffer = (
             fresh.pid,
@@ -362,6 +380,7 @@ class WorkerPool:
         if ended.failure is not None:
             raise RuntimeError(f"the lowering process failed: {ended.failure}")
         if ended.stopped is not None:
+            native_log.show_run_log(_log_path(self._scratch(index)))  # what it said as it died
             stand_in = self.stand_in
             begin = (lambda: stand_in(index, self.writer)) if stand_in is not None else None
             runs = end_stopped_runs(self.writer, runs, ended.stopped, begin)
@@ -388,8 +407,14 @@ class WorkerPool:
         for index in self._started:
             with contextlib.suppress(OSError):
                 self._scratch(index).unlink(missing_ok=True)
+                _log_path(self._scratch(index)).unlink(missing_ok=True)
         if self._scratch_dir is not None:
             shutil.rmtree(self._scratch_dir, ignore_errors=True)
+
+
+def _log_path(scratch: Path) -> Path:
+    """Where a task's lowering logs native stderr (``native_log.capture_run_log``) in a worker."""
+    return Path(f"{scratch}.log")
 
 
 def _worker_main(
@@ -409,6 +434,7 @@ def _worker_main(
             for line in orders:
                 index = int(line)
                 writer.redirect(scratch(index))
+                native_log.run_log_path = _log_path(scratch(index))
                 reply: dict[str, Any] = {"index": index}
                 try:
                     reply["value"] = tasks[index](writer)

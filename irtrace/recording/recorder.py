@@ -9,13 +9,15 @@ is the one entry point that runs a lowering.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from irtrace.core import interrupts
+from irtrace.core.native_log import RunLog, capture_run_log, split_native_log
 from irtrace.core.pass_names import display_name
 from irtrace.core.schema import Instance, LayoutRecord, Phase
 from irtrace.core.targets import TargetSpec
@@ -457,6 +459,7 @@ def record_lowering(
     instruments: Sequence[Any] = (),
     kernel_file_text: str | None = None,
     instance: Instance | None = None,
+    capture_warnings: bool = False,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
@@ -468,6 +471,8 @@ def record_lowering(
     times without any IR (the language server's hints need none). ``kernel_file_text``, the
     kernel's Python file as imported, is stored in the trace for readers to show. ``instance``
     is where a captured kernel came from (a kernel ``irtrace run`` lowers again for a ``-t``).
+    ``capture_warnings`` takes what TileLang's C++ code logs while it lowers off file descriptor 2
+    and stores its warnings on the run (other text is passed on to stderr afterwards).
     """
     import tilelang
     import tvm
@@ -496,8 +501,10 @@ def record_lowering(
     failure: BaseException | None = None
     interrupted = False
     started = time.perf_counter()
+    log = capture_run_log() if capture_warnings else nullcontext(RunLog())
     try:
         with (
+            log as captured,
             compile_session(f"irtrace:{kernel}", [recorder]),
             tvm.transform.PassContext(
                 opt_level=3,
@@ -522,6 +529,10 @@ def record_lowering(
     recorder.write_failed(failure)
     recorder.drain()
     total = time.perf_counter() - started
+    warnings, other_text = split_native_log(captured.text)
+    if other_text:
+        sys.stderr.write(other_text)
+        sys.stderr.flush()
     stopped = recorder.stop_requested
     finished_run = writer.end_run(
         run.run_id,
@@ -532,6 +543,7 @@ def record_lowering(
         source_sha256=None
         if stopped
         else (text_sha256(recorder.kernel_source) if recorder.kernel_source else None),
+        warnings=warnings,
     )
     return RecordedLowering(
         run=finished_run,
