@@ -118,8 +118,9 @@ class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="recor
     """seconds from the start of the run to the start of the pass"""
     wall_s: Seconds
     """inclusive wall time, with the recorder's own work subtracted; for a failed pass, until its error
-    reached the recorder (TVM's one-time setup of error backtraces, about a second, is done before the
-    first kernel by `irtrace record`, so it is not charged to the first pass that fails)
+    reached the recorder (TVM's one-time setup of error backtraces, 1-2 s, is done before the first
+    kernel by an `irtrace record` of more than one run, so it is not charged to the first pass that
+    fails; in a recording of one run it is)
     """
     self_s: Seconds
     """`wall_s` minus the `wall_s` of directly nested passes"""

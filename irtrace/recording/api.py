@@ -303,14 +303,15 @@ def record_kernels(
     lowers each that many times and keeps the fastest times. A kernel that cannot be built or
     lowered is a failed run; a request that cannot be loaded is an error, and the rest go on.
     An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
-    With ``progress``, every file is loaded first, so the number of runs is known from the start.
+    Every file is loaded first, so the number of runs is known from the start (``progress``).
     """
     items: Iterable[WorkItem] = plan_work(requests)
     if shard is not None:
         items = shard.take(list(items))
+    items = list(items)
+    planned_runs = sum(item.error is None for item in items)
     if progress is not None:
-        items = list(items)
-        progress.planned(sum(item.error is None for item in items))
+        progress.planned(planned_runs)
     pooled = jobs > 1 or isolate or timeout is not None
     units: list[WorkItem] = []
     errors_before: dict[int, list[IrtraceError]] = {}
@@ -325,7 +326,10 @@ def record_kernels(
             yield partial(_record_item, item, repeat=repeat, keep_built=not pooled)
 
     recording = Recording()
-    warm_error_path()  # a failing pass is timed without TVM's one-time error setup
+    if planned_runs > 1:
+        # a failing pass is timed without TVM's one-time error setup (1-2 s, once per process);
+        # a single run is spared it: there the setup would cost more than it corrects
+        warm_error_path()
     results = run_tasks(
         tasks(),
         writer,
