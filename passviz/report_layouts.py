@@ -88,8 +88,9 @@ def run_layouts_table(run: KernelRun, links: dict[tuple[int, str], str]) -> str:
         if (run.run_id, layout.buffer) in links
     )
     return (
-        "<details><summary>layouts after layout inference</summary><table><tr><th>buffer</th>"
+        "<details><summary>layouts after layout inference</summary>"
+        "<div class='scroll'><table><tr><th>buffer</th>"
         "<th>scope</th><th>dtype</th><th>shape</th><th>kind</th><th>layout</th></tr>"
         + rows
-        + "</table></details>"
+        + "</table></div></details>"
     )
