@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import html
 import os
-import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from irtrace.core.summary import totals_by_pass
 from irtrace.core.trace import PHASE_MACHINE, KernelRun, PassRecord, Trace
-from passviz.drawing import pipe, pipeline_graph
-from passviz.errors import GraphvizMissingError
 from passviz.model import LineCounts, format_ms, line_counts, pass_entries
 from passviz.report_diffs import OPEN_LIMIT, DiffStore, TextStore, script_element, texts_element
 from passviz.report_diffs import STYLE as REPORT_DIFF_STYLE
+from passviz.report_grid import STYLE as GRID_STYLE
 from passviz.semantics import CATEGORIES, semantic_css, semantic_html
 
 STYLE = """
@@ -62,24 +59,23 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
     layout_links, layouts_html = layout_sections(runs)
     texts = TextStore()
     diffs = DiffStore(trace, texts)
-    count_cache: dict[tuple[str, str], tuple[int, int]] = {}
     name = Path(trace.path).name if trace.path else "trace"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title or f'passviz report: {name}')}</title>",
-        f"<style>{STYLE}{REPORT_DIFF_STYLE}{semantic_css()}</style></head><body>",
+        f"<style>{STYLE}{REPORT_DIFF_STYLE}{GRID_STYLE}{semantic_css()}</style></head><body>",
         f"<h1>{_e(title or f'passviz report: {name}')}</h1>",
         f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {len({r.kernel for r in runs})} kernel(s).",
-        " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>drawings</a>"
+        " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>pipelines</a>"
         " · <a href='#layouts'>layouts</a> · <a href='#passes'>passes and diffs</a>.</p>",
         _legend(),
         _runs_table(runs),
         _time_chart(runs),
-        _drawings(trace, runs),
+        _drawings(trace, runs, diffs),
         layouts_html,
         '<h2 id="passes">Passes and diffs</h2>',
-        *(_run_section(trace, run, layout_links, diffs, _counts(trace, run, count_cache)) for run in runs),
+        *(_run_section(trace, run, layout_links, diffs) for run in runs),
         texts_element(texts),
         script_element(),
         "</body></html>",
@@ -87,10 +83,14 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
     return "\n".join(parts)
 
 
-def _counts(trace: Trace, run: KernelRun, cache: dict[tuple[str, str], tuple[int, int]]) -> LineCounts:
+def _counts(trace: Trace, run: KernelRun, store: DiffStore) -> LineCounts:
     """The ``+/-`` the report shows for each pass of ``run``: the one place it counts lines, with
-    the counting every tool uses; ``cache`` is shared by all runs (pairs of texts repeat)."""
-    return line_counts(trace, run, cache)
+    the counting every tool uses. The store's diffs (one per pair of texts, over all runs) fill
+    its cache first, so a pass is diffed once for both its count and its drawn diff."""
+    for record in run.passes:
+        if record.changed and not record.failed and record.phase != PHASE_MACHINE:
+            store.diff(record.ir_before, record.ir_after or record.ir_before)
+    return line_counts(trace, run, store.counts)
 
 
 def write_report(
@@ -231,34 +231,21 @@ def _time_chart(runs: Sequence[KernelRun]) -> str:
     )
 
 
-def _drawings(trace: Trace, runs: Sequence[KernelRun]) -> str:
+def _drawings(trace: Trace, runs: Sequence[KernelRun], store: DiffStore) -> str:
+    from passviz.report_grid import pipeline_grid
+
     parts = [
-        '<h2 id="drawings">Drawings</h2>',
-        "<p>Unchanged passes are folded; aligned passes share a row; click a pass that changed the IR "
-        "(or failed) to go to its diff (or error). Each drawing keeps its natural size and scrolls.</p>",
+        '<h2 id="drawings">Pipelines</h2>',
+        "<p>Per kernel, a column per target and a row per pass, the same pass of every target on "
+        "one row: green changed the IR (click for its diff), red failed, grey changed nothing; rows "
+        "where no target changed anything are folded. <code>passviz dot TRACE -k KERNEL -o FILE.svg"
+        "</code> draws it as a graph.</p>",
     ]
-
-    def link(run: KernelRun, record: PassRecord) -> str | None:
-        return f"#{pass_anchor(run, record)}" if record.changed or record.failed else None
-
     for kernel in dict.fromkeys(run.kernel for run in runs):
         lanes = [run for run in runs if run.kernel == kernel]
-        try:
-            svg = pipe(pipeline_graph(trace, lanes, fold=True, links=link), "svg").decode("utf-8")
-        except GraphvizMissingError as error:
-            print(f"passviz: warning: {error.message}; the report has no drawings", file=sys.stderr)
-            parts.append(f"<p class='failed'>No drawing: {_e(error.message)}</p>")
-            break
-        parts.append(f"<h3>{_e(kernel)}</h3><div class='drawing'>{_inline_svg(svg)}</div>")
+        grid = pipeline_grid(lanes, lambda run: _counts(trace, run, store), pass_anchor)
+        parts.append(f"<h3>{_e(kernel)}</h3>{grid}")
     return "\n".join(parts)
-
-
-def _inline_svg(svg: str) -> str:
-    """Graphviz's SVG without its XML prologue, DTD and namespace URLs (not needed inline in HTML)."""
-    start = svg.find("<svg")
-    svg = svg[start:] if start >= 0 else svg
-    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
-    return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
 
 
 def _run_section(
@@ -266,10 +253,10 @@ def _run_section(
     run: KernelRun,
     layout_links: dict[tuple[int, str], str],
     store: DiffStore,
-    counts: LineCounts,
 ) -> str:
     from passviz.report_layouts import run_layouts_table
 
+    counts = _counts(trace, run, store)
     rows = []
     diffs = []
     for entry in pass_entries(run):

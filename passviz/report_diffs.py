@@ -18,6 +18,10 @@ from pathlib import Path
 
 from irtrace.core.trace import Trace
 from passdiff import NormalizeRules, diff_texts
+from passdiff.normalize import normalize_ir
+
+RULES = NormalizeRules()
+"""passdiff's default rules: what ``passdiff pass`` and every tool's ``+/-`` compare."""
 
 CONTEXT = 3
 """Unchanged lines shown around each change (as ``diff -u``)."""
@@ -61,31 +65,48 @@ class TextStore:
 
 
 class DiffStore:
-    """Diffs by the pair of texts they compare (pairs repeat across the runs of one kernel)."""
+    """Diffs by the pair of normalized texts they compare: pairs repeat across the runs of one
+    kernel, and across its targets once the target strings are masked (half of a coverage
+    trace's pairs)."""
 
     def __init__(self, trace: Trace, texts: TextStore) -> None:
         self._trace = trace
         self._texts = texts
-        self._diffs: dict[tuple[str | None, str | None], tuple[int, int, str, int]] = {}
+        self._normal: dict[str | None, str] = {None: ""}
+        self._diffs: dict[tuple[str, str], tuple[int, int, str, int, tuple[int, int]]] = {}
+        self.counts: dict[tuple[str, str], tuple[int, int]] = {}
+        """``(added, removed)`` by the pair of texts, as ``passviz.model.line_counts`` caches them:
+        the diff drawn is the diff counted, computed once."""
 
     def store_text(self, text: str) -> int:
         """A text shown whole (the IR a failed pass received)."""
         return self._texts.add(text)
 
+    def _normalized(self, sha: str | None) -> str:
+        if sha not in self._normal:
+            self._normal[sha] = normalize_ir(self._trace.text(sha), RULES)
+        return self._normal[sha]
+
     def diff(self, before: str | None, after: str | None) -> tuple[int, int, str, int]:
         """(old text's number, new text's number, the changed blocks as ``i1,i2,j1,j2;...``,
         changed lines). Texts are stored normalized, as passdiff compares them."""
-        key = (before, after)
-        if key not in self._diffs:
-            diff = diff_texts(self._trace.text(before), self._trace.text(after), NormalizeRules())
+        old, new = self._normalized(before), self._normalized(after)
+        found = self._diffs.get((old, new))
+        if found is None:
+            # passdiff's default diff (``count_line_changes``), on texts normalized once each.
+            diff = diff_texts(old, new, NormalizeRules.none())
             blocks = [op[1:] for op in diff.line_opcodes if op[0] != "equal"]
-            self._diffs[key] = (
-                self._texts.add(diff.before),
-                self._texts.add(diff.after),
+            found = (
+                self._texts.add(old),
+                self._texts.add(new),
                 ";".join(",".join(str(n) for n in block) for block in blocks),
                 diff.added + diff.removed,
+                (diff.added, diff.removed),
             )
-        return self._diffs[key]
+            self._diffs[(old, new)] = found
+        if after is not None:
+            self.counts[(before or "", after)] = found[4]
+        return found[:4]
 
 
 def texts_element(texts: TextStore) -> str:
