@@ -149,6 +149,17 @@
       d.addEventListener("toggle", function () { draw(d); });
     });
     document.querySelectorAll("pre.lazy").forEach(function (p) { seen.observe(p); });
+    // Fragments of HTML the report escaped when it wrote them, kept compressed until near the window.
+    var near = new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        if (!e.isIntersecting) return;
+        near.unobserve(e.target);
+        e.target.innerHTML = data.html[+e.target.dataset.h];
+        e.target.querySelectorAll(".lazyhtml").forEach(function (inner) { near.observe(inner); });
+        e.target.querySelectorAll("pre.lazy").forEach(function (inner) { seen.observe(inner); });
+      });
+    }, { rootMargin: "800px 0px" });
+    document.querySelectorAll(".lazyhtml").forEach(function (d) { near.observe(d); });
     wide.addEventListener("change", function () {
       document.querySelectorAll("details.diff[data-drawn]").forEach(function (d) {
         var r = d.getBoundingClientRect();

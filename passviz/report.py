@@ -56,8 +56,8 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
     runs = list(trace.runs if runs is None else runs)
     from passviz.report_layouts import layout_sections
 
-    layout_links, layouts_html = layout_sections(runs)
     texts = TextStore()
+    layout_links, layouts_html = layout_sections(runs, texts.lazy)
     diffs = DiffStore(trace, texts)
     name = Path(trace.path).name if trace.path else "trace"
     parts = [
@@ -309,19 +309,21 @@ def _run_section(
         f"<h3 id='{_run_anchor(run)}'>{_e(run.kernel)} @ {_e(run.target)}</h3>"
         f"<p><code>{_e(run.spec)}</code>{status}</p>"
         + _resources_table(run)
-        + "<details><summary>pass list</summary><div class='scroll'>"
-        "<table><tr><th>#</th><th>pass</th><th>phase</th>"
-        "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
-        + "".join(rows)
-        + "</table></div></details>"
-        + run_layouts_table(run, layout_links)
-        + _source_map(trace, run)
+        + store.lazy(
+            "<details><summary>pass list</summary><div class='scroll'>"
+            "<table><tr><th>#</th><th>pass</th><th>phase</th>"
+            "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
+            + "".join(rows)
+            + "</table></div></details>"
+            + run_layouts_table(run, layout_links)
+        )
+        + _source_map(trace, run, store)
         + "<p>Diffs of the passes that changed the IR:</p>"
         + "".join(diffs)
     )
 
 
-def _source_map(trace: Trace, run: KernelRun) -> str:
+def _source_map(trace: Trace, run: KernelRun, store: DiffStore) -> str:
     """The module handed to the pipeline beside the kernel's source, each IR line naming (and
     linking to) the source line it came from. The source is the text the trace holds, never a
     file its spec names (a hostile trace would publish that file in the report)."""
@@ -330,6 +332,12 @@ def _source_map(trace: Trace, run: KernelRun) -> str:
     source = kernel_source(trace, run)
     if source is None or not run.input_ir:
         return ""
+    key = (run.input_ir, source.name, source.lines, source.first, source.last)
+    earlier = store.source_maps.get(key)
+    if earlier is not None:
+        name = f"{_e(earlier.kernel)} @ {_e(earlier.target)}"
+        return f"<p>Source map: the same as for <a href='#{_run_anchor(earlier)}'>{name}</a>.</p>"
+    store.source_maps[key] = run
     ir_lines = trace.text(run.input_ir).splitlines()
     mapped = map_lines(ir_lines, source)
     base = f"{_run_anchor(run)}-src"
@@ -344,7 +352,7 @@ def _source_map(trace: Trace, run: KernelRun) -> str:
         css = " class='mapped'" if number in targets else ""
         source_rows.append(f"<span id='{base}{number + 1}'{css}>{text}</span>")
     newline = "\n"
-    return (
+    return store.lazy(
         f"<details><summary>source map: the module handed to the pipeline beside "
         f"<code>{_e(source.name)}</code> as the trace recorded it</summary>"
         "<p>Each IR line names the source line it most likely came from (read from the operators and "

@@ -16,7 +16,7 @@ import gzip
 import json
 from pathlib import Path
 
-from irtrace.core.trace import Trace
+from irtrace.core.trace import KernelRun, Trace
 from passdiff import NormalizeRules, diff_texts
 from passdiff.normalize import normalize_ir
 
@@ -37,6 +37,7 @@ class TextStore:
         self._lines: dict[str, int] = {}
         self._texts: dict[str, int] = {}
         self._encoded: list[list[int]] = []
+        self._html: dict[str, int] = {}
 
     def add(self, text: str) -> int:
         """The text's number in the page."""
@@ -58,9 +59,19 @@ class TextStore:
         self._encoded.append(runs)
         return self._texts[text]
 
+    def lazy(self, fragment: str) -> str:
+        """A placeholder the script fills with ``fragment`` (HTML escaped here, in Python) when it
+        comes near the window: pass lists, source maps and drawings stay compressed until seen."""
+        number = self._html.setdefault(fragment, len(self._html))
+        return f"<div class='lazyhtml' data-h='{number}'></div>"
+
     def encoded(self) -> str:
-        """Base64 of the gzip of ``{"lines": [...], "texts": [[start, count, ...], ...]}``."""
-        data = json.dumps({"lines": list(self._lines), "texts": self._encoded}, separators=(",", ":"))
+        """Base64 of the gzip of ``{"lines": [...], "texts": [[start, count, ...], ...], "html":
+        [...]}``."""
+        data = json.dumps(
+            {"lines": list(self._lines), "texts": self._encoded, "html": list(self._html)},
+            separators=(",", ":"),
+        )
         return base64.b64encode(gzip.compress(data.encode("utf-8"), 6, mtime=0)).decode("ascii")
 
 
@@ -75,6 +86,9 @@ class DiffStore:
         self._normal: dict[str | None, str] = {None: ""}
         self._diffs: dict[tuple[str, str], tuple[int, int, str, int, tuple[int, int]]] = {}
         self.counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self.source_maps: dict[tuple[object, ...], KernelRun] = {}
+        """The first run shown with each source map (later runs with the same one link to it)."""
+        self.lazy = texts.lazy
         """``(added, removed)`` by the pair of texts, as ``passviz.model.line_counts`` caches them:
         the diff drawn is the diff counted, computed once."""
 
