@@ -48,8 +48,11 @@ class TextStore:
         lines = text.split("\n")
         if lines[-1] == "":
             lines.pop()  # as passdiff splits them: the line numbers of its opcodes
-        for line in lines:
-            number = self._lines.setdefault(line, len(self._lines))
+        known = self._lines
+        numbers = [known.get(line, -1) for line in lines]  # most lines are known: one lookup each
+        for k, number in enumerate(numbers):
+            if number < 0:
+                number = numbers[k] = known.setdefault(lines[k], len(known))
             # Runs of consecutive line numbers: a text that mostly repeats an earlier one is a few runs.
             if runs and runs[-2] + runs[-1] == number:
                 runs[-1] += 1
