@@ -24,7 +24,8 @@ from passviz.semantics import CATEGORIES, semantic_css, semantic_html
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1em auto; padding: 0 1em; max-width: 1600px;
   color: #222; }
-td.err { max-width: 32em; overflow-wrap: anywhere; } .scroll { overflow-x: auto; }
+td.err { max-width: 32em; overflow-wrap: anywhere; }
+p, h1, h2, h3, summary { overflow-wrap: anywhere; } .scroll { overflow-x: auto; }
 h1, h2, h3 { font-weight: 600; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
 table { border-collapse: collapse; } td, th { padding: 2px 8px; text-align: left; vertical-align: top; }
@@ -315,8 +316,8 @@ def _run_section(
             "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
             + "".join(rows)
             + "</table></div></details>"
-            + run_layouts_table(run, layout_links)
         )
+        + run_layouts_table(run, layout_links)
         + _source_map(trace, run, store)
         + "<p>Diffs of the passes that changed the IR:</p>"
         + "".join(diffs)
@@ -352,7 +353,7 @@ def _source_map(trace: Trace, run: KernelRun, store: DiffStore) -> str:
         css = " class='mapped'" if number in targets else ""
         source_rows.append(f"<span id='{base}{number + 1}'{css}>{text}</span>")
     newline = "\n"
-    return store.lazy(
+    return (
         f"<details><summary>source map: the module handed to the pipeline beside "
         f"<code>{_e(source.name)}</code> as the trace recorded it</summary>"
         "<p>Each IR line names the source line it most likely came from (read from the operators and "

@@ -11,6 +11,7 @@ import pytest
 from irtrace.core.errors import ExitCode
 from irtrace.core.trace import Trace
 from passviz.cli import main
+from tests.passviz.report_page import stored_html, stored_texts
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 
@@ -35,7 +36,7 @@ def test_html_report_is_one_file_with_no_outside_references(
     assert "http://" not in page and "https://" not in page
     for anchor in re.findall(r"href=['\"]#([^'\"]*)", page):
         assert f"id='{anchor}'" in page or f'id="{anchor}"' in page, anchor
-    assert "<svg" in page  # the drawing, inline
+    assert "class='grid'" in page  # the pipelines, one table per kernel
     for run in three_target_trace.runs:
         assert f"{run.kernel} @ {run.target}" in page
         for record in run.passes:
@@ -98,25 +99,6 @@ def test_errors_are_one_line_with_documented_exit_codes(
 
 
 @needs_dot
-def stored_texts(page: str) -> list[str]:
-    """The texts a report page stores, decoded here by hand (base64, gzip, runs of line numbers)."""
-    import base64
-    import gzip
-    import json
-
-    blob = re.search(r"id='passviz-texts'>([^<]*)</script>", page)
-    assert blob
-    data = json.loads(gzip.decompress(base64.b64decode(blob.group(1))))
-    lines = data["lines"]
-    texts = []
-    for runs in data["texts"]:
-        numbers = [
-            start + k for start, count in zip(runs[::2], runs[1::2], strict=True) for k in range(count)
-        ]
-        texts.append("\n".join(lines[n] for n in numbers))
-    return texts
-
-
 def test_report_shows_a_failed_pass_s_input_and_links_drawings_to_diffs(
     three_target_trace: Trace, tmp_path: Path
 ) -> None:
@@ -132,8 +114,18 @@ def test_report_shows_a_failed_pass_s_input_and_links_drawings_to_diffs(
     # The IR itself is one of the texts stored once in the page, drawn when shown.
     number = int(re.findall(r"data-t='(\d+)'", section)[0])
     assert stored_texts(page)[number] == received.rstrip("\n")
-    # Drawings keep their size (they scroll) and their pass nodes link to the diffs.
-    assert ".drawing svg { max-width: none" in page and "max-width: 100%" not in page
-    links = re.findall(r'xlink:href="#(run\d+-p\d+)"', page)
-    assert links and all(f"id='{anchor}'" in page for anchor in links)
+    # The pipelines' cells link to the diffs (or errors): one per changed or failed pass.
+    links = re.findall(r"<td class='[cf]'><a href='#(run\d+-p\d+)'>", page)
+    wanted = {
+        f"run{r.run_id}-p{p.index}"
+        for r in three_target_trace.runs
+        for p in r.passes
+        if p.changed or p.failed
+    }
+    assert set(links) == wanted and all(f"id='{anchor}'" in page for anchor in links)
     assert "class='sourcemap'" in page and "class='op-tile'" in page
+    # Pass lists are kept compressed until seen: every pass of every run is in one of them.
+    lists = [f for f in stored_html(page) if "<summary>pass list</summary>" in f]
+    assert len(lists) == len(three_target_trace.runs)
+    for run, listed in zip(three_target_trace.runs, lists, strict=True):
+        assert all(p.name in listed for p in run.passes) and f"{run.kernel} @ {run.target}" not in listed
