@@ -36,7 +36,6 @@ def chromium_path() -> str | None:
 needs_chromium = pytest.mark.skipif(
     chromium_path() is None, reason="no Chromium found (install one or set PASSVIZ_CHROMIUM)"
 )
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 
 # Elements wider than the window, outside any box that scrolls or clips them: what runs off the page.
 OVERFLOWING = """() => {
@@ -112,7 +111,6 @@ def check_page(browser: Any, report: Path, width: int, runs: Sequence[KernelRun]
 
 
 @needs_chromium
-@needs_dot
 @pytest.mark.parametrize("width", [1280, 800])
 def test_nothing_runs_off_the_page_and_every_section_shows(
     browser: Any, report: Path, three_target_trace: Trace, width: int
@@ -146,7 +144,6 @@ def coverage_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, flo
 
 @pytest.mark.sweep
 @needs_chromium
-@needs_dot
 def test_the_coverage_report_is_small_quick_and_fits(
     browser: Any, coverage_report: tuple[Path, float, Trace]
 ) -> None:
@@ -162,7 +159,6 @@ def test_the_coverage_report_is_small_quick_and_fits(
 
 
 @needs_chromium
-@needs_dot
 def test_a_diff_shows_the_words_that_changed(browser: Any, report: Path, three_target_trace: Trace) -> None:
     """The oracle: passdiff's diff of the same two texts; the words the page marks are in lines
     it lists as removed or added."""
