@@ -41,9 +41,9 @@ class TextStore:
 
     def add(self, text: str) -> int:
         """The text's number in the page."""
-        known = self._texts.get(text)
-        if known is not None:
-            return known
+        found = self._texts.get(text)
+        if found is not None:
+            return found
         runs: list[int] = []
         lines = text.split("\n")
         if lines[-1] == "":
