@@ -1,28 +1,31 @@
 """One self-contained HTML report of a trace: runs, pass lists, a time chart, diffs and drawings.
 
 The page is built in memory and written once at the end (TileLang's own tool rewrites its HTML
-after every pass). It holds no scripts and refers to nothing outside itself: styles are inline,
-the drawings are inline SVG, and links only point inside the page.
+after every pass). It refers to nothing outside itself: styles and its one script are inline, the
+drawings are inline SVG, links only point inside the page, and the IR texts are stored once each,
+compressed, for the script to draw diffs from (``report_diffs``).
 """
 
 from __future__ import annotations
 
 import html
 import os
-import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from irtrace.core.summary import NEW_STAGE, is_new_stage, totals_by_pass
 from irtrace.core.trace import KernelRun, PassRecord, Trace
-from passviz.drawing import pipe, pipeline_graph
-from passviz.errors import GraphvizMissingError
-from passviz.model import format_ms, line_counts, pass_entries
+from passviz.model import LineCounts, format_ms, line_counts, pass_entries
+from passviz.report_diffs import OPEN_LIMIT, DiffStore, TextStore, script_element, texts_element
+from passviz.report_diffs import STYLE as REPORT_DIFF_STYLE
+from passviz.report_grid import STYLE as GRID_STYLE
 from passviz.semantics import CATEGORIES, semantic_css, semantic_html
 
 STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1em auto; padding: 0 1em; max-width: 1600px;
+  color: #222; }
+td.err { max-width: 32em; overflow-wrap: anywhere; }
+p, h1, h2, h3, summary { overflow-wrap: anywhere; } .scroll { overflow-x: auto; }
 h1, h2, h3 { font-weight: 600; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
 table { border-collapse: collapse; } td, th { padding: 2px 8px; text-align: left; vertical-align: top; }
@@ -31,7 +34,7 @@ th { border-bottom: 1px solid #ccc; } tr:hover td { background: #f6f6f6; }
 .bar { display: inline-block; height: 10px; background: #f28e2b; vertical-align: middle; }
 .failed, .failed a { color: #c62828; font-weight: 600; } .unchanged { color: #888; }
 .add { color: #2e7d32; } .del { color: #c62828; }
-.error { background: #fdecea; padding: .5em; white-space: pre-wrap; }
+.error { background: #fdecea; padding: .5em; white-space: pre-wrap; overflow-wrap: anywhere; }
 pre.diff { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto; font-size: 12px; }
 pre.diff .i { background: #e6ffed; display: block; } pre.diff .d { background: #ffeef0; display: block; }
 pre.diff .h { color: #6f42c1; display: block; }
@@ -54,27 +57,41 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
     runs = list(trace.runs if runs is None else runs)
     from passviz.report_layouts import layout_sections
 
-    layout_links, layouts_html = layout_sections(runs)
+    texts = TextStore()
+    layout_links, layouts_html = layout_sections(runs, texts.lazy)
+    diffs = DiffStore(trace, texts)
     name = Path(trace.path).name if trace.path else "trace"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title or f'passviz report: {name}')}</title>",
-        f"<style>{STYLE}{semantic_css()}</style></head><body>",
+        f"<style>{STYLE}{REPORT_DIFF_STYLE}{GRID_STYLE}{semantic_css()}</style></head><body>",
         f"<h1>{_e(title or f'passviz report: {name}')}</h1>",
         f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {len({r.kernel for r in runs})} kernel(s).",
-        " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>drawings</a>"
+        " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>pipelines</a>"
         " · <a href='#layouts'>layouts</a> · <a href='#passes'>passes and diffs</a>.</p>",
         _legend(),
         _runs_table(runs),
         _time_chart(runs),
-        _drawings(trace, runs),
+        _drawings(trace, runs, diffs),
         layouts_html,
         '<h2 id="passes">Passes and diffs</h2>',
-        *(_run_section(trace, run, layout_links) for run in runs),
+        *(_run_section(trace, run, layout_links, diffs) for run in runs),
+        texts_element(texts),
+        script_element(),
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _counts(trace: Trace, run: KernelRun, store: DiffStore) -> LineCounts:
+    """The ``+/-`` the report shows for each pass of ``run``: the one place it counts lines, with
+    the counting every tool uses. The store's diffs (one per pair of texts, over all runs) fill
+    its cache first, so a pass is diffed once for both its count and its drawn diff."""
+    for record in run.passes:
+        if record.changed and not record.failed and not is_new_stage(record):
+            store.diff(record.ir_before, record.ir_after or record.ir_before)
+    return line_counts(trace, run, store.counts)
 
 
 def write_report(
@@ -124,14 +141,26 @@ def _runs_table(runs: Sequence[KernelRun]) -> str:
         rows.append(
             f"<tr{css}><td><a href='#{_run_anchor(run)}'>{_e(run.kernel)}</a></td><td>{_e(run.target)}</td>"
             f"<td>{_e(run.status)}</td><td class='num'>{len(run.passes)}</td><td class='num'>{changed}</td>"
-            f"<td class='num'>{lowered}</td>{extra}<td>{_e(run.error or '')}</td></tr>"
+            f"<td class='num'>{lowered}</td>{extra}<td class='err'>{_short_error(run)}</td></tr>"
         )
     heads = "<th>registers</th><th>spills</th><th>smem</th>" if machine else ""
     heads += "<th>latency</th>" if benched else ""
     return (
-        '<h2 id="runs">Runs</h2><table><tr><th>kernel</th><th>target</th><th>status</th><th>passes</th>'
-        f"<th>changed</th><th>lowering</th>{heads}<th>error</th></tr>" + "".join(rows) + "</table>"
+        "<h2 id='runs'>Runs</h2><div class='scroll'>"
+        "<table><tr><th>kernel</th><th>target</th><th>status</th><th>passes</th>"
+        f"<th>changed</th><th>lowering</th>{heads}<th>error</th></tr>" + "".join(rows) + "</table></div>"
     )
+
+
+def _short_error(run: KernelRun) -> str:
+    """The error's first line, cut at 160 characters; the run's section has it whole."""
+    if not run.error:
+        return ""
+    first = run.error.strip().splitlines()[0] if run.error.strip() else ""
+    cut = first if len(first) <= 160 else first[:160] + "…"
+    more = cut != run.error.strip()
+    link = f" <a href='#{_run_anchor(run)}'>(whole error)</a>" if more else ""
+    return _e(cut) + link
 
 
 def _resource_cells(run: KernelRun) -> list[str]:
@@ -168,8 +197,11 @@ def _resources_table(run: KernelRun) -> str:
         for item in run.resources
     )
     return (
+        "<div class='scroll'>"
         "<table><tr><th>kernel function</th><th>arch</th><th>registers</th><th>spill stores / loads</th>"
-        "<th>static smem</th><th>dynamic smem</th><th>barriers</th><th>stack</th></tr>" + rows + "</table>"
+        "<th>static smem</th><th>dynamic smem</th><th>barriers</th><th>stack</th></tr>"
+        + rows
+        + "</table></div>"
     )
 
 
@@ -190,50 +222,42 @@ def _time_chart(runs: Sequence[KernelRun]) -> str:
         for r in runs
     ]
     return (
-        '<h2 id="time">Time</h2><h3>Pass time per run</h3><table>'
+        "<h2 id='time'>Time</h2><h3>Pass time per run</h3><div class='scroll'><table>"
         + "".join(run_rows)
-        + "</table><h3>Passes taking the most time, over all runs</h3>"
+        + "</table></div><h3>Passes taking the most time, over all runs</h3>"
+        "<div class='scroll'>"
         "<table><tr><th>pass</th><th>runs</th><th>self time</th><th>share</th><th></th></tr>"
         + "".join(rows)
-        + "</table>"
+        + "</table></div>"
     )
 
 
-def _drawings(trace: Trace, runs: Sequence[KernelRun]) -> str:
+def _drawings(trace: Trace, runs: Sequence[KernelRun], store: DiffStore) -> str:
+    from passviz.report_grid import pipeline_grid
+
     parts = [
-        '<h2 id="drawings">Drawings</h2>',
-        "<p>Unchanged passes are folded; aligned passes share a row; click a pass that changed the IR "
-        "(or failed) to go to its diff (or error). Each drawing keeps its natural size and scrolls.</p>",
+        '<h2 id="drawings">Pipelines</h2>',
+        "<p>Per kernel, a column per target and a row per pass, the same pass of every target on "
+        "one row: green changed the IR (click for its diff), red failed, grey changed nothing; rows "
+        "where no target changed anything are folded. <code>passviz dot TRACE -k KERNEL -o FILE.svg"
+        "</code> draws it as a graph.</p>",
     ]
-
-    def link(run: KernelRun, record: PassRecord) -> str | None:
-        return f"#{pass_anchor(run, record)}" if record.changed or record.failed else None
-
     for kernel in dict.fromkeys(run.kernel for run in runs):
         lanes = [run for run in runs if run.kernel == kernel]
-        try:
-            svg = pipe(pipeline_graph(trace, lanes, fold=True, links=link), "svg").decode("utf-8")
-        except GraphvizMissingError as error:
-            print(f"passviz: warning: {error.message}; the report has no drawings", file=sys.stderr)
-            parts.append(f"<p class='failed'>No drawing: {_e(error.message)}</p>")
-            break
-        parts.append(f"<h3>{_e(kernel)}</h3><div class='drawing'>{_inline_svg(svg)}</div>")
+        grid = pipeline_grid(lanes, lambda run: _counts(trace, run, store), pass_anchor)
+        parts.append(f"<h3>{_e(kernel)}</h3>{grid}")
     return "\n".join(parts)
 
 
-def _inline_svg(svg: str) -> str:
-    """Graphviz's SVG without its XML prologue, DTD and namespace URLs (not needed inline in HTML)."""
-    start = svg.find("<svg")
-    svg = svg[start:] if start >= 0 else svg
-    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
-    return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
-
-
-def _run_section(trace: Trace, run: KernelRun, layout_links: dict[tuple[int, str], str]) -> str:
-    from passdiff import NormalizeRules, diff_texts
+def _run_section(
+    trace: Trace,
+    run: KernelRun,
+    layout_links: dict[tuple[int, str], str],
+    store: DiffStore,
+) -> str:
     from passviz.report_layouts import run_layouts_table
 
-    counts = line_counts(trace, run)
+    counts = _counts(trace, run, store)
     rows = []
     diffs = []
     for entry in pass_entries(run):
@@ -266,19 +290,22 @@ def _run_section(trace: Trace, run: KernelRun, layout_links: dict[tuple[int, str
             )
         elif record.failed:
             received = trace.ir_before(record)
+            number = store.store_text(received)
             diffs.append(
                 f"<details open id='{anchor}'><summary class='failed'>{_e(entry.label)}: failed</summary>"
                 f"<div class='error'>{_e(record.error or '')}</div>"
                 f"<details><summary>the IR it received ({len(received.splitlines())} lines)</summary>"
-                f"<pre class='ir'>{_ir_html(received)}</pre></details></details>"
+                f"<pre class='ir lazy' data-t='{number}'></pre></details></details>"
             )
         elif record.changed:
-            diff = diff_texts(trace.ir_before(record), trace.ir_after(record), NormalizeRules())
-            body = _diff_html(diff.unified(f"before {entry.label}", f"after {entry.label}"))
+            old, new, blocks, changed = store.diff(record.ir_before, record.ir_after or record.ir_before)
+            folded = changed > OPEN_LIMIT
+            hint = f" <span class='hint'>({changed} changed lines: folded)</span>" if folded else ""
             diffs.append(
-                f"<details id='{anchor}'><summary>{_e(entry.label)} "
-                f"<span class='add'>+{diff.added}</span> <span class='del'>-{diff.removed}</span></summary>"
-                f"<pre class='diff'>{body or '(only normalized-away changes)'}</pre></details>"
+                f"<details class='diff'{'' if folded else ' open'} id='{anchor}' "
+                f"data-a='{old}' data-b='{new}' "
+                f"data-ops='{blocks}'><summary>{_e(entry.label)} {lines}{hint}</summary>"
+                f"<div class='diffbody'></div></details>"
             )
     status = f" <span class='failed'>failed: {_e(run.error or '')}</span>" if run.status == "failed" else ""
     if not run.passes and run.status != "ok":
@@ -287,22 +314,21 @@ def _run_section(trace: Trace, run: KernelRun, layout_links: dict[tuple[int, str
         f"<h3 id='{_run_anchor(run)}'>{_e(run.kernel)} @ {_e(run.target)}</h3>"
         f"<p><code>{_e(run.spec)}</code>{status}</p>"
         + _resources_table(run)
-        + "<details><summary>pass list</summary><table><tr><th>#</th><th>pass</th><th>phase</th>"
-        "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
-        + "".join(rows)
-        + "</table></details>"
+        + store.lazy(
+            "<details><summary>pass list</summary><div class='scroll'>"
+            "<table><tr><th>#</th><th>pass</th><th>phase</th>"
+            "<th>scope</th><th>self time</th><th>share</th><th>lines</th></tr>"
+            + "".join(rows)
+            + "</table></div></details>"
+        )
         + run_layouts_table(run, layout_links)
-        + _source_map(trace, run)
+        + _source_map(trace, run, store)
         + "<p>Diffs of the passes that changed the IR:</p>"
         + "".join(diffs)
     )
 
 
-def _ir_html(text: str) -> str:
-    return "\n".join(semantic_html(line) for line in text.splitlines())
-
-
-def _source_map(trace: Trace, run: KernelRun) -> str:
+def _source_map(trace: Trace, run: KernelRun, store: DiffStore) -> str:
     """The module handed to the pipeline beside the kernel's source, each IR line naming (and
     linking to) the source line it came from. The source is the text the trace holds, never a
     file its spec names (a hostile trace would publish that file in the report)."""
@@ -311,6 +337,12 @@ def _source_map(trace: Trace, run: KernelRun) -> str:
     source = kernel_source(trace, run)
     if source is None or not run.input_ir:
         return ""
+    key = (run.input_ir, source.name, source.lines, source.first, source.last)
+    earlier = store.source_maps.get(key)
+    if earlier is not None:
+        name = f"{_e(earlier.kernel)} @ {_e(earlier.target)}"
+        return f"<p>Source map: the same as for <a href='#{_run_anchor(earlier)}'>{name}</a>.</p>"
+    store.source_maps[key] = run
     ir_lines = trace.text(run.input_ir).splitlines()
     mapped = map_lines(ir_lines, source)
     base = f"{_run_anchor(run)}-src"
@@ -334,20 +366,3 @@ def _source_map(trace: Trace, run: KernelRun) -> str:
         f"<pre>{newline.join(source_rows)}</pre></div>"
         "</details>"
     )
-
-
-def _diff_html(unified: str) -> str:
-    out = []
-    for line in unified.splitlines():
-        css = (
-            "h"
-            if line.startswith(("@@", "---", "+++"))
-            else "i"
-            if line[:1] == "+"
-            else "d"
-            if line[:1] == "-"
-            else ""
-        )
-        body = _e(line) if css == "h" else _e(line[:1]) + semantic_html(line[1:])
-        out.append(f"<span class='{css}'>{body}</span>" if css else body + "\n")
-    return "".join(out)

@@ -4,7 +4,7 @@ layout drawn once (a corner of it, so the page stays small however many runs sha
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from irtrace.core.schema import BufferLayout
 from irtrace.core.trace import KernelRun
@@ -36,8 +36,11 @@ def _identity(layout: BufferLayout) -> tuple[object, ...]:
     )
 
 
-def layout_sections(runs: Sequence[KernelRun]) -> tuple[dict[tuple[int, str], str], str]:
-    """(``(run, buffer) -> anchor`` of its drawing, the drawings section's HTML)."""
+def layout_sections(
+    runs: Sequence[KernelRun], lazy: Callable[[str], str] = str
+) -> tuple[dict[tuple[int, str], str], str]:
+    """(``(run, buffer) -> anchor`` of its drawing, the drawings section's HTML); ``lazy`` wraps
+    each drawing (the report keeps them compressed until seen)."""
     anchors: dict[tuple[object, ...], str] = {}
     links: dict[tuple[int, str], str] = {}
     drawings: list[str] = []
@@ -49,7 +52,7 @@ def layout_sections(runs: Sequence[KernelRun]) -> tuple[dict[tuple[int, str], st
             if key not in anchors:
                 anchor = f"layout{len(anchors)}"
                 anchors[key] = anchor
-                drawings.append(_drawing(anchor, run, layout))
+                drawings.append(_drawing(anchor, run, layout, lazy))
             links[(run.run_id, layout.buffer)] = anchors[key]
     if not drawings:
         return links, ""
@@ -63,7 +66,7 @@ def layout_sections(runs: Sequence[KernelRun]) -> tuple[dict[tuple[int, str], st
     return links, section
 
 
-def _drawing(anchor: str, run: KernelRun, layout: BufferLayout) -> str:
+def _drawing(anchor: str, run: KernelRun, layout: BufferLayout, lazy: Callable[[str], str]) -> str:
     caption = f"{_e(layout.buffer)} in {_e(run.kernel)} @ {_e(run.target)}"
     try:
         rows, cols = grid_size(layout)
@@ -73,7 +76,7 @@ def _drawing(anchor: str, run: KernelRun, layout: BufferLayout) -> str:
         body = f"<p class='failed'>not drawn: {_e(error.message)}</p>"
     start = body.find("<svg")
     body = body[start:].replace(' xmlns="http://www.w3.org/2000/svg"', "", 1) if start >= 0 else body
-    return f"<h3 id='{anchor}'>{caption}</h3><div class='drawing'>{body}</div>"
+    return f"<h3 id='{anchor}'>{caption}</h3>" + lazy(f"<div class='drawing'>{body}</div>")
 
 
 def run_layouts_table(run: KernelRun, links: dict[tuple[int, str], str]) -> str:
@@ -88,8 +91,9 @@ def run_layouts_table(run: KernelRun, links: dict[tuple[int, str], str]) -> str:
         if (run.run_id, layout.buffer) in links
     )
     return (
-        "<details><summary>layouts after layout inference</summary><table><tr><th>buffer</th>"
+        "<details><summary>layouts after layout inference</summary>"
+        "<div class='scroll'><table><tr><th>buffer</th>"
         "<th>scope</th><th>dtype</th><th>shape</th><th>kind</th><th>layout</th></tr>"
         + rows
-        + "</table></details>"
+        + "</table></div></details>"
     )

@@ -1,0 +1,75 @@
+"""Size and build time of the HTML report (`passviz html`) of the coverage trace.
+
+The coverage trace is every example of ``examples/irtrace.toml`` on every target (about 150 runs):
+``irtrace record --manifest examples/irtrace.toml -t all -o coverage.jsonl``. It takes minutes to
+record, so it is given with ``--trace`` (or recorded there when the file is missing).
+
+Ends with ``RESULT mb=<x> seconds=<y>``: mb is the page's size in MB (10^6 bytes); seconds the
+best of ``--repeat`` builds, each from reading the trace file to the page written (what
+``passviz html`` does), measured in this process. ``load_seconds`` says how much of it is reading
+the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def record(path: Path) -> None:
+    """The coverage trace, recorded through TileLang's real pipelines."""
+    command = [
+        sys.executable,
+        "-m",
+        "irtrace.cli",
+        "record",
+        "--manifest",
+        str(ROOT / "examples" / "irtrace.toml"),
+    ]
+    subprocess.run([*command, "-t", "all", "-o", str(path), "--jobs", "2"], check=True, cwd=ROOT)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--trace", type=Path, default=Path(tempfile.gettempdir()) / "passviz-bench-coverage.jsonl"
+    )
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "passviz-bench-report.html")
+    args = parser.parse_args()
+    if not args.trace.exists():
+        record(args.trace)
+
+    from irtrace.core.trace_reader import load_trace
+    from passviz.report import write_report
+
+    builds, loads, cpu = [], [], []
+    for _ in range(args.repeat):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        trace = load_trace(args.trace)
+        loaded = time.perf_counter()
+        write_report(trace, args.out)
+        builds.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
+        loads.append(loaded - started)
+    size = args.out.stat().st_size
+    print(f"trace: {args.trace} ({args.trace.stat().st_size / 1e6:.1f} MB, {len(trace.runs)} runs)")
+    print(f"builds: {', '.join(f'{s:.2f}' for s in builds)} s; load_seconds={min(loads):.2f}")
+    # Other work on the machine stretches the wall time; the CPU time of this process does not.
+    print(f"cpu_seconds={min(cpu):.2f} load_average={os.getloadavg()[0]:.1f} cores={os.cpu_count()}")
+    print(f"RESULT mb={size / 1e6:.2f} seconds={min(builds):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
