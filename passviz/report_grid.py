@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 
+from irtrace.core.summary import NEW_STAGE
 from irtrace.core.trace import KernelRun, PassRecord
 from passviz.model import LineCounts, pass_entries
 
@@ -66,10 +67,9 @@ def pipeline_grid(
             if record.failed:
                 by_label[entry.label] = f"<td class='f'><a href='#{_e(link(run, record))}'>failed</a></td>"
             elif record.changed:
-                added, removed = run_counts.get(record.index, (0, 0))
-                by_label[entry.label] = (
-                    f"<td class='c'><a href='#{_e(link(run, record))}'>+{added} -{removed}</a></td>"
-                )
+                found = run_counts.get(record.index)
+                text = NEW_STAGE if found is None else f"+{found[0]} -{found[1]}"  # a new stage has no count
+                by_label[entry.label] = f"<td class='c'><a href='#{_e(link(run, record))}'>{text}</a></td>"
             else:
                 by_label[entry.label] = "<td class='u'></td>"
         cells.append(by_label)
