@@ -177,8 +177,10 @@ def test_not_in_trace_lists_contents(capsys: pytest.CaptureFixture[str], gemm_tr
     assert gemm_trace.path
     code, _, err = run_cli(capsys, "ir", gemm_trace.path, "-k", "matmul", "-t", "metal", "-p", "x")
     assert code == ExitCode.NOT_FOUND and "matmul on cuda:sm_90" in err and "matmul on hip:gfx942" in err
+    code, _, err = run_cli(capsys, "ir", gemm_trace.path, "-t", "cuda:sm_90", "-p", "tl.LayoutInferense")
+    assert code == ExitCode.NOT_FOUND and "did you mean tl.LayoutInference" in err
     code, _, err = run_cli(capsys, "ir", gemm_trace.path, "-t", "cuda:sm_90", "-p", "tl.Nope")
-    assert code == ExitCode.NOT_FOUND and "tl.LayoutInference" in err
+    assert code == ExitCode.NOT_FOUND and "irtrace show TRACE -k matmul -t cuda:sm_90 lists its" in err
 
 
 def test_show_and_ir_take_target_aliases_like_record(
