@@ -58,6 +58,7 @@ def record(*args: str, cwd: Path, name: str) -> Trace:
     return load_trace(cwd / name)
 
 
+@pytest.mark.sweep  # 25 s; the default suite keeps the in-process case below
 def test_target_order_jobs_and_company_do_not_change_a_run(tmp_path: Path) -> None:
     # matmul_relu is @autotune: TileLang's jit cache hands one PrimFunc out for every target,
     # and lowering renames its thread variable in place (tx -> thread_binding)
@@ -95,9 +96,7 @@ with make_tvm_target(target) as tvm_target:
 """
 
 
-@pytest.mark.parametrize(
-    "target", [TARGETS[0], *(pytest.param(t, marks=pytest.mark.sweep) for t in TARGETS[1:])]
-)
+@pytest.mark.parametrize("target", [pytest.param(t, marks=pytest.mark.sweep) for t in TARGETS])
 def test_two_workspaces_are_named_as_tilelang_names_them(target: str, tmp_path: Path) -> None:
     untraced = subprocess.run(
         [sys.executable, "-c", _UNTRACED, str(DATA), target],

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from textual.pilot import Pilot
 
 from irtrace.core.trace import Trace
@@ -137,6 +138,7 @@ async def test_w_writes_the_whole_layout_beside_the_trace(layouts_trace: Trace, 
         assert cells[(row, col)] == thread_of(live, [row, col])
 
 
+@pytest.mark.sweep  # 17 s on 2 cores: the no-layout path, run with the sweeps
 async def test_a_run_without_layouts_says_so_and_w_explains(factory_failure_trace: Trace) -> None:
     app = PassvizApp([factory_failure_trace], show_times=False)
     async with app.run_test(size=SMALL) as pilot:

@@ -75,7 +75,7 @@ def test_forked_children_and_a_fork_pool_are_all_in_the_trace(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+@pytest.mark.parametrize("method", ["spawn", pytest.param("forkserver", marks=pytest.mark.sweep)])
 def test_spawned_pool_workers_are_captured_too(tmp_path: Path, method: str) -> None:
     output = tmp_path / "spawned.jsonl"
     done = run_tool("irtrace", "run", "-q", "-o", str(output), "--", "python", str(FORKING), method)
