@@ -62,6 +62,7 @@ async def timed(request) -> float:  # type: ignore[no-untyped-def]
     return time.monotonic() - started
 
 
+@pytest.mark.sweep  # 16-20 s on 2 cores: with the sweeps, to keep make test within 10 minutes
 async def test_random_edits_are_survived(client: LanguageClient, tmp_path: Path) -> None:
     rng = random.Random(4)
     styles = styles_corpus(tmp_path / "styles")

@@ -72,6 +72,7 @@ def test_files_outside_the_roots_are_refused(guarded: McpServer, folders: tuple[
     assert not (outside / "marker.txt").exists()
 
 
+@pytest.mark.sweep  # 16-20 s on 2 cores: with the sweeps, to keep make test within 10 minutes
 def test_a_hanging_file_times_out_and_the_server_goes_on(guarded: McpServer) -> None:
     began = time.monotonic()
     message = guarded.error("lower_kernel", spec="hang.py")

@@ -410,6 +410,7 @@ def mutate(lines: list[str], rng: random.Random) -> list[str]:
 CASES = int(os.environ.get("FUZZ_CASES", "40"))
 
 
+@pytest.mark.sweep  # 16-20 s on 2 cores: with the sweeps, to keep make test within 10 minutes
 def test_random_damage_never_gives_a_traceback_in_any_reader(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], two_target_trace: Trace
 ) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from irtrace.core.errors import ExitCode
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, STOPPED_BY_CRASH, Trace
 from irtrace.core.trace_reader import load_trace, parse_trace_lines
@@ -142,6 +144,7 @@ def test_isolated_segfault_fails_that_run_and_recording_goes_on(tmp_path: Path, 
     assert gemm.kernel == "matmul" and gemm.status == STATUS_OK and gemm.source_sha256
 
 
+@pytest.mark.sweep  # 16-20 s on 2 cores: with the sweeps, to keep make test within 10 minutes
 def test_timeout_marks_a_hanging_pass_and_a_hanging_factory_and_goes_on(tmp_path: Path) -> None:
     output = tmp_path / "t.jsonl"
     stuck = f"{DATA / 'misbehaving.py'}::stuck_factory()"
