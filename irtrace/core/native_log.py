@@ -142,13 +142,12 @@ class RunLog:
 
 
 @contextlib.contextmanager
-def capture_run_log() -> Iterator[RunLog]:
-    """Take file descriptor 2 into a file while the block runs (TVM's C++ logging writes there,
-    out of Python's reach), then give its text; the caller decides what to pass on."""
+def capture_fd2(path: Path | None = None) -> Iterator[RunLog]:
+    """Take file descriptor 2 into ``path`` (else a temporary file) while the block runs (TVM's
+    C++ logging writes there, out of Python's reach), then give its text."""
     captured = RunLog()
     sys.stderr.flush()
     saved = os.dup(2)
-    path = run_log_path
     sink = open(path, "w+b") if path is not None else tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115
     with sink:
         os.dup2(sink.fileno(), 2)
@@ -160,6 +159,15 @@ def capture_run_log() -> Iterator[RunLog]:
             os.close(saved)
             sink.seek(0)
             captured.text = sink.read().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def capture_run_log() -> Iterator[RunLog]:
+    """A run's fd-2 log, in ``run_log_path`` when set (a worker's log survives its death there);
+    the caller decides what to pass on."""
+    path = run_log_path
+    with capture_fd2(path) as captured:
+        yield captured
     if path is not None:
         path.unlink(missing_ok=True)
 

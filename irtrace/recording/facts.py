@@ -14,10 +14,8 @@ Every text kept from TVM goes through ``plain_text``: ``str()`` of a TVM object 
 
 from __future__ import annotations
 
-import os
 import re
 import sys
-import tempfile
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from irtrace.core.buffer_facts import BufferFact
+from irtrace.core.native_log import RunLog, capture_fd2
 from irtrace.core.targets import TargetSpec
 from irtrace.recording.layouts import (
     buffer_layout,
@@ -292,32 +291,17 @@ def native_log_diagnostics(log: str, file: str | Path) -> list[CompilerDiagnosti
     return found
 
 
-@dataclass
-class CapturedLog:
-    """Text written to file descriptor 2 while ``capture_native_stderr`` was active."""
-
-    text: str = ""
-
-
 @contextmanager
-def capture_native_stderr(echo: bool = True) -> Iterator[CapturedLog]:
+def capture_native_stderr(echo: bool = True) -> Iterator[RunLog]:
     """Capture what C++ code (TVM's ``LOG(WARNING)``) writes to fd 2; echo it afterwards."""
-    captured = CapturedLog()
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
+    captured = RunLog()
+    try:
+        with capture_fd2() as captured:
             yield captured
-        finally:
+    finally:
+        if echo and captured.text:
+            sys.stderr.write(captured.text)
             sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            captured.text = sink.read().decode("utf-8", "replace")
-            if echo and captured.text:
-                sys.stderr.write(captured.text)
-                sys.stderr.flush()
 
 
 def reached(passes: Any, stop_pass: str) -> bool:
