@@ -6,7 +6,7 @@ ptxas) and the kernel's measured latency. Plain records; ``irtrace.recording.mac
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 RESOURCE_COUNTS = (
@@ -86,6 +86,23 @@ class BenchResult:
     """Milliseconds of timed launches (``do_bench(rep=...)``)."""
     error: str | None = None
     """Why the benchmark failed."""
+    samples_ms: tuple[float, ...] = ()
+    """Each repetition's mean launch latency; ``latency_ms`` is their median, their range the noise."""
+    shape: Mapping[str, int] = field(default_factory=dict)
+    """The size bound to each symbolic dimension for the measurement."""
+    shape_from: str = ""
+    """``--bench-shape``, ``manifest``, ``captured`` or ``""`` (no symbolic dimension)."""
+    driver: str = ""
+    """The NVIDIA driver version."""
+    clocks_mhz: Mapping[str, int] = field(default_factory=dict)
+    """The GPU's clocks when measured (``sm``, ``memory``, ``sm_max``)."""
+
+    @property
+    def spread_ms(self) -> tuple[float, float] | None:
+        """The fastest and slowest repetition, or ``None`` with fewer than two."""
+        if len(self.samples_ms) < 2:
+            return None
+        return min(self.samples_ms), max(self.samples_ms)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +113,11 @@ class BenchResult:
             "warmup": self.warmup,
             "repeat": self.repeat,
             "error": self.error,
+            "samples_ms": list(self.samples_ms),
+            "shape": dict(self.shape),
+            "shape_from": self.shape_from,
+            "driver": self.driver,
+            "clocks_mhz": dict(self.clocks_mhz),
         }
 
 

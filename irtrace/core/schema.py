@@ -232,6 +232,18 @@ class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="rec
     """`do_bench`'s `rep` (milliseconds)"""
     error: str | None = None
     """why the benchmark failed"""
+    samples_ms: list[Seconds] = []
+    """each repetition's mean latency of one launch (milliseconds); `latency_ms` is their median and
+    their range is the noise `irtrace check` allows for (`[]` from releases that measured once)"""
+    shape: dict[str, Id] = {}
+    """the size bound to each symbolic dimension for the measurement (`tokens`: 4096)"""
+    shape_from: str = ""
+    """where those sizes came from: `--bench-shape`, `manifest`, `captured` (a captured call's
+    tensors) or `""` when the kernel has no symbolic dimension"""
+    driver: str = ""
+    """the NVIDIA driver version"""
+    clocks_mhz: dict[str, Id] = {}
+    """the GPU's clocks when measured: `sm`, `memory` (current), `sm_max` (MHz)"""
 
 
 class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field="record"):

@@ -331,6 +331,5 @@ def resources_of(record: MachineRecord) -> list[KernelResources]:
 
 def bench_of(record: BenchRecord) -> BenchResult:
     """The benchmark a ``bench`` record holds (the record's fields but its run)."""
-    return BenchResult(
-        **{name: getattr(record, name) for name in BenchRecord.__struct_fields__ if name != "run"}
-    )
+    fields = {name: getattr(record, name) for name in BenchRecord.__struct_fields__ if name != "run"}
+    return BenchResult(**{**fields, "samples_ms": tuple(record.samples_ms)})

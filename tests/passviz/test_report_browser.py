@@ -135,7 +135,10 @@ def coverage_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, flo
     if not named:
         manifest = Path(__file__).resolve().parents[2] / "examples" / "irtrace.toml"
         command = [sys.executable, "-m", "irtrace.cli", "record", "--manifest", str(manifest), "-t", "all"]
-        subprocess.run([*command, "-o", str(path), "--jobs", "2"], check=True, capture_output=True)
+        done = subprocess.run([*command, "-o", str(path), "--jobs", "2"], capture_output=True, text=True)
+        # exit 5: some example fails to lower on some target (the `c` target has no SIMT threads);
+        # those runs are recorded and the report shows them, which is what this test reads.
+        assert done.returncode in (0, 5), done.stderr[-2000:]
     started = time.process_time()
     trace = load_trace(path)
     out = write_report(trace, folder / "coverage.html")
