@@ -13,9 +13,11 @@ import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from irtrace import __version__
+from irtrace.cli.bench_options import add_bench_options, bench_settings
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.instances import add_instances_command, cmd_instances
@@ -94,11 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
         "stages ptx and sass, and registers, spills and shared memory per kernel are kept; needs nvcc and "
         "nvdisasm or cuobjdump (pip install 'tilelang-devtools[cuda]'); no GPU needed",
     )
-    record.add_argument(
-        "--bench",
-        action="store_true",
-        help="also run each CUDA kernel on the GPU with TileLang's profiler on random inputs and keep its "
-        "latency; needs an NVIDIA GPU",
+    add_bench_options(
+        record,
+        "also run each CUDA kernel on the GPU with TileLang's profiler on random inputs and keep its "
+        "latency (median of --bench-repeat timings), the GPU, driver and clocks; needs an NVIDIA GPU",
     )
     record.add_argument(
         "-j",
@@ -233,6 +234,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     for name in args.target:
         if name != "all":
             get_target(name)
+    bench = bench_settings(args)  # a bad --bench-shape is said before a missing GPU
     _check_machine_code_and_bench(args)
     if args.jobs < 1 or args.repeat < 1:
         raise UsageError("--jobs and --repeat take a number from 1 up")
@@ -245,7 +247,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
         for request in load_manifest(args.manifest):
             targets = tuple(args.target) or request.targets
             merged = {**request.pass_configs, **configs}
-            requests.append(RecordRequest(request.spec, targets, merged, request.name, request.base_dir))
+            requests.append(replace(request, targets=targets, pass_configs=merged))
     for request in requests:
         _check_kernel_file(request)
     # Inputs are checked; only now is the output touched, and it is replaced only when done.
@@ -256,9 +258,9 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
             recording_progress(quiet=args.quiet) as progress,  # before fd 2 becomes a pipe
             hide_harmless_native_warnings(debug=args.debug) as native,
             machine_code_for(writer, args.machine_code) as compiler,
-            bench_for(writer, args.bench) as bench,
+            bench_for(writer, args.bench, bench) as bencher,
         ):
-            hooks = [hook for hook in (compiler.after_run if compiler else None, bench) if hook is not None]
+            hooks = [hook for hook in (compiler.after_run if compiler else None, bencher) if hook is not None]
 
             def after_run(run: KernelRun, prepared: Any) -> None:
                 for hook in hooks:
@@ -458,6 +460,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     targets = [get_target(name) for name in args.target]
     auto_target = get_target(args.auto_target) if args.auto_target else None
     split_command(command)  # the script is there: checked before the output is touched
+    bench = bench_settings(args)
     if args.machine_code:
         from irtrace.recording.machine_code import find_cuda_tools
 
@@ -478,7 +481,11 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
                     runs += lower_for_targets(outcome.captured, targets, writer, kernels)
                 if args.machine_code or args.bench:
                     runs = add_machine_code_and_benches(
-                        writer, runs, kernels, machine_code=args.machine_code, bench=args.bench
+                        writer,
+                        runs,
+                        kernels,
+                        machine_code=args.machine_code,
+                        bench=bench if args.bench else None,
                     )
         except KeyboardInterrupt:
             raise _interrupted(writer, args.output) from None

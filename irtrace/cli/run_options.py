@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from irtrace.cli.bench_options import add_bench_options
 from irtrace.core.errors import exit_codes_help
 
 RUN_EPILOG = """\
@@ -52,11 +53,10 @@ def add_run_command(commands: Any, default_output: str) -> None:
         help="also compile each CUDA run's source to PTX and SASS "
         "as record --machine-code does (needs nvcc, no GPU)",
     )
-    run.add_argument(
-        "--bench",
-        action="store_true",
-        help="also time each CUDA kernel on the GPU with the sizes of the "
-        "script's own call; without a GPU the run keeps a failed bench saying why",
+    add_bench_options(
+        run,
+        "also time each CUDA kernel on the GPU with the sizes of the script's own call (--bench-shape "
+        "overrides them); without a GPU the run keeps a failed bench saying why",
     )
     run.add_argument("-o", "--output", default=default_output)
     run.add_argument("-q", "--quiet", action="store_true")

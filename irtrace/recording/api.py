@@ -57,6 +57,8 @@ class RecordRequest:
     """Name to record the kernel under instead of its Python name."""
     base_dir: Path | None = None
     """Folder that a relative spec path is relative to (a manifest's folder)."""
+    bench_shape: Mapping[str, int] = field(default_factory=dict)
+    """The manifest's ``bench_shape``: sizes of symbolic dimensions for ``--bench``."""
 
 
 @dataclass
@@ -78,6 +80,8 @@ class PreparedLowering:
     """The run header's ``args``: the evaluated arguments and any filled in by ``@autotune``."""
     kernel_file_text: str | None = None
     """The kernel's file as imported, stored in the trace (readers show it, never the file)."""
+    bench_shape: Mapping[str, int] = field(default_factory=dict)
+    """The request's ``bench_shape`` (the manifest's sizes of symbolic dimensions for ``--bench``)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,7 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
         configs,
         call.args_json(),
         source_as_imported(unit.loaded.path),
+        unit.request.bench_shape,
     )
 
 

@@ -1,6 +1,7 @@
 """``irtrace run --machine-code`` and ``--bench``: each captured CUDA run's source compiled to PTX and
 SASS as ``irtrace record --machine-code`` does, and each benched with the sizes of the program's
-own call (its ``T.const`` values are in the kernel; its ``T.dynamic`` ones come from the instance).
+own call (its ``T.const`` values are in the kernel; its ``T.dynamic`` ones come from the instance,
+or from ``--bench-shape``).
 
 A bench that cannot run (no GPU here, a kernel lowered in another process) is recorded as a
 failed bench with the reason: the script's trace is never lost to it.
@@ -10,14 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from irtrace.core.bench_shapes import DEFAULT_BENCH, BenchSettings
 from irtrace.core.resources import BenchResult
-from irtrace.core.trace import KernelRun, text_sha256
+from irtrace.core.trace import KernelRun
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.bench import REP_MS, WARMUP_MS, cuda_device
+from irtrace.recording.bench import (
+    PreparedBench,
+    compile_for_bench,
+    cuda_device,
+    failed_bench,
+    launch_bench,
+    plan_inputs,
+)
 from irtrace.recording.loader import CapturedKernel
 from irtrace.recording.machine_code import MachineCodeCompiler, compiles_to_machine_code, machine_code_for
-from irtrace.recording.recorder import describe_error
 
 
 def add_machine_code(writer: TraceWriter, runs: Sequence[KernelRun]) -> MachineCodeCompiler:
@@ -31,7 +40,10 @@ def add_machine_code(writer: TraceWriter, runs: Sequence[KernelRun]) -> MachineC
 
 
 def add_benches(
-    writer: TraceWriter, runs: Sequence[KernelRun], kernels: Mapping[int, CapturedKernel]
+    writer: TraceWriter,
+    runs: Sequence[KernelRun],
+    kernels: Mapping[int, CapturedKernel],
+    settings: BenchSettings = DEFAULT_BENCH,
 ) -> list[KernelRun]:
     """Bench every CUDA run that lowered; ``kernels`` gives the kernel of each run this process
     lowered (by run id). Returns the runs as written, each with its ``bench`` record."""
@@ -56,40 +68,40 @@ def add_benches(
                 "kernels can be benched",
             )
         else:
-            result = bench_captured(run, kernel, device)
+            result = bench_captured(run, kernel, device, settings)
         written.append(writer.add_bench(run.run_id, result))
     return written
 
 
-def bench_captured(run: KernelRun, kernel: CapturedKernel, device: str) -> BenchResult:
-    """Compile the captured kernel as TileLang does for running it (the run's target and pass
-    configs), then time it with TileLang's profiler on random inputs of the call's sizes."""
-    import tilelang
+def prepare_captured_bench(
+    run: KernelRun, kernel: CapturedKernel, settings: BenchSettings = DEFAULT_BENCH
+) -> PreparedBench:
+    """Bind the captured kernel's symbolic dimensions (``--bench-shape``, else the script's call)
+    and compile it as TileLang does for running it, with the run's target and pass configs."""
     from tilelang import tvm
 
+    func = captured_func(kernel)
+    plan = plan_inputs(func, run.kernel, command_line=settings.shapes, instance=run.instance)
+    target = tvm.target.Target(json.loads(run.target_detail))
+    return compile_for_bench(func, target, run.pass_configs, plan)
+
+
+def captured_func(kernel: CapturedKernel) -> Any:
+    """The captured module's PrimFunc of that kernel."""
+    return {str(gv.name_hint): f for gv, f in kernel.obj.functions.items()}[kernel.name]
+
+
+def bench_captured(
+    run: KernelRun, kernel: CapturedKernel, device: str, settings: BenchSettings = DEFAULT_BENCH
+) -> BenchResult:
+    """Time the captured kernel on random inputs of the call's sizes; a failure is the result's error."""
     source_sha = None
     try:
-        func = {str(gv.name_hint): f for gv, f in kernel.obj.functions.items()}[kernel.name]
-        target = tvm.target.Target(json.loads(run.target_detail))
-        compiled = tilelang.compile(func, target=target, pass_configs=dict(run.pass_configs) or None)
-        source_sha = text_sha256(str(compiled.get_kernel_source()))
-        profiler = compiled.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Randn)
-        dynamic = dict(run.instance.dynamic) if run.instance is not None else {}
-        latency = float(
-            profiler.do_bench(warmup=WARMUP_MS, rep=REP_MS, dynamic_symbolic_constraints=dynamic or None)
-        )
-        return BenchResult(
-            latency_ms=latency,
-            device=device,
-            source_sha256=source_sha,
-            backend=str(getattr(compiled, "execution_backend", "")),
-            warmup=WARMUP_MS,
-            repeat=REP_MS,
-        )
+        bench = prepare_captured_bench(run, kernel, settings)
+        source_sha = bench.source_sha256
+        return launch_bench(bench, device, settings.repeat)
     except Exception as error:
-        return BenchResult(
-            latency_ms=None, device=device, source_sha256=source_sha, error=describe_error(error)
-        )
+        return failed_bench(error, device, source_sha)
 
 
 def add_machine_code_and_benches(
@@ -98,11 +110,12 @@ def add_machine_code_and_benches(
     kernels: Mapping[int, CapturedKernel],
     *,
     machine_code: bool,
-    bench: bool,
+    bench: BenchSettings | None,
 ) -> list[KernelRun]:
-    """What ``irtrace run --machine-code/--bench`` adds to the runs; returns them as written."""
+    """What ``irtrace run --machine-code/--bench`` adds to the runs (``bench``: the ``--bench``
+    options, ``None`` without it); returns them as written."""
     if machine_code:
         add_machine_code(writer, runs)
-    if bench:
-        add_benches(writer, runs, kernels)
+    if bench is not None:
+        add_benches(writer, runs, kernels, bench)
     return [writer.run(run.run_id) for run in runs]

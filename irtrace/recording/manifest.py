@@ -12,6 +12,10 @@ name = "gemm_1k"                        # optional: record under this name
 pass_configs = {}                       # optional: added to the defaults
 
 [[kernel]]
+spec = "eager_gemm.py::token_matmul(N=4096, K=1024)"
+bench_shape = { tokens = 4096 }         # --bench: the size of each T.dynamic dimension
+
+[[kernel]]
 spec = "kernels.quant::quantize(1 << 20, dtype=determine_fp8_type())"  # module from this folder
 
 [kernel.pass_configs]
@@ -37,6 +41,10 @@ from irtrace.recording.api import RecordRequest
 SpecText = Annotated[str, Meta(description='a kernel spec string, e.g. "path.py::name(args)"')]
 TargetNames = Annotated[str | list[str], Meta(description="a target name or a list of target names")]
 PassConfigs = Annotated[dict[str, Any], Meta(description="a table of pass configs")]
+BenchShape = Annotated[
+    dict[str, Annotated[int, Meta(ge=1)]],
+    Meta(description="a table of symbolic dimension sizes for --bench, e.g. { tokens = 4096 }"),
+]
 
 
 def _check_targets(targets: str | list[str] | UnsetType) -> None:
@@ -55,6 +63,7 @@ class ManifestDefaults(Struct, forbid_unknown_fields=True, frozen=True):
 
     targets: TargetNames = msgspec.field(default_factory=list)
     pass_configs: PassConfigs = msgspec.field(default_factory=dict)
+    bench_shape: BenchShape = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_targets(self.targets)
@@ -70,6 +79,8 @@ class ManifestKernel(Struct, forbid_unknown_fields=True, frozen=True):
     """Record the kernel under this name instead of its Python name."""
     pass_configs: PassConfigs = msgspec.field(default_factory=dict)
     """Added on top of the ``[defaults]`` pass configs."""
+    bench_shape: BenchShape = msgspec.field(default_factory=dict)
+    """``--bench``: sizes of the kernel's symbolic dimensions, on top of the ``[defaults]`` ones."""
 
     def __post_init__(self) -> None:
         try:
@@ -104,6 +115,7 @@ def load_manifest(path: str | Path) -> list[RecordRequest]:
                 pass_configs={**_joined(defaults.pass_configs), **_joined(entry.pass_configs)},
                 name=None if entry.name is UNSET else entry.name,
                 base_dir=file.resolve().parent,
+                bench_shape={**defaults.bench_shape, **entry.bench_shape},
             )
         )
     return requests
