@@ -59,7 +59,7 @@ def add_benches(
     for run in benched:
         kernel = kernels.get(run.run_id)
         if device is None:
-            result = BenchResult(latency_ms=None, device="", error=no_gpu)
+            result = unlaunched_bench(run, kernel, settings, no_gpu)
         elif kernel is None:
             result = BenchResult(
                 latency_ms=None,
@@ -71,6 +71,22 @@ def add_benches(
             result = bench_captured(run, kernel, device, settings)
         written.append(writer.add_bench(run.run_id, result))
     return written
+
+
+def unlaunched_bench(
+    run: KernelRun, kernel: CapturedKernel | None, settings: BenchSettings, why: str
+) -> BenchResult:
+    """A bench that cannot launch here, with the sizes it would have used (so a trace made without a
+    GPU still shows them), or the missing size, which would have failed it anyway."""
+    if kernel is None:
+        return BenchResult(latency_ms=None, device="", error=why)
+    try:
+        plan = plan_inputs(
+            captured_func(kernel), run.kernel, command_line=settings.shapes, instance=run.instance
+        )
+    except Exception as error:
+        return failed_bench(error, "")
+    return BenchResult(latency_ms=None, device="", error=why, shape=plan.shape, shape_from=plan.shape_from)
 
 
 def prepare_captured_bench(

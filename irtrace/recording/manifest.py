@@ -43,7 +43,10 @@ TargetNames = Annotated[str | list[str], Meta(description="a target name or a li
 PassConfigs = Annotated[dict[str, Any], Meta(description="a table of pass configs")]
 BenchShape = Annotated[
     dict[str, Annotated[int, Meta(ge=1)]],
-    Meta(description="a table of symbolic dimension sizes for --bench, e.g. { tokens = 4096 }"),
+    Meta(
+        description="a table of symbolic dimension sizes (whole numbers from 1 up) for --bench, "
+        "e.g. { tokens = 4096 }"
+    ),
 ]
 
 
