@@ -73,7 +73,7 @@ class BenchInput:
     """One argument the kernel is launched with: a tensor of ``param``'s shape and dtype, or an int."""
 
     name: str
-    """The PrimFunc parameter's name."""
+    """The parameter's buffer name (``A`` for ``A_handle``), or a scalar parameter's name."""
     param: Any
     """TileLang's ``KernelParam`` with every dimension a number (``None`` for a scalar)."""
     scalar: int | None = None
@@ -126,7 +126,10 @@ def captured_sizes(func: Any, instance: Instance | None) -> dict[str, int]:
     sizes = {name: int(size) for name, size in instance.dynamic.items()}
     for param in func.params:
         buffer = func.buffer_map.get(param)
-        tensor = instance.tensors.get(str(param.name))
+        # an eager kernel's parameter is named as the Python argument; a PrimFunc's buffer may be
+        tensor = instance.tensors.get(str(param.name)) or (
+            instance.tensors.get(str(buffer.name)) if buffer is not None else None
+        )
         if buffer is None or tensor is None or len(tensor.shape) != len(buffer.shape):
             continue
         for dim, size in zip(buffer.shape, tensor.shape, strict=True):
@@ -170,7 +173,7 @@ def plan_inputs(
             inputs.append(BenchInput(str(param.name), None, shape[str(param.name)]))
             continue
         dims = [int(analyzer.simplify(tirx.stmt_functor.substitute(dim, by_var))) for dim in buffer.shape]
-        inputs.append(BenchInput(str(param.name), KernelParam(buffer.dtype, dims)))
+        inputs.append(BenchInput(str(buffer.name), KernelParam(buffer.dtype, dims)))
     return BenchPlan(shape, shape_from, tuple(inputs))
 
 

@@ -54,8 +54,11 @@ def test_captured_kernel_gets_machine_code_and_a_bench(tmp_path: Path) -> None:
     }
     assert got == oracle_resources(log)
     assert run.bench is not None
+    # the sizes are the script's own call (it prints them), with or without a GPU
+    assert (run.bench.shape, run.bench.shape_from) == (oracle["dynamic"], "captured")
     if torch.cuda.is_available():
         assert run.bench.latency_ms is not None and run.bench.latency_ms > 0, run.bench.error
+        assert len(run.bench.samples_ms) == 5 and run.bench.latency_ms == sorted(run.bench.samples_ms)[2]
     else:
         assert run.bench.latency_ms is None
         assert run.bench.error and "no CUDA GPU" in run.bench.error
