@@ -302,7 +302,8 @@ targets = ["hip:gfx942", "metal"]
         ),
         (
             '[[kernel]]\nspec = "k.py::f()"\ntarget = "cuda"\n',
-            " [[kernel]] #1: unknown key 'target'; known keys: spec, targets, name, pass_configs, bench_shape",
+            " [[kernel]] #1: unknown key 'target'; known keys: spec, targets, name, pass_configs, "
+            "bench_shape",
         ),
         (
             '[[kernel]]\nspec = "k.py::f()"\n[[kernel]]\nspec = "k.py::g()"\ntargets = ["cuda", 3]\n',
