@@ -239,7 +239,8 @@ class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="rec
     """the size bound to each symbolic dimension for the measurement (`tokens`: 4096)"""
     shape_from: str = ""
     """where those sizes came from: `--bench-shape`, `manifest`, `captured` (a captured call's
-    tensors) or `""` when the kernel has no symbolic dimension"""
+    tensors), joined by `+` when dimensions came from different places (`--bench-shape+manifest`),
+    or `""` when the kernel has no symbolic dimension"""
     driver: str = ""
     """the NVIDIA driver version"""
     clocks_mhz: dict[str, Id] = {}
