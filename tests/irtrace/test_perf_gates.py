@@ -298,3 +298,35 @@ def test_hostile_policy_values_are_one_line_errors(tmp_path: Path, text: str, ex
         load_policy(path)
     assert raised.value.message.startswith(f"{path} {expected}"), raised.value.message
     assert "\n" not in raised.value.message
+
+
+# ----------------------------------------------------------------------------- views
+
+
+def test_show_passviz_and_report_give_latency_and_occupancy(
+    machine: Recorded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from irtrace.cli.main import main
+    from passviz.report import report_html
+    from passviz.widgets.run_info import run_facts
+
+    trace = write(tmp_path / "t.jsonl", machine.trace, machine.wide, bench(BASELINE_SAMPLES))
+    (run,) = trace.runs
+    item = run.resources[0]
+    expected = occupancy(ARCH_LIMITS["sm_90"], item.registers, item.smem, 256)
+    latency = "1.020 ms median, 1.000–1.050 over 5 repetitions, on NVIDIA H200"
+    assert main(["show", str(trace.path)]) == 0
+    shown = capsys.readouterr().out
+    assert f"latency: {latency}" in " ".join(shown.split())
+    assert f"256 threads, occupancy {expected.fraction:.0%}" in " ".join(shown.split())
+    console = Console(width=400, record=True, file=io.StringIO())
+    console.print(run_facts(trace, run))
+    pane = console.export_text()
+    assert latency in pane and expected.describe() in pane
+    page = report_html(trace)
+    assert f"Latency: {latency}" in page and f"<td>{expected.describe()}</td>" in page
+    assert "1.020 ms [1.000–1.050]" in page  # the runs table: median and range
