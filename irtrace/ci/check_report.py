@@ -23,6 +23,7 @@ from irtrace.core.metrics import METRIC_TITLES
 from irtrace.core.occupancy import Occupancy
 from irtrace.core.perf import latency_cell
 from irtrace.core.policy import REMOVED
+from irtrace.core.resources import format_bytes
 from irtrace.core.targets import TARGETS
 from passdiff.layouts import buffer_document
 
@@ -216,9 +217,9 @@ def _perf_cell(run: RunCheck) -> str:
         ):
             if before != after:
                 parts.append(f"{title} {before} → {after}")
-        before, after = item.baseline_occupancy, item.new_occupancy
-        if before is not None and after is not None and before.fraction != after.fraction:
-            parts.append(f"occupancy {before.fraction:.0%} → {after.fraction:.0%}")
+        was, now_at = item.baseline_occupancy, item.new_occupancy
+        if was is not None and now_at is not None and was.fraction != now_at.fraction:
+            parts.append(f"occupancy {was.fraction:.0%} → {now_at.fraction:.0%}")
     return ", ".join(parts)
 
 
@@ -277,7 +278,9 @@ def _perf_cells(perf: PerfCheck) -> list[str]:
             return "-"
         if pick == "occupancy":
             return f"{min(values):.0%}"
-        return str(max(values)) + (" B" if pick != "registers" else "")
+        if pick == "smem":
+            return format_bytes(int(max(values)))
+        return str(max(values)) + (" B" if pick == "spills" else "")
 
     resources = [
         f"{worst(0, name)} → {worst(1, name)}" for name in ("registers", "spills", "smem", "occupancy")
