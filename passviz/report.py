@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from irtrace.core.perf import latency_cell, latency_text, lowest_occupancy
 from irtrace.core.summary import NEW_STAGE, is_new_stage, totals_by_pass
 from irtrace.core.trace import KernelRun, PassRecord, Trace
 from passviz.model import LineCounts, format_ms, line_counts, pass_entries
@@ -71,7 +72,7 @@ def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title:
         " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>pipelines</a>"
         " · <a href='#layouts'>layouts</a> · <a href='#passes'>passes and diffs</a>.</p>",
         _legend(),
-        _runs_table(runs),
+        _runs_table(trace, runs),
         _time_chart(runs),
         _drawings(trace, runs, diffs),
         layouts_html,
@@ -124,7 +125,7 @@ def _run_anchor(run: KernelRun) -> str:
     return _e(f"run{run.run_id}")
 
 
-def _runs_table(runs: Sequence[KernelRun]) -> str:
+def _runs_table(trace: Trace, runs: Sequence[KernelRun]) -> str:
     machine = any(run.resources for run in runs)
     benched = any(run.bench is not None for run in runs)
     rows = []
@@ -134,16 +135,15 @@ def _runs_table(runs: Sequence[KernelRun]) -> str:
         css = ' class="failed"' if run.status == "failed" else ""
         extra = ""
         if machine:
-            extra += "".join(f"<td class='num'>{_e(cell)}</td>" for cell in _resource_cells(run))
+            extra += "".join(f"<td class='num'>{_e(cell)}</td>" for cell in _resource_cells(trace, run))
         if benched:
-            latency = run.bench.latency_ms if run.bench is not None else None
-            extra += f"<td class='num'>{f'{latency * 1000:.1f} µs' if latency is not None else '-'}</td>"
+            extra += f"<td class='num'>{_e(latency_cell(run.bench))}</td>"
         rows.append(
             f"<tr{css}><td><a href='#{_run_anchor(run)}'>{_e(run.kernel)}</a></td><td>{_e(run.target)}</td>"
             f"<td>{_e(run.status)}</td><td class='num'>{len(run.passes)}</td><td class='num'>{changed}</td>"
             f"<td class='num'>{lowered}</td>{extra}<td class='err'>{_short_error(run)}</td></tr>"
         )
-    heads = "<th>registers</th><th>spills</th><th>smem</th>" if machine else ""
+    heads = "<th>registers</th><th>spills</th><th>smem</th><th>occupancy</th>" if machine else ""
     heads += "<th>latency</th>" if benched else ""
     return (
         "<h2 id='runs'>Runs</h2><div class='scroll'>"
@@ -163,16 +163,19 @@ def _short_error(run: KernelRun) -> str:
     return _e(cut) + link
 
 
-def _resource_cells(run: KernelRun) -> list[str]:
-    """Registers, spilled bytes, shared memory (static + dynamic): the largest over the run's kernels."""
+def _resource_cells(trace: Trace, run: KernelRun) -> list[str]:
+    """Registers, spilled bytes, shared memory (static + dynamic): the largest over the run's kernels;
+    occupancy: the lowest."""
     from irtrace.core.resources import format_bytes
 
     if not run.resources:
-        return ["-", "-", "-"]
+        return ["-", "-", "-", "-"]
+    lowest = lowest_occupancy(run.resources, trace.kernel_source(run))
     return [
         str(max(item.registers for item in run.resources)),
         f"{max(item.spills for item in run.resources)} B",
         format_bytes(max(item.smem for item in run.resources)),
+        f"{lowest.fraction:.0%}" if lowest is not None else "-",
     ]
 
 
@@ -182,26 +185,42 @@ def _dynamic(size: int | None) -> str:
     return "symbolic" if size is None else format_bytes(size)
 
 
-def _resources_table(run: KernelRun) -> str:
-    """Per kernel function, what ptxas reports (``irtrace record --machine-code``)."""
+def _latency_line(run: KernelRun) -> str:
+    """The measured latency (``irtrace record --bench``): median, range of repetitions, GPU."""
+    if run.bench is None:
+        return ""
+    css = " class='failed'" if run.bench.latency_ms is None else ""
+    return f"<p{css}>Latency: {_e(latency_text(run.bench))}</p>"
+
+
+def _resources_table(trace: Trace, run: KernelRun) -> str:
+    """Per kernel function, what ptxas reports (``irtrace record --machine-code``), with threads per
+    block and theoretical occupancy."""
+    from irtrace.core.occupancy import function_occupancy, launch_threads
     from irtrace.core.resources import format_bytes
 
     if not run.resources:
         return ""
-    rows = "".join(
-        f"<tr><td>{_e(item.function)}</td><td>{_e(item.arch)}</td><td class='num'>{item.registers}</td>"
-        f"<td class='num'>{item.spill_stores} B / {item.spill_loads} B</td>"
-        f"<td class='num'>{_e(format_bytes(item.static_smem))}</td>"
-        f"<td class='num'>{_e(_dynamic(item.dynamic_smem))}</td>"
-        f"<td class='num'>{item.barriers}</td><td class='num'>{item.stack} B</td></tr>"
-        for item in run.resources
-    )
+    source = trace.kernel_source(run)
+    threads = launch_threads(source) if source else {}
+    occupancies = function_occupancy(run.resources, source)
+    rows = []
+    for item in run.resources:
+        found = occupancies.get(item.function)
+        rows.append(
+            f"<tr><td>{_e(item.function)}</td><td>{_e(item.arch)}</td><td class='num'>{item.registers}</td>"
+            f"<td class='num'>{item.spill_stores} B / {item.spill_loads} B</td>"
+            f"<td class='num'>{_e(format_bytes(item.static_smem))}</td>"
+            f"<td class='num'>{_e(_dynamic(item.dynamic_smem))}</td>"
+            f"<td class='num'>{item.barriers}</td><td class='num'>{item.stack} B</td>"
+            f"<td class='num'>{threads.get(item.function, '-')}</td>"
+            f"<td>{_e(found.describe() if found is not None else '-')}</td></tr>"
+        )
     return (
         "<div class='scroll'>"
         "<table><tr><th>kernel function</th><th>arch</th><th>registers</th><th>spill stores / loads</th>"
-        "<th>static smem</th><th>dynamic smem</th><th>barriers</th><th>stack</th></tr>"
-        + rows
-        + "</table></div>"
+        "<th>static smem</th><th>dynamic smem</th><th>barriers</th><th>stack</th><th>threads</th>"
+        "<th>occupancy</th></tr>" + "".join(rows) + "</table></div>"
     )
 
 
@@ -313,7 +332,8 @@ def _run_section(
     return (
         f"<h3 id='{_run_anchor(run)}'>{_e(run.kernel)} @ {_e(run.target)}</h3>"
         f"<p><code>{_e(run.spec)}</code>{status}</p>"
-        + _resources_table(run)
+        + _latency_line(run)
+        + _resources_table(trace, run)
         + store.lazy(
             "<details><summary>pass list</summary><div class='scroll'>"
             "<table><tr><th>#</th><th>pass</th><th>phase</th>"

@@ -3,9 +3,9 @@
 For every kernel x target it finds what a kernel library's CI cares about: pairs added, removed
 or now failing to lower; passes added, removed or reordered and the first pass whose normalized
 IR changed (passes aligned by the pipeline's tree, ``passdiff.compare``); whether the kernel
-source changed; lowering time against the baseline's, in total and per pass; and the kernel's
-metrics (``irtrace.core.metrics``). A ``Policy`` says which findings fail the check. Rendering lives
-in ``irtrace.ci.check_report``.
+source changed; lowering time against the baseline's, in total and per pass; the kernel's
+metrics (``irtrace.core.metrics``); and its latency and resources (``irtrace.ci.perf_gates``).
+A ``Policy`` says which findings fail the check. Rendering lives in ``irtrace.ci.check_report``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from irtrace.ci.perf_gates import PerfCheck, perf_check, perf_findings
 from irtrace.core.coverage import error_headline, failing_pass
 from irtrace.core.metrics import METRIC_NAMES, METRIC_TITLES, KernelMetrics, run_metrics
 from irtrace.core.policy import (
@@ -139,6 +140,8 @@ class RunCheck:
     """Buffers whose layout after layout inference differs (``passdiff.layouts``)."""
     layout_note: str | None = None
     """Why layouts were not compared (a run recorded none)."""
+    perf: PerfCheck | None = None
+    """Latency and resources in both traces (``--bench``, ``--machine-code``), when either has them."""
 
     @property
     def gated(self) -> bool:
@@ -283,6 +286,9 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
     pass_times = _pass_times(comparison, policy)
     findings.extend(_time_findings(pass_times, PASS_TIME, policy.pass_ratio, policy))
     findings.extend(_metric_findings(metrics, policy))
+    perf = perf_check(baseline, old, new, now)
+    if perf is not None:
+        findings.extend(Finding(*found) for found in perf_findings(perf, policy))
     outcome = FIXED if not old_ok else (CHANGED if findings else UNCHANGED)
     return RunCheck(
         kernel,
@@ -303,6 +309,7 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
         metrics=metrics,
         layouts=layouts,
         layout_note=comparison.layouts.note if comparison.layouts is not None else None,
+        perf=perf,
     )
 
 

@@ -18,8 +18,12 @@ from irtrace.ci.check import (
     RunCheck,
     TimeChange,
 )
+from irtrace.ci.perf_gates import PerfCheck
 from irtrace.core.metrics import METRIC_TITLES
+from irtrace.core.occupancy import Occupancy
+from irtrace.core.perf import latency_cell
 from irtrace.core.policy import REMOVED
+from irtrace.core.resources import format_bytes
 from irtrace.core.targets import TARGETS
 from passdiff.layouts import buffer_document
 
@@ -52,6 +56,12 @@ def _policy_text(report: CheckReport) -> str:
     if policy.pass_ratio:
         parts.append(f"pass time > {policy.pass_ratio:g}x")
     parts += [f"{name} +{limit:.0%}" for name, limit in policy.metric_limits.items()]
+    perf = policy.perf
+    parts.append(
+        f"latency +{perf.latency_percent:g}% outside the noise, registers +{perf.registers}, "
+        f"spills +{perf.spill_bytes} B, smem +{perf.smem_bytes} B, "
+        f"occupancy -{perf.occupancy_points:g} points"
+    )
     where = policy.path or "defaults"
     return f"{where} ({'; '.join(parts)})"
 
@@ -105,10 +115,11 @@ def render_markdown(report: CheckReport) -> str:
     listed = _changed(report)
     if not listed:
         lines.append("Every kernel lowers exactly as in the baseline (IR, passes and source).")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + _perf_section(report)) + "\n"
     lines += [
-        "| | kernel | target | change | first changed pass | source | layouts | time | metrics |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| | kernel | target | change | first changed pass | source | layouts | time | metrics "
+        "| performance |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for run in listed[:MARKDOWN_ROWS]:
         lines.append(
@@ -124,6 +135,7 @@ def render_markdown(report: CheckReport) -> str:
                     _layouts_cell(run),
                     _time_cell(run.total),
                     _md(_metrics_cell(run.metrics)),
+                    _md(_perf_cell(run)),
                 ]
             )
             + " |"
@@ -142,7 +154,7 @@ def render_markdown(report: CheckReport) -> str:
             lines.append(f"- slowest passes against the baseline: {slow}")
         lines.append("")
     lines.append("</details>")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _perf_section(report)) + "\n"
 
 
 def _first_pass_cell(run: RunCheck) -> str:
@@ -182,6 +194,98 @@ def _time_text(change: TimeChange) -> str:
 def _metrics_cell(metrics: Iterable[MetricChange]) -> str:
     changed = [m for m in metrics if m.baseline != m.new]
     return ", ".join(f"{METRIC_TITLES[m.name]} {_value(m.baseline)} → {_value(m.new)}" for m in changed)
+
+
+def _perf_cell(run: RunCheck) -> str:
+    """The performance findings in a few words: ``latency +10.8%, registers 28 → 34``."""
+    perf = run.perf
+    if perf is None:
+        return ""
+    parts = []
+    if perf.latency is not None and perf.comparable is None:
+        change = perf.latency.percent
+        if not math.isinf(change) and abs(change) >= 0.05:
+            parts.append(f"latency {'+' if change > 0 else ''}{change:.1f}%")
+    for item in perf.functions:
+        old, now = item.baseline, item.new
+        if old is None or now is None:
+            continue
+        for title, before, after in (
+            ("registers", old.registers, now.registers),
+            ("spills", old.spills, now.spills),
+            ("smem", old.smem, now.smem),
+        ):
+            if before != after:
+                parts.append(f"{title} {before} → {after}")
+        was, now_at = item.baseline_occupancy, item.new_occupancy
+        if was is not None and now_at is not None and was.fraction != now_at.fraction:
+            parts.append(f"occupancy {was.fraction:.0%} → {now_at.fraction:.0%}")
+    return ", ".join(parts)
+
+
+PERF_COLUMNS = ("latency", "change", "registers", "spills", "smem", "occupancy")
+
+
+def _perf_section(report: CheckReport) -> list[str]:
+    """Every pair both traces measured: latency and resources before → after, changed or not."""
+    measured = [run for run in report.runs if run.perf is not None][:MARKDOWN_ROWS]
+    if not measured:
+        return []
+    lines = [
+        "",
+        "### Performance: the baseline → the new trace",
+        "",
+        "Latency is the median with the range of repetitions; resources are the worst kernel function's.",
+        "",
+        "| | kernel | target | " + " | ".join(PERF_COLUMNS) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in PERF_COLUMNS) + " |",
+    ]
+    perf_kinds = {"latency", "registers", "spills", "smem", "occupancy"}
+    for run in measured:
+        assert run.perf is not None
+        gated = any(f.gated and f.kind in perf_kinds for f in run.findings)
+        cells = _perf_cells(run.perf)
+        lines.append(
+            f"| {'❌' if gated else ''} | `{_md(run.kernel)}` | `{_md(run.target)}` | "
+            + " | ".join(_md(cell) for cell in cells)
+            + " |"
+        )
+    return lines
+
+
+def _perf_cells(perf: PerfCheck) -> list[str]:
+    latency = f"{latency_cell(perf.baseline_bench)} → {latency_cell(perf.new_bench)}"
+    change = ""
+    if perf.latency is not None:
+        percent = perf.latency.percent
+        change = "inf" if math.isinf(percent) else f"{'+' if percent > 0 else ''}{percent:.1f}%"
+        if perf.comparable is not None:
+            change += f" (not compared: {perf.comparable})"
+        elif perf.latency.outside_noise is False:
+            change += " (within noise)"
+
+    def worst(side: int, pick: str) -> str:
+        values = []
+        for item in perf.functions:
+            resources = item.baseline if side == 0 else item.new
+            occupancy = item.baseline_occupancy if side == 0 else item.new_occupancy
+            if pick == "occupancy":
+                if occupancy is not None:
+                    values.append(occupancy.fraction)
+            elif resources is not None:
+                values.append(getattr(resources, pick))
+        if not values:
+            return "-"
+        if pick == "occupancy":
+            return f"{min(values):.0%}"
+        if pick == "smem":
+            return format_bytes(int(max(values)))
+        return str(max(values)) + (" B" if pick == "spills" else "")
+
+    resources = [
+        f"{worst(0, name)} → {worst(1, name)}" for name in ("registers", "spills", "smem", "occupancy")
+    ]
+    return [latency, change, *resources]
 
 
 def _value(value: int | None) -> str:
@@ -301,7 +405,44 @@ def _run_document(run: RunCheck) -> dict[str, Any]:
         "metrics": {m.name: {"baseline": m.baseline, "new": m.new} for m in run.metrics},
         "layouts": [buffer_document(buffer, *LAYOUT_WHERE) for buffer in run.layouts],
         "layout_note": run.layout_note,
+        "perf": _perf_document(run.perf),
         "findings": [{"kind": f.kind, "message": f.message, "gated": f.gated} for f in run.findings],
+    }
+
+
+def _perf_document(perf: PerfCheck | None) -> dict[str, Any] | None:
+    if perf is None:
+        return None
+    latency = perf.latency
+    return {
+        "baseline_bench": perf.baseline_bench.to_json() if perf.baseline_bench is not None else None,
+        "new_bench": perf.new_bench.to_json() if perf.new_bench is not None else None,
+        "latency_percent": None
+        if latency is None or math.isinf(latency.percent)
+        else round(latency.percent, 3),
+        "outside_noise": latency.outside_noise if latency is not None else None,
+        "not_compared": perf.comparable,
+        "functions": [
+            {
+                "function": item.function,
+                "baseline": item.baseline.to_json() if item.baseline is not None else None,
+                "new": item.new.to_json() if item.new is not None else None,
+                "baseline_occupancy": _occupancy_document(item.baseline_occupancy),
+                "new_occupancy": _occupancy_document(item.new_occupancy),
+            }
+            for item in perf.functions
+        ],
+    }
+
+
+def _occupancy_document(found: Occupancy | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {
+        "fraction": round(found.fraction, 4),
+        "blocks": found.blocks,
+        "warps": found.warps,
+        "limiter": found.limiter,
     }
 
 

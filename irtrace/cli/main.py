@@ -428,7 +428,9 @@ def _latency(run: KernelRun) -> str:
         return "-"
     if run.bench.latency_ms is None:
         return "[red]failed[/red]"
-    return f"{run.bench.latency_ms * 1000:.1f} µs"
+    from irtrace.core.perf import latency_cell
+
+    return escape(latency_cell(run.bench))  # the median and the range of repetitions
 
 
 def _status(run: KernelRun) -> str:
@@ -626,16 +628,14 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
             *_count_cells(row),
         )
     console.print(table)
-    if run.resources:
-        from irtrace.recording.machine_code import describe_resources
+    from irtrace.core.perf import latency_text, resource_lines
 
-        for line in describe_resources(run.resources):
-            console.print("resources: " + escape(line))
+    source = trace.kernel_source(run) if run.resources else None
+    for line in resource_lines(run.resources, source):
+        console.print("resources: " + escape(line))
     bench = run.bench
     if bench is not None and bench.latency_ms is not None:
-        console.print(
-            escape(f"latency: {bench.latency_ms * 1000:.2f} µs on {bench.device} ({bench.backend})")
-        )
+        console.print("latency: " + escape(latency_text(bench)))
     elif bench is not None:
         console.print("[red]bench failed:[/red] " + escape(_first_line(bench.error)))
     if run.error:

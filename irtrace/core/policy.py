@@ -10,6 +10,11 @@ pass_list = false       # passes added, removed or reordered
 ir = false              # the normalized IR after some pass differs
 source = false          # the final kernel source differs
 layout = false          # a buffer's inferred layout differs (properties or element mapping)
+latency = true          # the kernel got slower (--bench): beyond [perf] latency_percent and the noise
+registers = true        # a kernel function uses more registers per thread (--machine-code)
+spills = true           # a kernel function spills more bytes per thread
+smem = true             # a kernel function uses more shared memory per block
+occupancy = true        # a kernel function's theoretical occupancy dropped
 
 [time]                  # ratios to the baseline; 0 reports without failing
 total_ratio = 0         # a run's total lowering time
@@ -19,6 +24,13 @@ min_seconds = 0.005     # times under this in both traces are noise, never gated
 [metrics]               # largest allowed growth, as a fraction of the baseline (0 = any growth fails)
 shared_bytes = 0.0
 spill_bytes = 0.0
+
+[perf]                  # what each performance kind above allows (docs/ci.md defines them)
+latency_percent = 5.0   # median latency growth allowed, in percent (the noise rule applies too)
+registers = 0           # registers per thread a kernel function may gain
+spill_bytes = 0         # spilled bytes per thread (stores + loads) it may gain
+smem_bytes = 0          # bytes of shared memory per block it may gain
+occupancy_points = 0    # percentage points of occupancy it may lose
 ```
 """
 
@@ -50,6 +62,14 @@ LAYOUT = "layout"
 TOTAL_TIME = "total_time"
 PASS_TIME = "pass_time"
 METRIC = "metric"
+LATENCY = "latency"
+REGISTERS = "registers"
+SPILLS = "spills"
+SMEM = "smem"
+OCCUPANCY = "occupancy"
+PERF_KINDS = (LATENCY, REGISTERS, SPILLS, SMEM, OCCUPANCY)
+"""Performance change kinds: found only where both traces were recorded with ``--bench``
+(latency) or ``--machine-code`` (the rest)."""
 FIXED = "fixed"
 """Failed in the baseline, lowers now: reported, never a failure."""
 
@@ -63,10 +83,17 @@ CHANGE_KINDS: Mapping[str, str] = {
     SOURCE: "the final kernel source differs",
     LAYOUT: "a buffer's layout after layout inference differs: kind, shape, threads, elements per thread, "
     "replication, thread range, swizzle, or which thread and local index (or address) an element has",
+    LATENCY: "the kernel's median latency grew beyond [perf] latency_percent and outside the measured "
+    "noise, or its benchmark fails now (--bench)",
+    REGISTERS: "a kernel function uses more registers per thread than [perf] registers allows "
+    "(--machine-code)",
+    SPILLS: "a kernel function spills more bytes per thread than [perf] spill_bytes allows",
+    SMEM: "a kernel function uses more shared memory per block than [perf] smem_bytes allows",
+    OCCUPANCY: "a kernel function's theoretical occupancy dropped by more than [perf] occupancy_points",
 }
 """The kinds ``[fail]`` switches, with what each means."""
 
-DEFAULT_FAIL = frozenset({REMOVED, NEWLY_FAILING})
+DEFAULT_FAIL = frozenset({REMOVED, NEWLY_FAILING, *PERF_KINDS})
 DEFAULT_MIN_SECONDS = 0.005
 
 # ----------------------------------------------------------------------------- the file's tables
@@ -109,12 +136,28 @@ class TimeTable(Struct, forbid_unknown_fields=True, frozen=True):
                 )
 
 
+Count = Annotated[int, Meta(ge=0, le=2**31, description="a whole number >= 0")]
+Percent = Annotated[float, Meta(ge=0, le=1e6, description="a number of percent >= 0")]
+Points = Annotated[float, Meta(ge=0, le=100, description="percentage points from 0 to 100")]
+
+
+class PerfTable(Struct, forbid_unknown_fields=True, frozen=True):
+    """``[perf]``: how much each performance kind may worsen before it is a finding."""
+
+    latency_percent: Percent = 5.0
+    registers: Count = 0
+    spill_bytes: Count = 0
+    smem_bytes: Count = 0
+    occupancy_points: Points = 0.0
+
+
 class PolicyFile(Struct, forbid_unknown_fields=True, frozen=True):
     """A policy file's tables, as written."""
 
     fail: FailTable = msgspec.field(default_factory=FailTable)  # type: ignore[valid-type]
     time: TimeTable = msgspec.field(default_factory=TimeTable)
     metrics: MetricsTable = msgspec.field(default_factory=MetricsTable)  # type: ignore[valid-type]
+    perf: PerfTable = msgspec.field(default_factory=PerfTable)
 
 
 @dataclass(frozen=True)
@@ -131,6 +174,8 @@ class Policy:
     """Times under this in both traces are noise: compared, never gated."""
     metric_limits: Mapping[str, float] = field(default_factory=dict)
     """Metric name -> largest allowed growth as a fraction of the baseline (0: any growth)."""
+    perf: PerfTable = field(default_factory=PerfTable)
+    """Thresholds of the performance kinds (``[perf]``)."""
     path: str | None = None
     """The file it was read from; ``None`` for the defaults."""
 
@@ -148,6 +193,7 @@ class Policy:
                 "min_seconds": self.min_seconds,
             },
             "metrics": dict(self.metric_limits),
+            "perf": msgspec.structs.asdict(self.perf),
         }
 
 
@@ -170,4 +216,12 @@ def load_policy(path: str | Path) -> Policy:
             (fail_on.add if value else fail_on.discard)(kind)
     time = tables.time
     limits = {k: v for k, v in msgspec.structs.asdict(tables.metrics).items() if v is not msgspec.UNSET}
-    return Policy(frozenset(fail_on), time.total_ratio, time.pass_ratio, time.min_seconds, limits, str(file))
+    return Policy(
+        frozenset(fail_on),
+        time.total_ratio,
+        time.pass_ratio,
+        time.min_seconds,
+        limits,
+        tables.perf,
+        str(file),
+    )

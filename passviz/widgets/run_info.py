@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from irtrace.core.perf import latency_text, resource_lines
 from irtrace.core.trace import KernelRun, Trace
 from passviz.model import format_ms
 from passviz.semantics import CATEGORIES
@@ -58,15 +59,11 @@ def run_facts(trace: Trace, run: KernelRun) -> Table:
     if run.total_s is not None:
         table.add_row("lowering", format_ms(run.total_s))
     if run.resources:
-        from irtrace.recording.machine_code import describe_resources
-
-        table.add_row("resources", Text("\n".join(describe_resources(run.resources))))
+        source = trace.kernel_source(run)
+        table.add_row("resources", Text("\n".join(resource_lines(run.resources, source))))
     if run.bench is not None:
-        bench = run.bench
-        measured = f"{bench.latency_ms * 1000:.2f} µs" if bench.latency_ms is not None else "failed"
-        table.add_row(
-            "latency", Text(f"{measured} on {bench.device}" + (f": {bench.error}" if bench.error else ""))
-        )
+        style = "red" if run.bench.latency_ms is None else ""
+        table.add_row("latency", Text(latency_text(run.bench), style=style))
     host = run.host or {}
     if host:
         table.add_row("recorded on", Text(", ".join(f"{k} {v}" for k, v in host.items())))

@@ -21,7 +21,7 @@ from msgspec.structs import replace
 
 from irtrace.ci.check import check_traces
 from irtrace.core.errors import UsageError
-from irtrace.core.policy import PASS_TIME, TOTAL_TIME, Policy, load_policy
+from irtrace.core.policy import PASS_TIME, PERF_KINDS, TOTAL_TIME, Policy, load_policy
 from irtrace.core.trace import Trace
 from irtrace.core.trace_reader import load_trace
 
@@ -328,7 +328,9 @@ def test_policy_file_values_are_read(tmp_path: Path) -> None:
     text = "[fail]\nremoved = false\nsource = true\n[time]\ntotal_ratio = 2\nmin_seconds = 0\n"
     text += "[metrics]\nsyncs = 0.5\n"
     policy = load_policy(_policy(tmp_path, text))
-    assert policy.fail_on == {"newly_failing", "source"} and policy.metric_limits == {"syncs": 0.5}
+    assert policy.fail_on == {"newly_failing", "source", *PERF_KINDS} and policy.metric_limits == {
+        "syncs": 0.5
+    }
     assert (policy.total_ratio, policy.pass_ratio, policy.min_seconds) == (2.0, 0.0, 0.0)
     assert load_policy(_policy(tmp_path, "")) == Policy(path=str(tmp_path / "policy.toml"))
 

@@ -25,9 +25,9 @@ WORKFLOW = ROOT / ".github" / "workflows" / "irtrace.yml"
 DOC = ROOT / "docs" / "ci.md"
 
 
-def _doc_workflow() -> dict[str, Any]:
+def _doc_workflow(name: str = "irtrace check") -> dict[str, Any]:
     blocks = re.findall(r"```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
-    (block,) = [b for b in blocks if "jobs:" in b]
+    (block,) = [b for b in blocks if b.startswith(f"name: {name}\n")]
     return yaml.safe_load(block)  # type: ignore[no-any-return]
 
 
@@ -108,3 +108,31 @@ def test_documented_paths_exist() -> None:
     for path in ("ci/examples.baseline.jsonl.gz", "irtrace-policy.toml", "examples/irtrace.toml"):
         assert (ROOT / path).is_file(), path
     assert Path(ROOT / "bench" / "record_scale.py").is_file()
+
+
+def test_the_gpu_workflow_records_machine_code_and_latency_and_checks_them(tmp_path: Path) -> None:
+    """docs/ci.md's self-hosted GPU job: its irtrace commands parse, record with --machine-code and
+    --bench, and check with a policy file whose performance gates load."""
+    import tomllib
+
+    from irtrace.core.policy import LATENCY, OCCUPANCY, SPILLS, load_policy
+
+    workflow = _doc_workflow("irtrace performance")
+    (job,) = workflow["jobs"].values()
+    assert "self-hosted" in job["runs-on"] and "gpu" in job["runs-on"]
+    parser = build_parser()
+    commands = {argv[0]: parser.parse_args(argv) for _, argv in _commands(workflow)}
+    assert set(commands) == {"record", "check"}
+    assert commands["record"].machine_code and commands["record"].bench
+    assert commands["check"].junit and commands["check"].markdown and commands["check"].policy
+    text = DOC.read_text(encoding="utf-8")
+    (policy_text,) = [
+        b
+        for b in re.findall(r"```toml\n(.*?)```", text, re.DOTALL)
+        if "latency_percent" in b and "[metrics]" not in b
+    ]
+    tomllib.loads(policy_text)
+    path = tmp_path / commands["check"].policy
+    path.write_text(policy_text, encoding="utf-8")
+    policy = load_policy(path)
+    assert {LATENCY, SPILLS, OCCUPANCY} <= policy.fail_on and policy.perf.latency_percent == 5.0
