@@ -20,6 +20,7 @@ from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
+from irtrace.cli.override import add_override_option, with_overrides
 from irtrace.cli.run_options import add_run_command
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
@@ -122,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
     )
+    add_override_option(record)
 
     add_run_command(commands, DEFAULT_OUTPUT)
 
@@ -747,8 +749,8 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
 
 
 COMMANDS = {
-    "record": cmd_record,
-    "run": cmd_run,
+    "record": with_overrides(cmd_record),
+    "run": with_overrides(cmd_run),
     "show": cmd_show,
     "ir": cmd_ir,
     "merge": cmd_merge,
