@@ -18,6 +18,18 @@ def fill(N=256):
     return fill_marker
 
 
+def untouched(N=256):
+    """Another kernel in the same recording: an override of ``fill`` leaves its source alone."""
+
+    @T.prim_func
+    def copy_kernel(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                B[bx * 128 + i] = A[bx * 128 + i]
+
+    return copy_kernel
+
+
 if __name__ == "__main__":
     import torch
 
