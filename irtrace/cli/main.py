@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from irtrace import __version__
+from irtrace.cli.bisect import BISECT_COMMANDS, add_bisect_command
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.instances import add_instances_command, cmd_instances
@@ -124,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
     )
     add_override_option(record)
+    add_bisect_command(commands)
 
     add_run_command(commands, DEFAULT_OUTPUT)
 
@@ -761,6 +763,7 @@ COMMANDS = {
     "layouts": cmd_layouts,
     **COLLECT_COMMANDS,
     **CI_COMMANDS,
+    **BISECT_COMMANDS,
 }
 
 
