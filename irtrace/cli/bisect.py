@@ -4,6 +4,7 @@ kernel's source (or its failure), and where in the pipeline the IR first parts (
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import tempfile
 from collections.abc import Sequence
@@ -67,12 +68,16 @@ def add_bisect_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         default=[],
         required=True,
         metavar="PYTHON",
-        help="an environment's interpreter (ENV/bin/python) with TileLang installed; repeatable, at least two",
+        help="an environment's interpreter (ENV/bin/python) with TileLang; repeatable, at least two",
     )
-    versions.add_argument("--timeout", type=float, metavar="S", help="give each environment at most S seconds")
+    versions.add_argument(
+        "--timeout", type=float, metavar="S", help="give each environment at most S seconds"
+    )
     versions.add_argument("-o", "--output", metavar="DIR", help="keep each environment's trace in DIR")
     for parser in (configs, versions):
-        parser.add_argument("spec", metavar="SPEC", help="kernel spec naming one kernel (path.py::name(args))")
+        parser.add_argument(
+            "spec", metavar="SPEC", help="kernel spec naming one kernel (path.py::name(args))"
+        )
         parser.add_argument("-t", "--target", required=True, help="the target to lower for")
         parser.add_argument(
             "-c", "--pass-config", action="append", default=[], metavar="KEY=VALUE", help="base pass config"
@@ -151,13 +156,17 @@ def bisect_configs(args: argparse.Namespace) -> ExitCode:
     known = on_off_options()
     for option in args.option:
         if option not in known:
-            raise UsageError(f"--option {option!r} is not an on/off pass option; choose from {', '.join(known)}")
+            raise UsageError(
+                f"--option {option!r} is not an on/off pass option; choose from {', '.join(known)}"
+            )
     options = list(dict.fromkeys(args.option)) or switchable_pass_options()
     name = base_kernel_name(spec)
     requests = [RecordRequest(spec, (target,), base, name)]
     values = {option: switched(base, option) for option in options}
     for option, value in values.items():
-        requests.append(RecordRequest(spec, (target,), {**base, option: value}, variant_name(name, option, value)))
+        requests.append(
+            RecordRequest(spec, (target,), {**base, option: value}, variant_name(name, option, value))
+        )
     writer = TraceWriter(args.output) if args.output else TraceWriter()
     with writer:
         recording = record_kernels(requests, writer)
@@ -262,7 +271,7 @@ def bisect_versions(args: argparse.Namespace) -> ExitCode:
             recorded.append((trace, trace.runs[0]))
         recorded.sort(key=lambda item: version_key(item[1]))
         first = None
-        for (trace_a, run_a), (trace_b, run_b) in zip(recorded, recorded[1:]):
+        for (trace_a, run_a), (trace_b, run_b) in itertools.pairwise(recorded):
             change = describe_change(trace_a, run_a, trace_b, run_b)
             if change.change is not None:
                 first = (run_a, run_b, change)
@@ -313,7 +322,8 @@ def _print_versions(document: dict[str, Any], first: tuple[KernelRun, KernelRun,
     run_a, run_b, change = first
     echo(
         f"first change: tilelang {run_a.tilelang_version} -> {run_b.tilelang_version}: {change.change}; "
-        f"first differing pass {change.first_pass or '-'}; source +{change.source_added} -{change.source_removed}",
+        f"first differing pass {change.first_pass or '-'}; "
+        f"source +{change.source_added} -{change.source_removed}",
         one_line=True,
     )
     if change.source_diff:

@@ -1,4 +1,4 @@
-"""``--override KERNEL=path.cu`` on ``irtrace record`` and ``irtrace run`` (``irtrace.recording.override``)."""
+"""``--override KERNEL=path.cu`` on ``irtrace record`` and ``irtrace run`` (see ``recording.override``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ def add_override_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--override", action="append", default=[], metavar="KERNEL=PATH", help=OVERRIDE_HELP)
 
 
-def with_overrides(command: Callable[[argparse.Namespace], ExitCode]) -> Callable[[argparse.Namespace], ExitCode]:
+def with_overrides(
+    command: Callable[[argparse.Namespace], ExitCode],
+) -> Callable[[argparse.Namespace], ExitCode]:
     """``command`` run with the ``--override`` sources in force; says which were never applied."""
 
     def run(args: argparse.Namespace) -> ExitCode:
@@ -30,7 +32,9 @@ def with_overrides(command: Callable[[argparse.Namespace], ExitCode]) -> Callabl
         from irtrace.recording.override import overriding, parse_overrides
 
         if getattr(args, "jobs", 1) > 1 or getattr(args, "isolate", False) or getattr(args, "timeout", None):
-            raise UsageError("--override replaces the source in this process; leave out --jobs, --isolate and --timeout")
+            raise UsageError(
+                "--override replaces the source in this process; leave out --jobs, --isolate and --timeout"
+            )
         overrides = parse_overrides(args.override)
         with overriding(overrides) as session:
             code = command(args)
@@ -42,4 +46,3 @@ def with_overrides(command: Callable[[argparse.Namespace], ExitCode]) -> Callabl
         return code
 
     return run
-

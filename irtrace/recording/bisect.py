@@ -109,10 +109,10 @@ def record_in_environment(
     except OSError as error:
         return EnvironmentRecording(python, None, ExitCode.ENVIRONMENT, f"cannot run {python}: {error}")
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    error = lines[-1] if done.returncode != 0 and lines else None
-    if done.returncode != 0 and error is None:
-        error = f"irtrace record exited {done.returncode}"
-    return EnvironmentRecording(python, output if output.is_file() else None, done.returncode, error)
+    why = lines[-1] if done.returncode != 0 and lines else None
+    if done.returncode != 0 and why is None:
+        why = f"irtrace record exited {done.returncode}"
+    return EnvironmentRecording(python, output if output.is_file() else None, done.returncode, why)
 
 
 def version_key(run: KernelRun) -> tuple[int, ...]:

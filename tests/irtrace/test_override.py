@@ -44,7 +44,9 @@ def untraced_source(factory: str) -> str:
 @pytest.fixture(scope="module")
 def overridden(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     path = tmp_path_factory.mktemp("override") / "trace.jsonl"
-    code = main(["record", *SPECS, "-t", "cuda:sm_90", "-o", str(path), "-q", "--override", f"fill={OVERRIDE}"])
+    code = main(
+        ["record", *SPECS, "-t", "cuda:sm_90", "-o", str(path), "-q", "--override", f"fill={OVERRIDE}"]
+    )
     assert code == ExitCode.OK
     return load_trace(path)
 
