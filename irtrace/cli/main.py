@@ -18,10 +18,12 @@ from typing import Any
 
 from irtrace import __version__
 from irtrace.cli.bench_options import add_bench_options, bench_settings
+from irtrace.cli.bisect import BISECT_COMMANDS, add_bisect_command
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
+from irtrace.cli.override import add_override_option, with_overrides
 from irtrace.cli.run_options import add_run_command
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
@@ -123,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
     )
+    add_override_option(record)
+    add_bisect_command(commands)
 
     add_run_command(commands, DEFAULT_OUTPUT)
 
@@ -754,8 +758,8 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
 
 
 COMMANDS = {
-    "record": cmd_record,
-    "run": cmd_run,
+    "record": with_overrides(cmd_record),
+    "run": with_overrides(cmd_run),
     "show": cmd_show,
     "ir": cmd_ir,
     "merge": cmd_merge,
@@ -766,6 +770,7 @@ COMMANDS = {
     "layouts": cmd_layouts,
     **COLLECT_COMMANDS,
     **CI_COMMANDS,
+    **BISECT_COMMANDS,
 }
 
 

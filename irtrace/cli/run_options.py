@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from irtrace.cli.bench_options import add_bench_options
+from irtrace.cli.override import add_override_option
 from irtrace.core.errors import exit_codes_help
 
 RUN_EPILOG = """\
@@ -58,6 +59,7 @@ def add_run_command(commands: Any, default_output: str) -> None:
         "also time each CUDA kernel on the GPU with the sizes of the script's own call (--bench-shape "
         "overrides them); without a GPU the run keeps a failed bench saying why",
     )
+    add_override_option(run)
     run.add_argument("-o", "--output", default=default_output)
     run.add_argument("-q", "--quiet", action="store_true")
     run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")
