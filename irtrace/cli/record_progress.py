@@ -29,7 +29,6 @@ from rich.progress import (
 from irtrace.core.trace import KernelRun
 from irtrace.edge.console import SafeConsole
 
-
 REFRESH_S = 0.1
 """The progress line is drawn at most this often: the parent must stay free to feed workers."""
 

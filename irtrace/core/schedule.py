@@ -34,6 +34,7 @@ TARGET_WEIGHTS: dict[str, float] = {
 """Relative lowering time by target family when no previous time is known: the means of
 ``ci/examples.baseline.jsonl.gz`` per family, rounded (CUDA and HIP run the longest pipelines)."""
 
+_HEADER = b'{"record":"header",'
 _RUN = b'{"record":"run",'
 _END = b'{"record":"end",'
 
@@ -63,10 +64,12 @@ def previous_run_times(path: str | os.PathLike[str]) -> dict[RunKey, float]:
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         message = describe_os_error(error) if isinstance(error, OSError) else str(error)
         raise InputError(f"cannot read {str(path)!r}: {message}") from None
+    if not data.startswith(_HEADER):
+        raise TraceFormatError(f"{path}: not an irtrace trace (it does not begin with a trace header)")
     headers: dict[int, RunKey] = {}
     times: dict[RunKey, float] = {}
-    try:
-        for number, line in enumerate(data.split(b"\n"), start=1):
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        try:
             if line.startswith(_RUN):
                 header = msgspec.json.decode(line, type=_Header)
                 headers[header.run] = (header.kernel, header.spec, header.target)
@@ -74,8 +77,8 @@ def previous_run_times(path: str | os.PathLike[str]) -> dict[RunKey, float]:
                 end = msgspec.json.decode(line, type=_End)
                 if end.run in headers and end.total_s is not None:
                     times[headers[end.run]] = end.total_s
-    except msgspec.DecodeError as error:
-        raise TraceFormatError(f"{path}:{number}: not a trace line: {error}") from None
+        except msgspec.DecodeError as error:
+            raise TraceFormatError(f"{path}:{number}: not a trace line: {error}") from None
     return times
 
 

@@ -52,7 +52,6 @@ from irtrace.core.trace import (
 )
 from irtrace.core.trace_reader import UnknownRecord, decode_record, load_trace
 
-
 _IR_PREFIX = '{"record":"ir","sha256":"'
 """How every IR text line begins as ``encoder`` writes it (``IrRecord``'s tag, then its key)."""
 

@@ -94,7 +94,16 @@ def test_worker_processes_record_what_one_process_records(unsharded: Trace, tmp_
         previous.add_run(replace(run, total_s=float(seconds)), unsharded.texts)
     previous.close()
     done = irtrace(
-        "record", *SPECS, *TARGETS, "--jobs", "2", "--order-from", "reversed.jsonl", "-o", "jobs.jsonl", cwd=tmp_path
+        "record",
+        *SPECS,
+        *TARGETS,
+        "--jobs",
+        "2",
+        "--order-from",
+        "reversed.jsonl",
+        "-o",
+        "jobs.jsonl",
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert content(load_trace(tmp_path / "jobs.jsonl")) == content(unsharded)

@@ -124,3 +124,17 @@ def test_workers_die_when_the_parent_is_killed_with_sigkill(tmp_path: Path) -> N
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         parent.wait()
+
+
+def test_an_order_from_file_that_is_not_a_trace_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from irtrace.cli.main import main
+
+    (tmp_path / "notes.txt").write_text("not a trace\n")
+    output = tmp_path / "t.jsonl"
+    code = main(
+        ["record", FAILING, "--jobs", "2", "--order-from", str(tmp_path / "notes.txt"), "-o", str(output)]
+    )
+    assert code == 6 and not output.exists()
+    assert capsys.readouterr().err.count("\n") == 1
