@@ -4,7 +4,9 @@ Runs ``irtrace record --manifest examples/irtrace.toml -t all`` as CI would, sta
 first with one process and then with two workers, in one run of this script; checks that both
 traces hold the same runs (passes, IR and kernel sources) and prints both times and their
 ratio. Before timing, ``import tilelang`` runs once so that neither recording pays for a cold
-file cache; with ``--rounds R`` the two alternate R times and each keeps its fastest. Ends with
+file cache; with ``--rounds R`` the two alternate R times and each keeps its fastest. The
+recording with workers orders its runs longest first by the times of the one-process trace
+(``--order-from``), as a CI job with a previous trace at hand would. Ends with
 ``RESULT speedup=<x>`` (time with --jobs 1 over time with --jobs N).
 
     .venv/bin/python bench/record_scale.py [--jobs 2] [--rounds 1] [--manifest examples/irtrace.toml] [-t all]
@@ -24,12 +26,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def record(manifest: str, targets: list[str], jobs: int, output: Path) -> float:
+def record(
+    manifest: str, targets: list[str], jobs: int, output: Path, order_from: Path | None = None
+) -> float:
     """Seconds ``irtrace record`` takes, as a command (interpreter start-up included)."""
     command = [sys.executable, "-m", "irtrace.cli", "record", "--manifest", manifest, "-q", "-o", str(output)]
     for target in targets:
         command += ["-t", target]
     command += ["--jobs", str(jobs)]
+    if order_from is not None:
+        command += ["--order-from", str(order_from)]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     started = time.perf_counter()
@@ -75,7 +81,9 @@ def main() -> int:
         one, many = Path(folder) / "jobs1.jsonl", Path(folder) / f"jobs{args.jobs}.jsonl"
         for _ in range(args.rounds):
             for jobs, output in ((1, one), (args.jobs, many)):
-                times[jobs].append(record(args.manifest, targets, jobs, output))
+                # --jobs N takes the longest runs first, by the times of the --jobs 1 trace
+                previous = one if jobs > 1 else None
+                times[jobs].append(record(args.manifest, targets, jobs, output, previous))
                 print(f"--jobs {jobs}: {times[jobs][-1]:7.1f} s", flush=True)
         runs, differ = same_runs(one, many)
     serial, parallel = min(times[1]), min(times[args.jobs])

@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--isolate); the trace is the same as with one",
     )
     record.add_argument(
+        "--order-from",
+        metavar="TRACE",
+        help="with --jobs, start the runs that took longest in TRACE first (default: the output "
+        "file, if a previous recording left it); the trace is the same",
+    )
+    record.add_argument(
         "--shard",
         metavar="I/N",
         help="record only the Ith of N equal slices of the kernel x target list (for a CI matrix); "
@@ -221,6 +227,7 @@ def _console(stderr: bool = False) -> Any:
 
 
 def cmd_record(args: argparse.Namespace) -> ExitCode:
+    from irtrace.cli.record_order import run_times_for
     from irtrace.cli.record_progress import recording_progress, run_warning_lines
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import get_target
@@ -254,6 +261,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
             requests.append(replace(request, targets=targets, pass_configs=merged))
     for request in requests:
         _check_kernel_file(request)
+    run_times = run_times_for(args.order_from, args.output, args.jobs)
     # Inputs are checked; only now is the output touched, and it is replaced only when done.
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
@@ -280,6 +288,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
                 timeout=args.timeout,
                 after_run=after_run if hooks else None,
                 progress=progress,
+                run_times=run_times,
             )
         runs = [writer.run(run.run_id) for run in recording.runs]  # with their machine code and latency
         errors = recording.errors

@@ -3,14 +3,15 @@ warning with the run that logged it once it is done.
 
 The progress display draws only when stderr is a terminal (CI logs stay clean). It writes to its
 own copy of file descriptor 2, taken before ``hide_harmless_native_warnings`` puts a pipe there,
-and refreshes only when a run starts or ends: no thread runs beside TVM's when the workers of
-``--jobs N`` are forked.
+and refreshes only when a run starts or ends, at most every ``REFRESH_S``: no thread runs
+beside TVM's when the workers of ``--jobs N`` are forked.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import IO
@@ -27,6 +28,9 @@ from rich.progress import (
 
 from irtrace.core.trace import KernelRun
 from irtrace.edge.console import SafeConsole
+
+REFRESH_S = 0.1
+"""The progress line is drawn at most this often: the parent must stay free to feed workers."""
 
 
 class RecordingProgress:
@@ -56,6 +60,8 @@ class RecordingProgress:
             redirect_stderr=False,
         )
         self.task: TaskID | None = None
+        self.drawn = 0.0
+        """When the line was last drawn (``time.monotonic``)."""
         self.running: dict[int, str] = {}
 
     def planned(self, total: int) -> None:
@@ -81,7 +87,10 @@ class RecordingProgress:
         if len(labels) > 1:
             text += f" (+{len(labels) - 1} running)"
         self.progress.update(self.task, description=text)
-        self.progress.refresh()
+        now = time.monotonic()
+        if now - self.drawn >= REFRESH_S:  # short runs on many workers end in bursts
+            self.drawn = now
+            self.progress.refresh()
 
     def stop(self) -> None:
         self.progress.stop()

@@ -52,6 +52,9 @@ from irtrace.core.trace import (
 )
 from irtrace.core.trace_reader import UnknownRecord, decode_record, load_trace
 
+_IR_PREFIX = '{"record":"ir","sha256":"'
+"""How every IR text line begins as ``encoder`` writes it (``IrRecord``'s tag, then its key)."""
+
 
 class TraceWriter:
     """Appends runs to a trace file (or only to memory when ``path`` is ``None``).
@@ -82,6 +85,8 @@ class TraceWriter:
         self._closed = False
         self._adopted_starts: dict[int, dict[int, str]] = {}
         self._redirected: IO[bytes] | None = None
+        self._batch: list[bytes] | None = None
+        """Lines held back while ``adopt`` copies a task's lines: written and flushed at once."""
         self.failure: OutputError | None = None
         """The write error that stopped this writer, if any."""
         if self.path is not None:
@@ -138,13 +143,30 @@ class TraceWriter:
             NotImplementedError,
         ) as error:  # NaN, unencodable values
             raise OutputError(f"cannot write a {type(record).__name__} record: {error}") from None
+        if self._batch is not None:
+            self._batch.append(line)
+            return
+        self._write_lines([line])
+
+    def _write_lines(self, lines: list[bytes]) -> None:
+        if self._stream is None:
+            return
         try:
-            self._stream.write(line)
+            self._stream.write(b"".join(lines))
             self._stream.flush()
         except OSError as error:
             where = self.partial_path or self.path
             self.failure = OutputError(f"cannot write {str(where)!r}: {describe_os_error(error)}")
             raise self.failure from None
+
+    def _write_encoded(self, line: bytes) -> None:
+        """Write a line already encoded by ``encoder`` (``adopt``), as ``_write`` would."""
+        if self.failure is not None:
+            raise self.failure
+        if self._batch is not None:
+            self._batch.append(line)
+        else:
+            self._write_lines([line])
 
     def add_text(self, text: str, sha: str | None = None) -> str:
         """Store an IR text once; returns its key."""
@@ -321,9 +343,31 @@ class TraceWriter:
 
         Runs the worker did not end stay open here; ``started_passes`` says what they were running.
         """
+        self._batch = []
+        try:
+            runs = self._adopt(lines, where)
+        finally:
+            batch, self._batch = self._batch, None
+            if batch:
+                self._write_lines(batch)
+        return runs
+
+    def _adopt(self, lines: list[str], where: str) -> list[KernelRun]:
         numbers: dict[int, int] = {}
         complete = [line for line in lines if line.strip()]
         for number, line in enumerate(complete, start=1):
+            if line.startswith(_IR_PREFIX) and number < len(complete):
+                # Most of a task's bytes are IR texts, and most of those the trace has already
+                # (each task writes every text its runs need): known ones are not decoded, new
+                # ones are copied as the worker encoded them, with this same encoder.
+                sha = line[len(_IR_PREFIX) : len(_IR_PREFIX) + 64]
+                if sha in self._texts:
+                    continue
+                record = decode_record(line, where, number)
+                if isinstance(record, IrRecord) and record.sha256 == sha:
+                    self._texts[sha] = record.text
+                    self._write_encoded(line.encode("utf-8") + b"\n")
+                    continue
             try:
                 record = decode_record(line, where, number)
             except UnknownRecord:

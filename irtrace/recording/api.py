@@ -21,6 +21,7 @@ from msgspec.structs import replace as struct_replace
 
 from irtrace.core import interrupts
 from irtrace.core.errors import IrtraceError, KernelSourceError, OutputError, UsageError
+from irtrace.core.schedule import RunKey, longest_first
 from irtrace.core.specs import KernelSpec
 from irtrace.core.targets import TargetSpec, first_target, resolve_targets
 from irtrace.core.trace import KernelRun, PassRecord
@@ -298,6 +299,7 @@ def record_kernels(
     timeout: float | None = None,
     after_run: AfterRun | None = None,
     progress: RecordProgress | None = None,
+    run_times: Mapping[RunKey, float] | None = None,
 ) -> Recording:
     """Record every kernel of every request for each of its targets into ``writer``, in order.
 
@@ -309,6 +311,9 @@ def record_kernels(
     lowered is a failed run; a request that cannot be loaded is an error, and the rest go on.
     An ``OutputError`` (the trace cannot be written) and an interrupt stop everything.
     Every file is loaded first, so the number of runs is known from the start (``progress``).
+    With ``jobs`` > 1, workers take the longest runs first: by ``run_times`` (a previous trace's,
+    ``irtrace.core.schedule.previous_run_times``) where it has them, else by target; the trace
+    is the same and in the same order.
     """
     items: Iterable[WorkItem] = plan_work(requests)
     if shard is not None:
@@ -335,9 +340,14 @@ def record_kernels(
         # a failing pass is timed without TVM's one-time error setup (1-2 s, once per process);
         # a single run is spared it: there the setup would cost more than it corrects
         warm_error_path()
+    order = None
+    if pooled and jobs > 1:
+        keys = [_run_key(item) for item in items if item.error is None]
+        order = longest_first(keys, run_times or {})
     results = run_tasks(
         tasks(),
         writer,
+        order=order,
         workers=max(jobs, 1) if pooled else None,
         timeout=timeout,
         stand_in=lambda index, writer: _stand_in(units[index], writer),
@@ -354,6 +364,13 @@ def record_kernels(
     for index in sorted(errors_before):
         recording.errors += errors_before[index]
     return recording
+
+
+def _run_key(item: WorkItem) -> RunKey:
+    """What the item's run will be called in the trace: its kernel, spec and target."""
+    assert item.unit is not None
+    unit = item.unit
+    return (unit.request.name or unit.kernel.name, unit.spec.text, unit.target.name)
 
 
 def _tell_progress(progress: RecordProgress, units: Sequence[WorkItem], index: int, began: bool) -> None:

@@ -8,7 +8,10 @@ flushed line by line, and the parent copies each task's lines into the output in
 that dies (a segmentation fault in a pass) or outlives ``timeout`` is killed and replaced; each
 run it left open is ended as failed by ``end_stopped_runs``, the one place that words why, and
 the next task goes on. Workers are forked once the tasks exist, so they start with TileLang and
-the kernels' modules imported and share them with the parent copy-on-write.
+the kernels' modules imported and share them with the parent copy-on-write (no worker pays the
+imports; the parent has started no TVM thread pool then: it has lowered nothing). ``order`` says
+which task a free worker takes next (longest first, ``irtrace.core.schedule``); records are still
+adopted in task order. A worker dies with its parent, even one killed by SIGKILL mid-lowering.
 
 Why our own pool and not pebble's ``ProcessPool``, which has per-task timeouts and replaces
 crashed workers too: pebble pickles each task and its result through a pipe, and our tasks hold
@@ -25,6 +28,7 @@ below, so we keep it: one thread, no new dependency.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import json
 import os
@@ -33,6 +37,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections import deque
@@ -110,6 +115,7 @@ def run_tasks(
     stand_in: StandIn | None = None,
     in_worker: Callable[[], None] | None = None,
     on_task: TaskEvent | None = None,
+    order: Sequence[int] | None = None,
 ) -> Iterator[TaskResult]:
     """Run ``tasks`` and yield their results in order, as each one's records are in ``writer``.
 
@@ -118,12 +124,15 @@ def run_tasks(
     when it starts, with ``timeout`` seconds per task. An ``OutputError`` and an interrupt stop
     everything; an interrupt keeps the records of the tasks begun so far, open runs left open.
     ``on_task`` hears when each task starts and ends (in a worker: when the parent sends it and
-    when its answer or its worker's death comes back).
+    when its answer or its worker's death comes back). ``order``, a permutation of the task
+    numbers, is the order workers take them in (default: task order); it changes no result.
     """
     if workers is None:
         yield from _in_process(tasks, writer, on_task)
     else:
-        yield from WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker, on_task).results()
+        pool = WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker, on_task)
+        pool.order = list(order) if order is not None else None
+        yield from pool.results()
 
 
 def _in_process(
@@ -221,6 +230,8 @@ class WorkerPool:
     stand_in: StandIn | None = None
     in_worker: Callable[[], None] | None = None
     on_task: TaskEvent | None = None
+    order: list[int] | None = None
+    """The order workers take tasks in (a permutation of their numbers); None: task order."""
     _pending: deque[int] = field(default_factory=deque)
     _started: set[int] = field(default_factory=set)
     _ended: dict[int, _Ended] = field(default_factory=dict)
@@ -232,7 +243,9 @@ class WorkerPool:
     def results(self) -> Iterator[TaskResult]:
         if not self.tasks:
             return
-        self._pending = deque(range(len(self.tasks)))
+        if self.order is not None and sorted(self.order) != list(range(len(self.tasks))):
+            raise ValueError("order must hold every task number once")
+        self._pending = deque(self.order if self.order is not None else range(len(self.tasks)))
         self._scratch(0)
         # Workers share the parent's objects copy-on-write; a collection in a worker would touch
         # (and so copy) every one of them. Frozen objects are left out of collections.
@@ -265,8 +278,10 @@ class WorkerPool:
         reply_read, reply_write = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the worker: never returns
+            die_with_parent(parent)
             os.close(command_write)
             os.close(reply_read)
             for other in self._workers:  # their pipes: a worker must see EOF when the parent closes
@@ -398,10 +413,12 @@ class WorkerPool:
         return self.writer.adopt(lines, str(scratch))
 
     def _adopt_begun(self) -> None:
-        """After an interrupt: the records of every task begun, in order, open runs left open."""
-        while self._adopted in self._started:
-            self._adopt_lines(self._adopted)
-            self._adopted += 1
+        """After an interrupt: the records of every task begun, in order, open runs left open
+        (taken longest first, the tasks begun need not be the first ones)."""
+        for index in sorted(self._started):
+            if index >= self._adopted:
+                self._adopt_lines(index)
+        self._adopted = len(self.tasks)
 
     def _remove_scratch(self) -> None:
         for index in self._started:
@@ -410,6 +427,35 @@ class WorkerPool:
                 _log_path(self._scratch(index)).unlink(missing_ok=True)
         if self._scratch_dir is not None:
             shutil.rmtree(self._scratch_dir, ignore_errors=True)
+
+
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option (linux/prctl.h): the signal this process gets when its parent dies."""
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked worker: be killed when ``parent`` dies, however it dies.
+
+    A parent that gets SIGKILL cannot stop its workers, and a worker busy in a long lowering
+    would not read the EOF on its command pipe until that lowering ends (the pipe is how an
+    idle worker learns it). On Linux the kernel sends SIGKILL on the parent's death
+    (``PR_SET_PDEATHSIG``); elsewhere, or if ``prctl`` fails, a daemon thread watches the parent
+    id. A parent that died before either was set up is caught by the first check.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != parent:  # it died between the fork and the prctl
+                    os._exit(1)
+                return
+    threading.Thread(target=_watch_parent, args=(parent,), name="irtrace-parent-watch", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:  # an orphan is re-parented: its parent id changes
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _log_path(scratch: Path) -> Path:

@@ -5,6 +5,7 @@
 process with a segmentation fault when it lowers ``misbehaving_copy``, ``hang:LowerTileOp``
 makes it sleep in native code instead, and ``hang-factory`` makes ``stuck_factory`` never
 return. Other kernels lower as usual, and nothing is changed when the variable is unset.
+``raising_factory`` always raises: a run that fails at once, for tests of scheduling.
 """
 
 import ctypes
@@ -56,3 +57,7 @@ def stuck_factory(N=1024):
         while True:
             time.sleep(0.05)
     return copy(N)
+
+
+def raising_factory(N=1024):
+    raise ValueError("this factory fails on purpose")

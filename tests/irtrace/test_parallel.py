@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from irtrace.core.trace import KernelRun, Trace
 from irtrace.core.trace_reader import load_trace
@@ -87,7 +88,23 @@ def test_sharded_records_merged_equal_one_unsharded_record(unsharded: Trace, tmp
 
 
 def test_worker_processes_record_what_one_process_records(unsharded: Trace, tmp_path: Path) -> None:
-    done = irtrace("record", *SPECS, *TARGETS, "--jobs", "2", "-o", "jobs.jsonl", cwd=tmp_path)
+    # workers take the runs in reverse plan order (longest first by this trace's times): same trace
+    previous = TraceWriter(tmp_path / "reversed.jsonl")
+    for seconds, run in enumerate(unsharded.runs, start=1):
+        previous.add_run(replace(run, total_s=float(seconds)), unsharded.texts)
+    previous.close()
+    done = irtrace(
+        "record",
+        *SPECS,
+        *TARGETS,
+        "--jobs",
+        "2",
+        "--order-from",
+        "reversed.jsonl",
+        "-o",
+        "jobs.jsonl",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert content(load_trace(tmp_path / "jobs.jsonl")) == content(unsharded)
     assert "trace written to jobs.jsonl" in done.stdout
