@@ -228,10 +228,20 @@ def make_inputs(plan: BenchPlan) -> list[Any]:
     return [item.scalar if item.param is None else supply(item.param) for item in plan.inputs]
 
 
+def kernel_inputs(kernel: Any, arguments: list[Any]) -> list[Any]:
+    """The arguments the compiled kernel takes: all its parameters but those it allocates and
+    returns itself (``out_idx``, from ``tilelang.jit(out_idx=...)`` or ``T.empty``)."""
+    outputs = getattr(kernel, "out_idx", None) or []
+    if isinstance(outputs, int):
+        outputs = [outputs]
+    returned = {index % len(arguments) for index in outputs} if arguments else set()
+    return [argument for index, argument in enumerate(arguments) if index not in returned]
+
+
 def launch_bench(bench: PreparedBench, device: str, repeat: int = BENCH_REPEAT) -> BenchResult:
     """Time the kernel on the GPU: one warm-up ``do_bench``, then ``repeat`` more (CUDA events, each
     the mean of its timed launches) on the same inputs; the latency is their median."""
-    inputs = make_inputs(bench.plan)
+    inputs = kernel_inputs(bench.kernel, make_inputs(bench.plan))
     bench.profiler.do_bench(warmup=WARMUP_MS, rep=REP_MS, input_tensors=inputs)  # clocks up, caches
     samples = tuple(
         float(bench.profiler.do_bench(warmup=WARMUP_MS, rep=REP_MS, input_tensors=inputs))

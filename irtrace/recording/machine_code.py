@@ -32,7 +32,15 @@ from typing import Any
 from irtrace.core.errors import IrtraceError
 from irtrace.core.resources import KernelResources
 from irtrace.core.targets import TARGETS
-from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, STATUS_OK, KernelRun, PassRecord
+from irtrace.core.trace import (
+    PHASE_CODEGEN,
+    PHASE_MACHINE,
+    STATUS_FAILED,
+    STATUS_OK,
+    KernelRun,
+    PassRecord,
+    text_sha256,
+)
 from irtrace.core.trace_writer import TraceWriter
 
 PTX_STAGE = "ptx"
@@ -256,8 +264,8 @@ def compile_source(
     ``dynamic_smem`` (from ``dynamic_smem_from_ir``) fills each function's dynamic shared memory;
     ptxas only knows the static part. ``disassemble=False`` leaves out the SASS (resources only).
     """
-    with tempfile.TemporaryDirectory(prefix="irtrace-nvcc-") as folder:
-        work = Path(folder)
+    key = text_sha256("\0".join([source, *plan.options]))[:20]
+    with build_folder(key) as work:
         source_path = work / SOURCE_NAME
         source_path.write_text(source, encoding="utf-8")
         cubin = work / "tvm_kernels.cubin"
@@ -295,6 +303,40 @@ def compile_source(
             )
             return MachineCode(ptx, None, resources, ptx_s, sass_s, error, log)
         return MachineCode(ptx, disassembled.stdout, resources, ptx_s, sass_s, None, log)
+
+
+@contextlib.contextmanager
+def build_folder(key: str) -> Iterator[Path]:
+    """An empty folder to compile in, named by ``key`` (the source and options) and locked while used.
+
+    nvcc names a translation unit's internal symbols after the folder it compiles in
+    (``_INTERNAL_3f49297c_14_tvm_kernels_cu``), so a fresh temporary folder per build would make the
+    same source give a different PTX each time, and ``irtrace check`` see a change that is none.
+    The folder lives in a per-user directory only that user can enter; when that directory is not
+    safely ours (another owner, a link), a fresh temporary folder is used instead.
+    """
+    import fcntl
+
+    base = Path(tempfile.gettempdir()) / f"irtrace-nvcc-{os.getuid()}"
+    try:
+        base.mkdir(mode=0o700, exist_ok=True)
+        info = base.lstat()
+        safe = not base.is_symlink() and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+    except OSError:
+        safe = False
+    if not safe:
+        with tempfile.TemporaryDirectory(prefix="irtrace-nvcc-") as fresh:
+            yield Path(fresh)
+        return
+    folder = base / key
+    with open(base / f"{key}.lock", "w") as lock:  # a few bytes of lock file stay behind
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the same source compiled twice at once waits its turn
+        shutil.rmtree(folder, ignore_errors=True)  # what a killed build left
+        folder.mkdir()
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _kept_ptx(work: Path, source_path: str) -> str | None:

@@ -319,3 +319,19 @@ def test_resource_regressions_name_what_grew(recorded: Recorded) -> None:
     assert resource_regressions(sm_90a.resources, sm_90a.resources) == []
     loose = {name: 10_000 for name in grew}
     assert resource_regressions(sm_80.resources, sm_90a.resources, tolerance=loose) == []
+
+
+def test_the_same_source_gives_the_same_ptx(recorded: Recorded) -> None:
+    """nvcc names internal symbols after the folder it compiles in; two builds of one source must
+    still give one PTX, or `irtrace check` reports a change between identical recordings."""
+    from irtrace.recording.machine_code import compile_source, plan_compile
+
+    run = _run_of(recorded, *CASES[0])
+    plan = plan_compile(run.target_detail, run.pass_configs)
+    source = "namespace { __device__ float twice(float x) { return 2 * x; } }\n" + (
+        'extern "C" __global__ void k(float* a) { a[threadIdx.x] = twice(a[0]); }\n'
+    )
+    first, second = (compile_source(plan, source, disassemble=False) for _ in range(2))
+    internal = ",".join(str(byte) for byte in b"_INTERNAL_")  # the debug info spells names as .b8 bytes
+    assert first.ptx is not None and internal in first.ptx, first.error
+    assert first.ptx == second.ptx
