@@ -18,6 +18,7 @@ from typing import Any
 from irtrace import __version__
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
+from irtrace.cli.experiments import EXPERIMENT_COMMANDS, add_experiment_commands
 from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
 from irtrace.cli.run_options import add_run_command
@@ -182,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_layouts_command(commands)
     add_collect_command(commands)
     add_ci_commands(commands)
+    add_experiment_commands(commands)
     return parser
 
 
@@ -759,6 +761,7 @@ COMMANDS = {
     "layouts": cmd_layouts,
     **COLLECT_COMMANDS,
     **CI_COMMANDS,
+    **EXPERIMENT_COMMANDS,
 }
 
 

@@ -369,13 +369,16 @@ def _tvm_parse(source: str, file_name: str) -> Any:
 
     def keep(context: Any) -> None:
         # TVM's own renderer prints to stderr; irtrace keeps the first error for its one line
-        found.extend(f"line {d.span.line}: {d.message}" for d in context.diagnostics if d.span is not None)
+        found.extend(f"{d.span.line}: {d.message}" for d in context.diagnostics if d.span is not None)
 
     diagnostics.override_renderer(keep)
     try:
         parsed = parse(source, extra_vars={"I": names["I"], "T": _ScriptT(names["T"])}, check_well_formed=False)
     except Exception as error:
-        message = found[0] if found else (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        if found:
+            line, _, message = found[0].partition(": ")
+            raise EditedIrError(f"{file_name}:{line}: TVMScript parser: {message}") from None
+        message = (str(error).strip().splitlines() or [type(error).__name__])[-1]
         raise EditedIrError(f"{file_name}: TVMScript parser: {message}") from None
     finally:
         diagnostics.override_renderer(None)
