@@ -41,9 +41,15 @@ def add_experiment_commands(commands: argparse._SubParsersAction[argparse.Argume
     resume.add_argument("trace", metavar="TRACE")
     resume.add_argument("-k", "--kernel", help="the kernel (needed when the trace holds several)")
     resume.add_argument("-t", "--target", help="its target")
-    resume.add_argument("--from", dest="from_pass", required=True, metavar="PASS[#N]", help="the pass to resume at")
-    resume.add_argument("--ir", required=True, metavar="FILE", help="the edited IR: TVMScript of the module PASS receives")
-    resume.add_argument("-o", "--output", default="resumed.jsonl", help="trace to write (default resumed.jsonl)")
+    resume.add_argument(
+        "--from", dest="from_pass", required=True, metavar="PASS[#N]", help="the pass to resume at"
+    )
+    resume.add_argument(
+        "--ir", required=True, metavar="FILE", help="the edited IR: TVMScript of the module PASS receives"
+    )
+    resume.add_argument(
+        "-o", "--output", default="resumed.jsonl", help="trace to write (default resumed.jsonl)"
+    )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -61,8 +67,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     new = resumed.run
     if new.status != STATUS_OK:
         echo(
-            f"irtrace: {run.kernel} on {run.target} resumed at {start.name} failed: {_first_line(new.error)}; "
-            f"the run is in {args.output}",
+            f"irtrace: {run.kernel} on {run.target} resumed at {start.name} failed: "
+            f"{_first_line(new.error)}; the run is in {args.output}",
             stderr=True,
             one_line=True,
         )
@@ -70,7 +76,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     same = new.source_sha256 == run.source_sha256
     echo(
         f"resumed {run.kernel} on {run.target} at {start.name}: {len(new.passes)} passes, kernel source "
-        f"{'unchanged' if same else 'changed'}; wrote {args.output} (passdiff runs {args.trace} {args.output})",
+        f"{'unchanged' if same else 'changed'}; wrote {args.output} "
+        f"(passdiff runs {args.trace} {args.output})",
         one_line=True,
     )
     return int(ExitCode.OK)

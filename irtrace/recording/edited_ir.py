@@ -235,10 +235,13 @@ def tile_operators() -> dict[str, str]:
             printed = tvm.ir.Op.get(name).get_attr("TScriptPrinterName")
         except Exception:  # an operator without printer attributes
             continue
-        if printed is not None and not hasattr(tirx_script, str(printed)):
-            # one printer name, two operators (``fma``): TileLang's wins, as TileLang printed it
-            if str(printed) not in found or name.startswith("tl."):
-                found[str(printed)] = name
+        # one printer name, two operators (``fma``): TileLang's wins, as TileLang printed it
+        if (
+            printed is not None
+            and not hasattr(tirx_script, str(printed))
+            and (str(printed) not in found or name.startswith("tl."))
+        ):
+            found[str(printed)] = name
     return found
 
 
@@ -254,7 +257,9 @@ def _tile_op_calls(tree: ast.Module) -> list[TileOpCall]:
             contexts[id(node.value)] = "handle"
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             annotation = _dotted(node.annotation) or ""
-            contexts[id(node.value)] = annotation.removeprefix("T.") if annotation.startswith("T.") else "int32"
+            contexts[id(node.value)] = (
+                annotation.removeprefix("T.") if annotation.startswith("T.") else "int32"
+            )
         elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
             contexts[id(node.test)] = "bool"
         elif isinstance(node, ast.BoolOp):
@@ -270,7 +275,11 @@ def _tile_op_calls(tree: ast.Module) -> list[TileOpCall]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             dotted = _dotted(node.func)
             if dotted is not None and dotted.startswith("T.") and dotted[2:] in operators:
-                calls.append(TileOpCall(node.func.lineno, node.func.col_offset, dotted[2:], contexts.get(id(node), "handle")))
+                calls.append(
+                    TileOpCall(
+                        node.func.lineno, node.func.col_offset, dotted[2:], contexts.get(id(node), "handle")
+                    )
+                )
     return calls
 
 
@@ -373,7 +382,9 @@ def _tvm_parse(source: str, file_name: str) -> Any:
 
     diagnostics.override_renderer(keep)
     try:
-        parsed = parse(source, extra_vars={"I": names["I"], "T": _ScriptT(names["T"])}, check_well_formed=False)
+        parsed = parse(
+            source, extra_vars={"I": names["I"], "T": _ScriptT(names["T"])}, check_well_formed=False
+        )
     except Exception as error:
         if found:
             line, _, message = found[0].partition(": ")

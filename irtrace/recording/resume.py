@@ -84,7 +84,6 @@ def resume_lowering(
     from irtrace.recording.recorder import record_lowering
 
     require_supported_tilelang()
-    import tvm
 
     skipper = SkipUntil(run, start)
     tvm_target = recorded_target(run)
@@ -117,7 +116,8 @@ def recorded_target(run: KernelRun) -> Any:
         return tvm.target.Target(json.loads(run.target_detail))
     except Exception:  # not JSON, or not a target TVM knows
         raise ResumeError(
-            f"the run's target_detail is not a TVM target ({run.target_detail[:60]!r}); record the trace again"
+            f"the run's target_detail is not a TVM target ({run.target_detail[:60]!r}); "
+            "record the trace again"
         ) from None
 
 

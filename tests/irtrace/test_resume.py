@@ -78,7 +78,10 @@ def test_unedited_ir_gives_the_recorded_source(fragment_trace: Trace, tmp_path: 
         (lambda t: t.replace("T.float32(2.0)", "T.float32.__class__"), "starts with '_'"),
         (lambda t: t.replace("T.float32(2.0)", "(lambda: 2)()"), "Lambda is not TVMScript"),
         (lambda t: t.replace("T.float32(2.0)", "T.float32(2.0 +"), "edited.py:24: not valid Python syntax"),
-        (lambda t: t.replace("T.float32(2.0)", "undefined_v"), "edited.py:24: TVMScript parser: Undefined variable: undefined_v"),
+        (
+            lambda t: t.replace("T.float32(2.0)", "undefined_v"),
+            "edited.py:24: TVMScript parser: Undefined variable: undefined_v",
+        ),
     ],
 )
 def test_hostile_or_broken_ir_is_refused_with_its_line(
@@ -99,7 +102,9 @@ def test_hostile_or_broken_ir_is_refused_with_its_line(
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_unknown_or_nested_pass(fragment_trace: Trace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_or_nested_pass(
+    fragment_trace: Trace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ir = tmp_path / "x.py"
     ir.write_text("")
     assert _resume(fragment_trace, ir, tmp_path / "o.jsonl", "tl.LayoutInferense") == 8
