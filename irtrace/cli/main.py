@@ -21,6 +21,7 @@ from irtrace.cli.bench_options import add_bench_options, bench_settings
 from irtrace.cli.bisect import BISECT_COMMANDS, add_bisect_command
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
+from irtrace.cli.experiments import EXPERIMENT_COMMANDS, add_experiment_commands
 from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
 from irtrace.cli.override import add_override_option, with_overrides
@@ -193,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_layouts_command(commands)
     add_collect_command(commands)
     add_ci_commands(commands)
+    add_experiment_commands(commands)
     return parser
 
 
@@ -780,6 +782,7 @@ COMMANDS = {
     **COLLECT_COMMANDS,
     **CI_COMMANDS,
     **BISECT_COMMANDS,
+    **EXPERIMENT_COMMANDS,
 }
 
 

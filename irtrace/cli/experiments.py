@@ -1,0 +1,90 @@
+"""The experiment commands of ``irtrace``: ``resume`` (run the rest of a recorded lowering on an
+edited IR, recording a new run) and ``reduce`` (shrink a kernel's failing IR to a small
+reproducer). Errors are rendered by ``irtrace.edge.command`` like every other command's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from irtrace.core.errors import EXIT_CODE_MEANINGS, ExitCode, exit_codes_help
+
+RESUME_EXIT_MEANINGS: dict[int, str] = {
+    ExitCode.OK: "the resumed lowering finished; the new run is in OUTPUT",
+    ExitCode.USAGE: "bad command line, or a pass resume cannot start at (nested in another pass, codegen)",
+    ExitCode.INPUT: "the trace or the edited IR file is missing, or the IR is not TVMScript irtrace "
+    "reads (a syntax error, a refused construct or TVM's parser error, with its line)",
+    ExitCode.LOWERING: "the resumed lowering failed (the new run records where and why), or the pipeline "
+    "did not run as recorded before the pass",
+    ExitCode.TRACE_FORMAT: EXIT_CODE_MEANINGS[ExitCode.TRACE_FORMAT],
+    ExitCode.NOT_FOUND: "the kernel, target or pass is not in the trace (a misspelt pass gets a suggestion)",
+    ExitCode.OUTPUT: EXIT_CODE_MEANINGS[ExitCode.OUTPUT],
+    ExitCode.ENVIRONMENT: EXIT_CODE_MEANINGS[ExitCode.ENVIRONMENT],
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def add_experiment_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``resume`` and ``reduce`` to ``irtrace``'s subcommands."""
+    resume = commands.add_parser(
+        "resume",
+        help="run the rest of a recorded lowering on an edited IR, recording a new run",
+        description="Edit the IR a pass received (`irtrace ir TRACE -p PASS --before > edited.py`), then "
+        "run TileLang's real pipeline for the run's target and pass configs from PASS on (PASS included) "
+        "on the edited module, recording every pass and the kernel source into a new trace that "
+        "`passdiff runs TRACE OUTPUT` compares with the original. The IR file is read as TVMScript data "
+        "(no Python is run from it); PASS must be a top-level pass before codegen.",
+        epilog=exit_codes_help(RESUME_EXIT_MEANINGS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    resume.add_argument("trace", metavar="TRACE")
+    resume.add_argument("-k", "--kernel", help="the kernel (needed when the trace holds several)")
+    resume.add_argument("-t", "--target", help="its target")
+    resume.add_argument(
+        "--from", dest="from_pass", required=True, metavar="PASS[#N]", help="the pass to resume at"
+    )
+    resume.add_argument(
+        "--ir", required=True, metavar="FILE", help="the edited IR: TVMScript of the module PASS receives"
+    )
+    resume.add_argument(
+        "-o", "--output", default="resumed.jsonl", help="trace to write (default resumed.jsonl)"
+    )
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from irtrace.core.trace import STATUS_OK
+    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.edge.command import echo, load_trace_warning_if_cut
+    from irtrace.recording.resume import read_edited_ir, resume_lowering, resume_pass
+
+    trace = load_trace_warning_if_cut(args.trace, "irtrace")
+    run = trace.find_run(args.kernel, args.target)
+    start = resume_pass(run, args.from_pass)
+    module = read_edited_ir(args.ir)
+    with TraceWriter(args.output, partial=True) as writer:
+        resumed = resume_lowering(trace, run, start, module, writer)
+    new = resumed.run
+    if new.status != STATUS_OK:
+        echo(
+            f"irtrace: {run.kernel} on {run.target} resumed at {start.name} failed: "
+            f"{_first_line(new.error)}; the run is in {args.output}",
+            stderr=True,
+            one_line=True,
+        )
+        return int(ExitCode.LOWERING)
+    same = new.source_sha256 == run.source_sha256
+    echo(
+        f"resumed {run.kernel} on {run.target} at {start.name}: {len(new.passes)} passes, kernel source "
+        f"{'unchanged' if same else 'changed'}; wrote {args.output} "
+        f"(passdiff runs {args.trace} {args.output})",
+        one_line=True,
+    )
+    return int(ExitCode.OK)
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else "unknown error"
+
+
+EXPERIMENT_COMMANDS: dict[str, Any] = {"resume": cmd_resume}
