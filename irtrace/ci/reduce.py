@@ -2,16 +2,24 @@
 way, and write it as an ``irtrace repro`` script.
 
 The module is caught exactly as ``irtrace repro`` catches it (the kernel lowered again from the
-file the user names). Then, to a fixed point or a time budget: delete one statement at a time
-(an element of a statement sequence), and make constant loop extents 1; a change is kept when
-the pass, run alone on the smaller module, still raises the same error (``repro.same_error``:
-the headline, target JSON masked).
+file the user names, the pass run alone). Then, to a fixed point or a time budget, smaller
+modules are tried, the biggest cuts first: delete chunks of a statement sequence (halves, then
+quarters, ... then single statements), unwrap thread launches, blocks, loops and branches
+(their body stays), make loops one iteration long, and drop a block's unused buffers, access
+regions and annotations. A change is kept when the pass, run alone on the smaller module (after
+a round trip through TVM's JSON form, as the script stores it), still raises the same error:
+the same headline once target JSON is masked and the module's buffer and variable names and all
+numbers are masked (``failure_signature``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,17 +28,16 @@ from irtrace.ci.repro import (
     Reproducer,
     ReproError,
     SavedModule,
-    capture_modules,
-    failed_passes,
-    failing_step,
-    rebuild_spec,
+    mask_targets,
     render_script,
+    reproducible_pass,
+    require_rebuildable,
     run_alone,
-    same_error,
-    target_json,
 )
-from irtrace.core.errors import UsageError
-from irtrace.core.trace import STATUS_OK, KernelRun, Trace
+from irtrace.core.coverage import error_headline
+from irtrace.core.trace import KernelRun, Trace
+
+DEFAULT_BUDGET_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -39,56 +46,90 @@ class Reduction:
 
     reproducer: Reproducer
     statements_before: int
+    """TIR statement nodes in the module the pass received."""
     statements_after: int
+    """TIR statement nodes in the reduced module."""
     tries: int
+    """Smaller modules the pass was run on."""
     timed_out: bool
+    """The budget ran out before a fixed point (a longer budget may shrink it further)."""
+
+
+def failure_signature(error: str, names: frozenset[str] = frozenset()) -> str:
+    """What must stay the same while reducing: the error's headline with target JSON masked,
+    each of ``names`` (the module's buffers and variables) read as ``<name>`` and every number
+    as ``N``. Names are masked because a pass may name a different buffer for the same fault
+    from one run to the next (``tl.LayoutInference`` walks an unordered map)."""
+    headline = error_headline(mask_targets(error))
+    if names:
+        pattern = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+        headline = re.sub(rf"(?<![\w.])(?:{pattern})(?![\w])", "<name>", headline)
+    return re.sub(r"\d+", "N", headline)
+
+
+def module_names(module: Any) -> frozenset[str]:
+    """Names of the buffers and variables in ``module``'s functions."""
+    import tilelang  # noqa: F401  (TileLang's TVM)
+    import tvm
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    tir = tvm.tirx
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, tir.Var):
+            names.add(str(node.name))
+        elif isinstance(node, (tir.BufferLoad, tir.BufferStore)):
+            names.add(str(node.buffer.name))
+        elif isinstance(node, tir.SBlock):
+            names.update(str(b.name) for b in [*node.alloc_buffers, *(r.buffer for r in node.reads)])
+
+    for _, function in module.functions.items():
+        if isinstance(function, tir.PrimFunc):
+            names.update(str(buffer.name) for buffer in function.buffer_map.values())
+            names.update(str(param.name) for param in function.params)
+            post_order_visit(function.body, visit)
+    return frozenset(name for name in names if re.fullmatch(r"\w+", name))
 
 
 def reduce_failure(
     trace: Trace,
     run: KernelRun,
-    kernel_file: str | Path,
+    kernel_file: str | Path | None,
     *,
-    budget_s: float = 60.0,
+    budget_s: float = DEFAULT_BUDGET_S,
     trace_name: str | None = None,
 ) -> Reduction:
-    """Shrink the module ``run``'s innermost failing pass received; raise ``ReproError`` when the
-    pass does not fail on its own (nothing to reduce)."""
+    """Shrink the module ``run``'s failing pass received; ``ReproError`` when there is no failure
+    to reduce or it does not recur with the pass run alone (the message says why)."""
     import tilelang  # noqa: F401  (TileLang's TVM)
     import tvm
 
-    if run.status == STATUS_OK:
-        raise ReproError(f"{run.kernel} on {run.target} lowered without error; there is nothing to reduce")
-    if run.spec.startswith(("captured:", "resumed:")):
-        raise ReproError(f"{run.kernel} was not recorded from a kernel file; record it with `irtrace record`")
-    candidates = failed_passes(run)
-    if not candidates:
-        raise ReproError(f"{run.kernel} on {run.target} failed before its first pass; nothing to reduce")
-    record = candidates[0]
-    step = failing_step(record)
-    if isinstance(step, str):
-        raise ReproError(f"{record.name} cannot be run alone: {step}")
-    modules = capture_modules(run, rebuild_spec(run, kernel_file), [record.index])
-    saved = modules.get(record.index)
-    if saved is None:
-        raise ReproError(f"the lowering of {run.kernel} did not reach {record.name} again")
-    target = target_json(run)
-    expected = record.error or run.error
+    kernel_file = require_rebuildable(run, kernel_file, "reduce")
+    failing = reproducible_pass(run, kernel_file)
+    module = tvm.ir.load_json(failing.saved.json)
+    names = module_names(module)
+    signature = failure_signature(failing.outcome, names)
 
     def still_fails(module: Any) -> bool:
-        outcome = run_alone(step, str(tvm.ir.save_json(module)), run, target)
-        return outcome is not None and same_error(outcome, expected)
+        outcome = run_alone(failing.step, str(tvm.ir.save_json(module)), run, failing.target)
+        return outcome is not None and failure_signature(outcome, names) == signature
 
-    module = tvm.ir.load_json(saved.json)
-    if not still_fails(module):
-        raise ReproError(f"{record.name} does not fail the same way when run alone on the module it received")
     before = count_statements(module)
-    module, tries, timed_out = shrink(module, still_fails, deadline=time.monotonic() + budget_s)
+    with _quiet_stderr():  # TVM logs each tried module's layout conflicts on stderr
+        module, tries, timed_out = shrink(module, still_fails, deadline=time.monotonic() + budget_s)
     reduced = SavedModule(str(tvm.ir.save_json(module)), str(module))
-    outcome = run_alone(step, reduced.json, run, target) or ""
-    script = render_script(run, record, reduced, target, trace_name or trace.path or "the trace")
-    reproducer = Reproducer(run, record, expected or "", outcome, script)
-    return Reduction(reproducer, before, count_statements(module), tries, timed_out)
+    after = count_statements(module)
+    outcome = run_alone(failing.step, reduced.json, run, failing.target)
+    if outcome is None or failure_signature(outcome, names) != signature:  # shrink keeps only failing modules
+        raise ReproError(
+            f"the reduced module no longer fails {failing.record.name} the same way: {outcome!r}"
+        )
+    name = trace_name or trace.path or "the trace"
+    script = render_script(run, failing.record, reduced, failing.target, name, reduced=(before, after))
+    recorded, reproduced = (error_headline(mask_targets(e)) for e in (failing.expected_error, outcome))
+    reproducer = Reproducer(run, failing.record, recorded, reproduced, script)
+    return Reduction(reproducer, before, after, tries, timed_out)
 
 
 def count_statements(module: Any) -> int:
@@ -111,8 +152,9 @@ def count_statements(module: Any) -> int:
 
 
 def shrink(module: Any, still_fails: Callable[[Any], bool], *, deadline: float) -> tuple[Any, int, bool]:
-    """Delete statements and shorten loops while ``still_fails`` holds, until nothing more goes
-    or ``deadline`` (``time.monotonic``) passes."""
+    """Make the edits ``_edits`` lists while ``still_fails`` holds, until a whole round keeps
+    none or ``deadline`` (``time.monotonic``) passes. Returns the module, the tries, and whether
+    the deadline stopped it."""
     tries = 0
     changed = True
     while changed:
@@ -121,67 +163,202 @@ def shrink(module: Any, still_fails: Callable[[Any], bool], *, deadline: float) 
         while True:
             if time.monotonic() > deadline:
                 return module, tries, True
-            smaller = _edit_at(module, position)
-            if smaller is None:
+            edits = _edits(module)
+            if position >= len(edits):
                 break
+            smaller = _apply(module, edits[position])
             tries += 1
             if still_fails(smaller):
+                # the edits before this one failed on a larger module: go on from here
                 module, changed = smaller, True
             else:
                 position += 1
     return module, tries, False
 
 
-def _edit_at(module: Any, position: int) -> Any:
-    """``module`` with its ``position``-th edit made (statements to delete, then loops to make one
-    iteration long, in post order); ``None`` past the last."""
+@dataclass(frozen=True)
+class _Edit:
+    """One way to make the module smaller: ``kind`` done to ``node`` (compared by identity)."""
+
+    kind: str
+    node: Any
+    start: int = 0
+    stop: int = 0
+    key: str = ""
+
+
+_NODE_KINDS = {
+    "delete": "tirx.SeqStmt",
+    "unwrap_attr": "tirx.AttrStmt",
+    "unwrap_block": "tirx.SBlockRealize",
+    "unwrap_loop": "tirx.For",
+    "shorten_loop": "tirx.For",
+    "then": "tirx.IfThenElse",
+    "else": "tirx.IfThenElse",
+    "unused_buffers": "tirx.SBlockRealize",
+    "access_regions": "tirx.SBlockRealize",
+    "annotation": "tirx.SBlockRealize",
+}
+
+
+def _edits(module: Any) -> list[_Edit]:
+    """Every edit that applies to ``module``: sequence chunks largest first, then unwrapping,
+    then the clean-ups that leave the statement count as it is."""
     import tilelang  # noqa: F401  (TileLang's TVM)
     import tvm
-    from tvm.tirx.stmt_functor import ir_transform, post_order_visit
+    from tvm.tirx.stmt_functor import post_order_visit
 
-    targets: list[Any] = []
+    tir = tvm.tirx
+    deletions: list[_Edit] = []
+    unwraps: list[_Edit] = []
+    cleanups: list[_Edit] = []
 
     def collect(node: Any) -> None:
-        if isinstance(node, tvm.tirx.SeqStmt) and len(node.seq) > 1:
-            targets.extend(("delete", node, index) for index in range(len(node.seq)))
-        elif isinstance(node, tvm.tirx.For) and isinstance(node.extent, tvm.tirx.IntImm):
-            targets.append(("shorten", node, 0) if node.extent.value > 1 else ("unwrap", node, 0))
+        if isinstance(node, tir.SeqStmt):
+            deletions.extend(_Edit("delete", node, start, stop) for start, stop in _chunks(len(node.seq)))
+        elif isinstance(node, tir.AttrStmt):
+            unwraps.append(_Edit("unwrap_attr", node))
+        elif isinstance(node, tir.For):
+            unwraps.append(_Edit("unwrap_loop", node))
+            if isinstance(node.extent, tir.IntImm) and node.extent.value > 1:
+                unwraps.append(_Edit("shorten_loop", node))
+        elif isinstance(node, tir.IfThenElse):
+            unwraps.append(_Edit("then", node))
+            if node.else_case is not None:
+                unwraps.append(_Edit("else", node))
+        elif isinstance(node, tir.SBlockRealize):
+            block = node.block
+            if not block.alloc_buffers and not block.match_buffers and not block.iter_vars:
+                unwraps.append(_Edit("unwrap_block", node))
+            if _unused_buffers(block):
+                cleanups.append(_Edit("unused_buffers", node))
+            if block.reads or block.writes:
+                cleanups.append(_Edit("access_regions", node))
+            cleanups.extend(_Edit("annotation", node, key=str(key)) for key in block.annotations)
 
-    functions = [(gv, f) for gv, f in module.functions.items() if isinstance(f, tvm.tirx.PrimFunc)]
-    for _, function in functions:
-        post_order_visit(function.body, collect)
-    if position >= len(targets):
-        return None
-    kind, chosen, index = targets[position]
+    for _, function in module.functions.items():
+        if isinstance(function, tir.PrimFunc):
+            post_order_visit(function.body, collect)
+    deletions.sort(key=lambda edit: edit.start - edit.stop)  # largest chunks first, stable
+    return deletions + unwraps + cleanups
+
+
+def _chunks(length: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of the chunks of a sequence of ``length`` to try deleting: halves,
+    quarters, ... single elements (ddmin's order), never the whole sequence."""
+    size = length // 2
+    seen = set()
+    while size >= 1:
+        for start in range(0, length, size):
+            chunk = (start, min(start + size, length))
+            if chunk[1] - chunk[0] < length and chunk not in seen:
+                seen.add(chunk)
+                yield chunk
+        size //= 2
+
+
+def _unused_buffers(block: Any) -> list[Any]:
+    """Buffers ``block`` allocates that its body never names (loads, stores, data pointers,
+    nested blocks' access regions)."""
+    import tvm
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    tir = tvm.tirx
+    named: set[Any] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, (tir.BufferLoad, tir.BufferStore)):
+            named.add(node.buffer.data)
+        elif isinstance(node, tir.Var):
+            named.add(node)
+        elif isinstance(node, tir.SBlock):
+            named.update(region.buffer.data for region in [*node.reads, *node.writes])
+            named.update(buffer.data for buffer in node.alloc_buffers)
+
+    post_order_visit(block.body, visit)
+    return [buffer for buffer in block.alloc_buffers if buffer.data not in named]
+
+
+def _apply(module: Any, edit: _Edit) -> Any:
+    """``module`` with ``edit`` made."""
+    import tvm
+    from tvm.tirx.stmt_functor import ir_transform
 
     def rewrite(node: Any) -> Any:
-        if not node.same_as(chosen):
-            return None
-        if kind == "delete":
-            rest = [s for i, s in enumerate(node.seq) if i != index]
-            return rest[0] if len(rest) == 1 else tvm.tirx.SeqStmt(rest)
-        if kind == "unwrap":  # a one-iteration loop: its body, with the loop variable at its start
-            return tvm.tirx.stmt_functor.substitute(node.body, {node.loop_var: node.min})
-        return tvm.tirx.For(
-            node.loop_var,
-            node.min,
-            tvm.tirx.IntImm(node.extent.dtype, 1),
-            node.kind,
-            node.body,
-            node.thread_binding,
-            node.annotations,
-        )
+        return _rewrite(node, edit) if node.same_as(edit.node) else None
 
-    kinds = ["tirx.SeqStmt"] if kind == "delete" else ["tirx.For"]
-    updated = {}
-    for gv, function in functions:
-        body = ir_transform(function.body, None, rewrite, kinds)
-        updated[gv] = function.with_body(body) if not body.same_as(function.body) else function
     result = tvm.IRModule(dict(module.functions.items()))
-    for gv, function in updated.items():
-        result[gv] = function
+    for gv, function in module.functions.items():
+        if isinstance(function, tvm.tirx.PrimFunc):
+            body = ir_transform(function.body, None, rewrite, [_NODE_KINDS[edit.kind]])
+            if not body.same_as(function.body):
+                result[gv] = function.with_body(body)
     return result
 
 
-def reduce_usage_error(message: str) -> UsageError:
-    return UsageError(message)
+def _rewrite(node: Any, edit: _Edit) -> Any:
+    """The statement that replaces ``node`` for ``edit``."""
+    import tvm
+    from tvm.tirx.stmt_functor import substitute
+
+    tir = tvm.tirx
+    if edit.kind == "delete":
+        rest = [s for i, s in enumerate(node.seq) if not edit.start <= i < edit.stop]
+        return rest[0] if len(rest) == 1 else tir.SeqStmt(rest)
+    if edit.kind == "unwrap_attr":  # a launched thread's index becomes 0
+        if isinstance(node.node, tir.IterVar):
+            return substitute(node.body, {node.node.var: tir.const(0, node.node.var.dtype)})
+        return node.body
+    if edit.kind == "unwrap_loop":  # the body once, at the loop's start
+        return substitute(node.body, {node.loop_var: node.min})
+    if edit.kind == "shorten_loop":
+        one = tir.IntImm(node.extent.dtype, 1)
+        return tir.For(
+            node.loop_var, node.min, one, node.kind, node.body, node.thread_binding, node.annotations
+        )
+    if edit.kind in ("then", "else"):
+        return node.then_case if edit.kind == "then" else node.else_case
+    if edit.kind == "unwrap_block":
+        return node.block.body
+    block = node.block
+    reads, writes, alloc, annotations = block.reads, block.writes, block.alloc_buffers, block.annotations
+    if edit.kind == "unused_buffers":
+        unused = {buffer.data for buffer in _unused_buffers(block)}
+        alloc = [buffer for buffer in alloc if buffer.data not in unused]
+        reads = [region for region in reads if region.buffer.data not in unused]
+        writes = [region for region in writes if region.buffer.data not in unused]
+    elif edit.kind == "access_regions":
+        reads, writes = [], []
+    else:
+        annotations = {key: value for key, value in annotations.items() if str(key) != edit.key}
+    smaller = tir.SBlock(
+        block.iter_vars,
+        reads,
+        writes,
+        block.name_hint,
+        block.body,
+        block.init,
+        alloc,
+        block.match_buffers,
+        annotations,
+    )
+    return tir.SBlockRealize(node.iter_values, node.predicate, smaller)
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 (where TVM's C++ logging writes) to the null device meanwhile."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to quiet
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)

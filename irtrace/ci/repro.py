@@ -80,25 +80,61 @@ def build_reproducer(
     ``kernel_file`` is the file to import the kernel from, as the user named it (required once
     the run is one repro can rebuild): the path in the run's spec is never imported.
     """
-    if run.status == STATUS_OK:
-        raise ReproError(f"{run.kernel} on {run.target} lowered without error; there is nothing to reproduce")
+    kernel_file = require_rebuildable(run, kernel_file, "repro")
     candidates = failed_passes(run)
-    if not candidates:
+    recorded = error_headline(mask_targets(candidates[0].error or run.error or ""))
+    failing = reproducible_pass(run, kernel_file)
+    script = render_script(
+        run, failing.record, failing.saved, failing.target, trace_name or trace.path or "the trace"
+    )
+    return Reproducer(run, failing.record, recorded, error_headline(mask_targets(failing.outcome)), script)
+
+
+def require_rebuildable(run: KernelRun, kernel_file: str | Path | None, command: str) -> str | Path:
+    """``kernel_file`` once ``run`` is a failure ``command`` can rebuild (it failed in a pass, was
+    recorded from a kernel file, and the user named that file); else the error saying why not."""
+    if run.status == STATUS_OK:
+        raise ReproError(f"{run.kernel} on {run.target} lowered without error; there is nothing to {command}")
+    if not failed_passes(run):
         raise ReproError(
             f"{run.kernel} on {run.target} failed before its first pass ({error_headline(run.error)}); "
-            "build the kernel (its factory raised) to reproduce it"
+            f"build the kernel (its factory raised) to {command} it"
         )
-    if run.spec.startswith("captured:"):
+    if run.spec.startswith(("captured:", "resumed:")):
         raise ReproError(
-            f"{run.kernel} was captured from a script by `irtrace run`; record it with `irtrace record "
-            "path.py::kernel(args)` to get a trace that repro can rebuild"
+            f"{run.kernel} was not recorded from a kernel file (captured by `irtrace run` or resumed); "
+            f"record it with `irtrace record path.py::kernel(args)` to get a trace that {command} can rebuild"
         )
     if kernel_file is None:
         raise UsageError(
-            "repro imports only a kernel file named on the command line: give --kernel-file FILE "
+            f"{command} imports only a kernel file named on the command line: give --kernel-file FILE "
             f"(the run was recorded from {run.spec.partition('::')[0]!r})"
         )
-    recorded = error_headline(mask_targets(candidates[0].error or run.error or ""))
+    return kernel_file
+
+
+@dataclass(frozen=True)
+class FailingPass:
+    """A failed pass of a run that fails alone, on the module it received, with the recorded error."""
+
+    record: PassRecord
+    step: Step
+    saved: SavedModule
+    """The module the pass received, rebuilt by lowering the kernel again."""
+    target: dict[str, Any]
+    """The run's target as a JSON object (``target_json``)."""
+    expected_error: str
+    """The error the trace recorded for the run's innermost failed pass."""
+    outcome: str
+    """The error the pass raised when run alone."""
+
+
+def reproducible_pass(run: KernelRun, kernel_file: str | Path) -> FailingPass:
+    """The innermost failed pass of ``run`` (an outer one when it cannot be run alone) that, run
+    alone on the module it received, fails with the recorded error; ``ReproError`` naming why
+    each failed pass did not when none does."""
+    candidates = failed_passes(run)
+    expected = candidates[0].error or run.error or ""
     spec = rebuild_spec(run, kernel_file)
     target = target_json(run)
     modules = capture_modules(run, spec, [p.index for p in candidates])
@@ -122,13 +158,12 @@ def build_reproducer(
         if outcome is None:
             tried.append(f"{record.name}: ran without error on its own")
             continue
-        if not same_error(outcome, candidates[0].error or run.error):
+        if not same_error(outcome, expected):
             tried.append(
                 f"{record.name}: failed differently on its own ({error_headline(mask_targets(outcome))})"
             )
             continue
-        script = render_script(run, record, saved, target, trace_name or trace.path or "the trace")
-        return Reproducer(run, record, recorded, error_headline(mask_targets(outcome)), script)
+        return FailingPass(record, step, saved, target, expected, outcome)
     raise ReproError(
         f"the failure of {run.kernel} on {run.target} did not recur with one pass run alone: "
         + "; ".join(tried)
@@ -397,9 +432,16 @@ def _is_codegen(record: PassRecord) -> bool:
 
 
 def render_script(
-    run: KernelRun, record: PassRecord, saved: SavedModule, target: dict[str, Any], trace_name: str
+    run: KernelRun,
+    record: PassRecord,
+    saved: SavedModule,
+    target: dict[str, Any],
+    trace_name: str,
+    *,
+    reduced: tuple[int, int] | None = None,
 ) -> str:
     """The reproducer: the saved module, the target, the configs, and the one call that fails.
+    ``reduced`` (statements before, after) says the module is ``irtrace reduce``'s smaller one.
 
     Trace fields appear only as the Python literals ``python_literal`` makes, in assignments;
     the docstring and the code around them are fixed text.
@@ -414,12 +456,22 @@ def render_script(
         call = f"tvm.get_global_func({_literal(pass_factory(record))})()(module)"
     # The module's text from this lowering (its hash is the trace's): one comment per line.
     ir_comment = textwrap.indent(saved.text.rstrip("\n"), "# ", lambda line: True)
-    return f'''#!/usr/bin/env python3
-"""Reproducer written by `irtrace repro`: one TileLang compiler step that fails on its own.
-
-It needs only tilelang (the version in TILELANG_VERSION below). The module the step received is
+    if reduced is None:
+        written_by, module_heading = "repro", "The module FAILING_STEP received, as the trace holds it:"
+        about_module = """The module the step received is
 stored below exactly (TVM's JSON form); its TVMScript text, as the trace holds it, is at the end
-of this file. The script loads the module, checks that it prints as recorded, and runs the one
+of this file."""
+    else:
+        written_by, module_heading = "reduce", "The reduced module FAILING_STEP fails on:"
+        about_module = f"""The module is a reduced form of the
+one the step received ({reduced[1]} TIR statements of {reduced[0]} left) on which the step still
+fails the same way; it is stored below exactly (TVM's JSON form), its TVMScript text is at the
+end of this file."""
+    return f'''#!/usr/bin/env python3
+"""Reproducer written by `irtrace {written_by}`: one TileLang compiler step that fails on its own.
+
+It needs only tilelang (the version in TILELANG_VERSION below). {about_module}
+The script loads the module, checks that it prints as recorded, and runs the one
 failing step (FAILING_STEP) inside the recording's target and pass configs.
 
 Run it with `python THIS_FILE`: while the bug is there it stops with the compiler's error
@@ -463,7 +515,7 @@ def main() -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-# The module FAILING_STEP received, as the trace holds it:
+# {module_heading}
 {ir_comment}
 '''
 
