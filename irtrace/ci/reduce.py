@@ -37,8 +37,6 @@ from irtrace.ci.repro import (
 from irtrace.core.coverage import error_headline
 from irtrace.core.trace import KernelRun, Trace
 
-DEFAULT_BUDGET_S = 60.0
-
 
 @dataclass(frozen=True)
 class Reduction:
@@ -97,7 +95,7 @@ def reduce_failure(
     run: KernelRun,
     kernel_file: str | Path | None,
     *,
-    budget_s: float = DEFAULT_BUDGET_S,
+    budget_s: float,
     trace_name: str | None = None,
 ) -> Reduction:
     """Shrink the module ``run``'s failing pass received; ``ReproError`` when there is no failure

@@ -137,10 +137,13 @@ def reproducible_pass(run: KernelRun, kernel_file: str | Path) -> FailingPass:
     expected = candidates[0].error or run.error or ""
     spec = rebuild_spec(run, kernel_file)
     target = target_json(run)
-    modules = capture_modules(run, spec, [p.index for p in candidates])
+    steps = {record.index: failing_step(record) for record in candidates}
+    modules: dict[int, SavedModule] = {}
+    if not all(isinstance(step, str) for step in steps.values()):  # else no need to lower again
+        modules = capture_modules(run, spec, [p.index for p in candidates])
     tried = []
     for record in candidates:
-        step = failing_step(record)
+        step = steps[record.index]
         if isinstance(step, str):
             tried.append(f"{record.name}: {step}")
             continue

@@ -12,8 +12,12 @@ import json
 from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from irtrace.core.errors import ExitCode, IrtraceError, UsageError, exit_codes_help
+from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
+
+if TYPE_CHECKING:
+    from irtrace.core.trace import KernelRun, Trace
 
 
 class CheckExit(IntEnum):
@@ -146,7 +150,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_bless(args: argparse.Namespace) -> int:
     from irtrace.core.targets import canonical_target_name
-    from irtrace.core.trace import KernelRun, Trace
     from irtrace.core.trace_reader import load_trace
     from irtrace.core.trace_writer import TraceWriter
 
@@ -193,19 +196,11 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
 def cmd_repro(args: argparse.Namespace) -> int:
     from irtrace.ci.repro import build_reproducer, default_script_name
-    from irtrace.core.errors import NotInTraceError
     from irtrace.core.output import write_atomically
-    from irtrace.core.trace import STATUS_OK
     from irtrace.edge.command import echo, load_trace_warning_if_cut
 
     trace = load_trace_warning_if_cut(args.trace, "irtrace")
-    runs = [run for run in trace.select(args.kernel, args.target) if run.status != STATUS_OK]
-    if not runs:
-        raise NotInTraceError(f"no run that failed to lower matches in {args.trace}")
-    if len(runs) > 1:
-        listed = "; ".join(f"{run.kernel} on {run.target}" for run in runs[:12])
-        raise UsageError(f"{len(runs)} failed runs match; pick one with -k and -t: {listed}")
-    run = runs[0]
+    run = pick_failed_run(trace, args.kernel, args.target, args.trace)
     reproducer = build_reproducer(trace, run, args.kernel_file, trace_name=Path(args.trace).name)
     output = args.output or default_script_name(run)
     write_atomically(output, reproducer.script)
@@ -215,6 +210,19 @@ def cmd_repro(args: argparse.Namespace) -> int:
         one_line=True,
     )
     return int(ExitCode.OK)
+
+
+def pick_failed_run(trace: Trace, kernel: str | None, target: str | None, trace_name: str) -> KernelRun:
+    """The one run that failed to lower matching ``kernel`` and ``target`` (repro, reduce)."""
+    from irtrace.core.trace import STATUS_OK
+
+    runs = [run for run in trace.select(kernel, target) if run.status != STATUS_OK]
+    if not runs:
+        raise NotInTraceError(f"no run that failed to lower matches in {trace_name}")
+    if len(runs) > 1:
+        listed = "; ".join(f"{run.kernel} on {run.target}" for run in runs[:12])
+        raise UsageError(f"{len(runs)} failed runs match; pick one with -k and -t: {listed}")
+    return runs[0]
 
 
 CI_COMMANDS = {"check": cmd_check, "bless": cmd_bless, "repro": cmd_repro}

@@ -25,6 +25,23 @@ RESUME_EXIT_MEANINGS: dict[int, str] = {
 }
 
 
+DEFAULT_BUDGET_S = 60.0
+"""``irtrace reduce --budget``'s default, in seconds."""
+
+REDUCE_EXIT_MEANINGS: dict[int, str] = {
+    ExitCode.OK: "reduced: the script is written and fails the same way as the recorded run",
+    ExitCode.USAGE: "bad command line (no --kernel-file, a --budget that is not a positive number, "
+    "several failed runs match), or the failure cannot be reduced: it did not happen in a pass, or "
+    "no failed pass fails the same way when run alone (the message names each pass and why)",
+    ExitCode.INPUT: "the trace or the kernel file is missing, or the file defines no such kernel",
+    ExitCode.TRACE_FORMAT: EXIT_CODE_MEANINGS[ExitCode.TRACE_FORMAT],
+    ExitCode.NOT_FOUND: "no run that failed to lower matches the kernel and target in the trace",
+    ExitCode.OUTPUT: EXIT_CODE_MEANINGS[ExitCode.OUTPUT],
+    ExitCode.ENVIRONMENT: EXIT_CODE_MEANINGS[ExitCode.ENVIRONMENT],
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); no script is written",
+}
+
+
 def add_experiment_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``resume`` and ``reduce`` to ``irtrace``'s subcommands."""
     resume = commands.add_parser(
@@ -49,6 +66,39 @@ def add_experiment_commands(commands: argparse._SubParsersAction[argparse.Argume
     )
     resume.add_argument(
         "-o", "--output", default="resumed.jsonl", help="trace to write (default resumed.jsonl)"
+    )
+
+    reduce = commands.add_parser(
+        "reduce",
+        help="shrink the IR a failed pass received to a small reproducer that fails the same way",
+        description="Like `irtrace repro`, rebuild the exact IR the failed pass received (the kernel "
+        "lowered again, imported from --kernel-file, never from the path in the trace) and check that "
+        "the pass fails alone; then shrink that IR while the pass, run alone, still raises the same "
+        "error (its first line, with target JSON, buffer and variable names and numbers masked): "
+        "delete statements (big chunks first), unwrap thread launches, blocks, loops and branches, "
+        "make loops one iteration long, drop unused buffers, access regions and annotations, until "
+        "nothing more goes or --budget runs out. Writes a script like repro's that needs only tilelang.",
+        epilog=exit_codes_help(REDUCE_EXIT_MEANINGS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    reduce.add_argument("trace", metavar="TRACE")
+    reduce.add_argument(
+        "-f",
+        "--kernel-file",
+        metavar="FILE",
+        help="the kernel's .py file to import (required: a trace is data, its spec path is not imported)",
+    )
+    reduce.add_argument("-k", "--kernel", help="the failed kernel (needed when several failed)")
+    reduce.add_argument("-t", "--target", help="its target")
+    reduce.add_argument(
+        "-o", "--output", default="reduced_repro.py", help="script to write (default reduced_repro.py)"
+    )
+    reduce.add_argument(
+        "--budget",
+        type=_positive_seconds,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"stop shrinking after this long (default {DEFAULT_BUDGET_S:g}); keeps the smallest so far",
     )
 
 
@@ -83,8 +133,48 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from irtrace.ci.reduce import reduce_failure
+    from irtrace.cli.ci import pick_failed_run
+    from irtrace.core.output import write_atomically
+    from irtrace.edge.command import echo, load_trace_warning_if_cut
+
+    trace = load_trace_warning_if_cut(args.trace, "irtrace")
+    run = pick_failed_run(trace, args.kernel, args.target, args.trace)
+    reduction = reduce_failure(
+        trace, run, args.kernel_file, budget_s=args.budget, trace_name=Path(args.trace).name
+    )
+    write_atomically(args.output, reduction.reproducer.script)
+    before, after = reduction.statements_before, reduction.statements_after
+    share = after / max(before, 1)
+    spent = (
+        f"; --budget of {args.budget:g} s spent, a larger one may shrink it further"
+        if reduction.timed_out
+        else ""
+    )
+    echo(
+        f"reduced {run.kernel} on {run.target}: {before} -> {after} statements ({share:.0%}), "
+        f"{reduction.reproducer.failed.name} still fails alone with: {reduction.reproducer.reproduced_error}"
+        f"{spent}; wrote {args.output} (run it with: python {args.output})",
+        one_line=True,
+    )
+    return int(ExitCode.OK)
+
+
 def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else "unknown error"
 
 
-EXPERIMENT_COMMANDS: dict[str, Any] = {"resume": cmd_resume}
+EXPERIMENT_COMMANDS: dict[str, Any] = {"resume": cmd_resume, "reduce": cmd_reduce}
