@@ -1,18 +1,21 @@
 """Exact IR snapshots of modules that later passes change in place.
 
-What a pass did is what ``str(mod)`` shows right after it, and only a print taken then says so:
+What a pass did is what ``str(mod)`` shows right after it, and only a print of the objects the
+module held then says so:
 - TileLang's pipelines change ``IRModule`` objects in place (``mod->Update`` mutates the node
-  whatever its reference count), so a module printed later can show a later pass's changes;
-- ``tl.LowerTileOp`` renames the kernel's thread variable in place (``tx`` becomes
-  ``thread_binding`` in every module that holds it), so even a print of held functions taken
-  off the pipeline's thread races with the pipeline;
+  whatever its reference count), so a snapshot holds the module's functions, attributes and infos
+  (a ``ModuleState``, taken in microseconds on the pipeline's thread), never the module;
+- the functions themselves are copied on write, except where a pass edits shared nodes in place:
+  ``tl.LowerTileOp`` renames the kernel's thread variable (``tx`` becomes ``thread_binding`` in
+  every function that holds it). Those passes are listed in ``MUTATES_IN_PLACE``;
 - two modules whose structures hash alike can print differently (the structural hash ignores
-  variable names).
-So each new module is printed on the pipeline's thread, in the instrument callback. What is
-skipped is only a print that cannot differ: a module holding the very same functions, attributes
-and infos as the last one printed (a ``ModuleState``, taken in microseconds) reuses its text.
-Hashing and writing happen on a writer thread. ``tests/irtrace/test_exact_passes.py`` checks every
-record against an independent synchronous print on every bundled example and target.
+  variable names), so a text is never guessed from a hash.
+So the pipeline's thread only takes the state; printing, hashing and writing happen in order on
+one writer thread (TVM's printer releases the GIL). Before a pass of ``MUTATES_IN_PLACE`` runs,
+the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``). A module
+holding the very same objects as the last one reuses its text. ``tests/irtrace/test_exact_passes.py``
+checks every record against an independent synchronous print on every bundled example and target,
+with prints held back until each barrier (the latest moment this design allows).
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ from irtrace.core.schema import Scope
 from irtrace.core.trace_writer import TraceWriter
 
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
+
+MUTATES_IN_PLACE = frozenset({"tl.LowerTileOp"})
+"""Passes (TVM names) that edit nodes earlier modules share, so every earlier module must be
+printed before they run, and a module after them is printed even when it holds the same objects."""
 
 
 class ModuleState:
@@ -85,19 +92,31 @@ class Snapshot:
 
 
 class SnapshotPrinter:
-    """Prints modules on the caller's thread and stores texts and records in order.
+    """Takes module states on the caller's thread and prints, hashes and stores them in order.
 
-    With ``threaded``, hashing and writing happen on one writer thread, so the pipeline pays only
-    for printing. Records always reach the file after the texts they refer to; ``drain`` waits
-    for everything submitted.
+    With ``threaded``, printing, hashing and writing happen on one writer thread, so the pipeline
+    pays only for taking states; records always reach the file after the texts they refer to.
+    ``barrier`` waits until everything submitted is done; ``drain`` also ends the thread.
+    ``hold_until_barrier`` (for the exactness test) keeps every job until the next barrier: the
+    latest a print may happen, where a pass missing from ``MUTATES_IN_PLACE`` shows at once.
     """
 
-    def __init__(self, writer: TraceWriter, *, threaded: bool, capture_ir: bool = True) -> None:
+    def __init__(
+        self,
+        writer: TraceWriter,
+        *,
+        threaded: bool,
+        capture_ir: bool = True,
+        hold_until_barrier: bool = False,
+    ) -> None:
         self.writer = writer
         self.capture_ir = capture_ir
         self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._held: list[Callable[[], None]] | None = [] if hold_until_barrier and threaded else None
+        self._last_text: str | None = None
+        self._last_sha = ""
         if threaded:
             self._queue = queue.SimpleQueue()
             self._thread = threading.Thread(target=self._work, name="irtrace-writer", daemon=True)
@@ -114,18 +133,32 @@ class SnapshotPrinter:
     def _submit(self, job: Callable[[], None]) -> None:
         if self._queue is None:
             job()
+        elif self._held is not None:
+            self._held.append(job)
         else:
             self._queue.put(job)
 
-    def snapshot(self, mod: Any) -> Snapshot:
-        """Print ``mod`` now (nothing when IR capture is off); it is hashed and stored later."""
+    def _store(self, text: str) -> str:
+        """The text's key, stored once; the previous text (often printed again) is not re-hashed."""
+        if text != self._last_text:
+            self._last_text, self._last_sha = text, self.writer.add_text(text)
+        return self._last_sha
+
+    def snapshot(self, mod: Any, state: ModuleState | None = None) -> Snapshot:
+        """The snapshot of ``mod`` as it is now (nothing when IR capture is off): printed now
+        without a writer thread, else ``state`` (taken now when not given) is printed there."""
         if not self.capture_ir:
             return Snapshot()
-        snap = Snapshot(module_scope(mod))
-        text = mod.script()
+        if self._queue is None:
+            snap = Snapshot(module_scope(mod))
+            snap.sha = self._store(mod.script())
+            return snap
+        snap, held = Snapshot(), state or ModuleState(mod)
 
         def store() -> None:
-            snap.sha = self.writer.add_text(text)
+            module = held.rebuild()
+            snap.scope = module_scope(module)
+            snap.sha = self._store(module.script())
 
         self._submit(store)
         return snap
@@ -140,9 +173,24 @@ class SnapshotPrinter:
 
         self._submit(store)
 
+    def barrier(self) -> None:
+        """Wait until every job submitted so far is done (before a pass edits shared nodes)."""
+        if self._queue is None:
+            return
+        if self._held:
+            for job in self._held:
+                self._queue.put(job)
+            self._held.clear()
+        done = threading.Event()
+        self._queue.put(done.set)
+        done.wait()
+
     def drain(self) -> None:
         """Wait until every submitted job is done; re-raise a failure of the writer thread."""
         if self._queue is not None and self._thread is not None:
+            for job in self._held or ():
+                self._queue.put(job)
+            self._held = None
             self._queue.put(None)
             self._thread.join()
             self._queue, self._thread = None, None
