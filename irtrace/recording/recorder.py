@@ -297,32 +297,31 @@ class PassRecorder:
 
     def _note_layouts(self, mod: Any, frame: _OpenPass, after: Snapshot) -> None:
         """Record every buffer's layout after the layout pass, and again after each later pass
-        that changed one, until a pass lowers them away. Only changed modules are read, and a
-        record is built only when a layout object differs from the last one recorded."""
+        that changed one, until a pass lowers them away. Only changed modules are read (on the
+        writer thread, from the objects the module held), and a record is built only when a
+        layout object differs from the last one recorded."""
         if self.layout_snapshot is None and not frame.raw_name.endswith("LayoutInference"):
             return
         if after is self.layout_snapshot:
             return
         self.layout_snapshot = after
-        found = list(layout_maps(mod).values())
-        if not found:  # none inferred, or lowered away: nothing later holds a layout map
-            self.layouts_gone = True
-            return
-        if len(found) == len(self.layout_objects) and all(
-            buffer.same_as(old_buffer) and layout.same_as(old_layout)
-            for (buffer, layout), (old_buffer, old_layout) in zip(found, self.layout_objects, strict=True)
-        ):
-            return
-        self.layout_objects = found
-        run_id = self._run_id()
-        record = LayoutRecord(
-            run=run_id, after=frame.index, layouts=[buffer_layout(buffer, layout) for buffer, layout in found]
-        )
+        state, run_id = self.last_state, self._run_id()
 
-        def write() -> None:
-            self.writer.add_layouts(run_id, record)
+        def read() -> None:
+            found = list(layout_maps(state.rebuild() if state is not None else mod).values())
+            if not found:  # none inferred, or lowered away: nothing later holds a layout map
+                self.layouts_gone = True
+                return
+            if len(found) == len(self.layout_objects) and all(
+                buffer.same_as(old_buffer) and layout.same_as(old_layout)
+                for (buffer, layout), (old_buffer, old_layout) in zip(found, self.layout_objects, strict=True)
+            ):
+                return
+            self.layout_objects = found
+            layouts = [buffer_layout(buffer, layout) for buffer, layout in found]
+            self.writer.add_layouts(run_id, LayoutRecord(run=run_id, after=frame.index, layouts=layouts))
 
-        self.printer.write(write)
+        self.printer.write(read)
 
     def passes_incomplete(self, passes: Sequence[Any], error: BaseException | None) -> None:
         """Note passes that never finished; ``write_failed`` records them once the error is known."""
@@ -372,8 +371,6 @@ class PassRecorder:
             event.mod, HOST_CODEGEN_STAGE if host else "codegen", str(event.name), PHASE_CODEGEN, None
         )
         self._note_started(frame)
-        self.printer.barrier()  # codegen and the host wrapper's build are not passes we can vet
-        self.last_state = self.last_snapshot = None
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead

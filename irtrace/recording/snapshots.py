@@ -84,24 +84,33 @@ def _same_function(func: Any, other: Any) -> bool:
 
     if not (isinstance(func, tirx.PrimFunc) and isinstance(other, tirx.PrimFunc)):
         return False
-    if not func.body.same_as(other.body) or len(func.params) != len(other.params):
+    if not func.body.same_as(other.body):
         return False
-    if not all(a.same_as(b) for a, b in zip(func.params, other.params, strict=True)):
-        return False
-    buffers, other_buffers = list(func.buffer_map.items()), list(other.buffer_map.items())
-    if len(buffers) != len(other_buffers) or not all(
-        var.same_as(other_var) and buffer.same_as(other_buffer)
-        for (var, buffer), (other_var, other_buffer) in zip(buffers, other_buffers, strict=True)
+    # a copied function shares its containers: identity first, item by item only when they differ
+    params, other_params = func.params, other.params
+    if not params.same_as(other_params) and (
+        len(params) != len(other_params)
+        or not all(a.same_as(b) for a, b in zip(params, other_params, strict=True))
     ):
         return False
-    if not ir.structural_equal(func.ret_type, other.ret_type):  # a type: no names to miss
-        return False
+    buffer_map, other_map = func.buffer_map, other.buffer_map
+    if not buffer_map.same_as(other_map):
+        buffers, other_buffers = list(buffer_map.items()), list(other_map.items())
+        if len(buffers) != len(other_buffers) or not all(
+            var.same_as(other_var) and buffer.same_as(other_buffer)
+            for (var, buffer), (other_var, other_buffer) in zip(buffers, other_buffers, strict=True)
+        ):
+            return False
+    if not ir.structural_equal(func.ret_type, other.ret_type):  # (TVM's Type.same_as recurses)
+        return False  # a type: structural equality misses no name
     return _same_attrs(func.attrs, other.attrs)
 
 
 def _same_attrs(attrs: Any, other: Any) -> bool:
     if attrs is None or other is None:
         return attrs is None and other is None
+    if attrs.same_as(other):
+        return True
     items, other_items = dict(attrs.items()), dict(other.items())
     if items.keys() != other_items.keys():
         return False
