@@ -36,7 +36,7 @@ from irtrace.core.trace import (
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
 from irtrace.recording.layouts import buffer_layout, layout_maps
-from irtrace.recording.snapshots import ModuleState, Snapshot, SnapshotPrinter
+from irtrace.recording.snapshots import MUTATES_IN_PLACE, ModuleState, Snapshot, SnapshotPrinter
 from irtrace.recording.tvm_targets import make_tvm_target
 
 
@@ -125,10 +125,13 @@ class PassRecorder:
         threaded: bool = True,
         capture_ir: bool = True,
         should_stop: Callable[[], bool] | None = None,
+        hold_prints: bool = False,
     ) -> None:
         self.writer = writer
         self.run_id = run_id
-        self.printer = SnapshotPrinter(writer, threaded=threaded and capture_ir, capture_ir=capture_ir)
+        self.printer = SnapshotPrinter(
+            writer, threaded=threaded and capture_ir, capture_ir=capture_ir, hold_until_barrier=hold_prints
+        )
         self.should_stop = should_stop
         self.cancelled = False
         self.stop_after = set(stop_after)
@@ -168,8 +171,15 @@ class PassRecorder:
         state = ModuleState(mod)
         if self.last_snapshot is not None and self.last_state is not None and state.same_as(self.last_state):
             return self.last_snapshot
-        self.last_state, self.last_snapshot = state, self.printer.snapshot(mod)
+        self.last_state, self.last_snapshot = state, self.printer.snapshot(mod, state)
         return self.last_snapshot
+
+    def _before_in_place_edits(self, raw_name: str) -> None:
+        """Before a pass that edits shared nodes in place: every module taken so far is printed
+        first, and the module after it is printed even if it holds the same objects."""
+        if raw_name in MUTATES_IN_PLACE:
+            self.printer.barrier()
+            self.last_state = self.last_snapshot = None
 
     def _write(
         self, frame: _OpenPass, ended: float, wall: float, after: Snapshot | None, **extra: Any
@@ -261,6 +271,7 @@ class PassRecorder:
         name = display_name(raw_name)
         frame = self._open(mod, name, raw_name, *self._phase(event.phase))
         self._note_started(frame)
+        self._before_in_place_edits(raw_name)
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead
@@ -286,32 +297,31 @@ class PassRecorder:
 
     def _note_layouts(self, mod: Any, frame: _OpenPass, after: Snapshot) -> None:
         """Record every buffer's layout after the layout pass, and again after each later pass
-        that changed one, until a pass lowers them away. Only changed modules are read, and a
-        record is built only when a layout object differs from the last one recorded."""
+        that changed one, until a pass lowers them away. Only changed modules are read (on the
+        writer thread, from the objects the module held), and a record is built only when a
+        layout object differs from the last one recorded."""
         if self.layout_snapshot is None and not frame.raw_name.endswith("LayoutInference"):
             return
         if after is self.layout_snapshot:
             return
         self.layout_snapshot = after
-        found = list(layout_maps(mod).values())
-        if not found:  # none inferred, or lowered away: nothing later holds a layout map
-            self.layouts_gone = True
-            return
-        if len(found) == len(self.layout_objects) and all(
-            buffer.same_as(old_buffer) and layout.same_as(old_layout)
-            for (buffer, layout), (old_buffer, old_layout) in zip(found, self.layout_objects, strict=True)
-        ):
-            return
-        self.layout_objects = found
-        run_id = self._run_id()
-        record = LayoutRecord(
-            run=run_id, after=frame.index, layouts=[buffer_layout(buffer, layout) for buffer, layout in found]
-        )
+        state, run_id = self.last_state, self._run_id()
 
-        def write() -> None:
-            self.writer.add_layouts(run_id, record)
+        def read() -> None:
+            found = list(layout_maps(state.rebuild() if state is not None else mod).values())
+            if not found:  # none inferred, or lowered away: nothing later holds a layout map
+                self.layouts_gone = True
+                return
+            if len(found) == len(self.layout_objects) and all(
+                buffer.same_as(old_buffer) and layout.same_as(old_layout)
+                for (buffer, layout), (old_buffer, old_layout) in zip(found, self.layout_objects, strict=True)
+            ):
+                return
+            self.layout_objects = found
+            layouts = [buffer_layout(buffer, layout) for buffer, layout in found]
+            self.writer.add_layouts(run_id, LayoutRecord(run=run_id, after=frame.index, layouts=layouts))
 
-        self.printer.write(write)
+        self.printer.write(read)
 
     def passes_incomplete(self, passes: Sequence[Any], error: BaseException | None) -> None:
         """Note passes that never finished; ``write_failed`` records them once the error is known."""
@@ -460,6 +470,7 @@ def record_lowering(
     kernel_file_text: str | None = None,
     instance: Instance | None = None,
     capture_warnings: bool = False,
+    hold_prints: bool = False,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
@@ -471,6 +482,7 @@ def record_lowering(
     times without any IR (the language server's hints need none). ``kernel_file_text``, the
     kernel's Python file as imported, is stored in the trace for readers to show. ``instance``
     is where a captured kernel came from (a kernel ``irtrace run`` lowers again for a ``-t``).
+    ``hold_prints`` (for the exactness test) prints each module as late as the design allows.
     ``capture_warnings`` takes what TileLang's C++ code logs while it lowers off file descriptor 2
     and stores its warnings on the run (other text is passed on to stderr afterwards).
     """
@@ -497,6 +509,7 @@ def record_lowering(
         threaded=threaded,
         capture_ir=capture_ir,
         should_stop=should_stop,
+        hold_prints=hold_prints,
     )
     failure: BaseException | None = None
     interrupted = False

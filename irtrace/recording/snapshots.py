@@ -1,31 +1,42 @@
 """Exact IR snapshots of modules that later passes change in place.
 
-What a pass did is what ``str(mod)`` shows right after it, and only a print taken then says so:
+What a pass did is what ``str(mod)`` shows right after it, and only a print of the objects the
+module held then says so:
 - TileLang's pipelines change ``IRModule`` objects in place (``mod->Update`` mutates the node
-  whatever its reference count), so a module printed later can show a later pass's changes;
-- ``tl.LowerTileOp`` renames the kernel's thread variable in place (``tx`` becomes
-  ``thread_binding`` in every module that holds it), so even a print of held functions taken
-  off the pipeline's thread races with the pipeline;
+  whatever its reference count), so a snapshot holds the module's functions, attributes and infos
+  (a ``ModuleState``, taken in microseconds on the pipeline's thread), never the module;
+- the functions themselves are copied on write, except where a pass edits shared nodes in place:
+  ``tl.LowerTileOp`` renames the kernel's thread variable (``tx`` becomes ``thread_binding`` in
+  every function that holds it). Those passes are listed in ``MUTATES_IN_PLACE``;
 - two modules whose structures hash alike can print differently (the structural hash ignores
-  variable names).
-So each new module is printed on the pipeline's thread, in the instrument callback. What is
-skipped is only a print that cannot differ: a module holding the very same functions, attributes
-and infos as the last one printed (a ``ModuleState``, taken in microseconds) reuses its text.
-Hashing and writing happen on a writer thread. ``tests/irtrace/test_exact_passes.py`` checks every
-record against an independent synchronous print on every bundled example and target.
+  variable names), so a text is never guessed from a hash.
+So the pipeline's thread only takes the state (and a function made of the very same body,
+parameters, buffers and attributes as the last one printed counts as the same); a pool of threads
+prints (TVM's printer runs in C++ without the GIL) and one writer thread hashes and stores the
+texts in order. Before a pass of ``MUTATES_IN_PLACE`` runs,
+the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``). A module
+holding the very same objects as the last one reuses its text. ``tests/irtrace/test_exact_passes.py``
+checks every record against an independent synchronous print on every bundled example and target,
+with prints held back until each barrier (the latest moment this design allows).
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from irtrace.core.schema import Scope
 from irtrace.core.trace_writer import TraceWriter
 
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
+
+MUTATES_IN_PLACE = frozenset({"tl.LowerTileOp"})
+"""Passes (TVM names) that edit nodes earlier modules share, so every earlier module must be
+printed before they run, and a module after them is printed even when it holds the same objects."""
 
 
 class ModuleState:
@@ -43,7 +54,7 @@ class ModuleState:
         if len(self.functions) != len(other.functions):
             return False
         for (gvar, func), (other_gvar, other_func) in zip(self.functions, other.functions, strict=True):
-            if not (gvar.same_as(other_gvar) and func.same_as(other_func)):
+            if not (gvar.same_as(other_gvar) and _same_function(func, other_func)):
                 return False
         return _same(self.attrs, other.attrs) and _same(self.global_infos, other.global_infos)
 
@@ -58,6 +69,57 @@ def _same(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return bool(a.same_as(b))
+
+
+def _same_function(func: Any, other: Any) -> bool:
+    """Whether two functions print the same because they are made of the very same objects.
+
+    Half of the passes that return a new PrimFunc object keep its body, parameters and buffers
+    (a mutator that changed nothing, an attribute set to the value it had): such a copy prints
+    like the original, and needs no print of its own. Anything not the same object is a change.
+    """
+    if func.same_as(other):
+        return True
+    from tvm import ir, tirx
+
+    if not (isinstance(func, tirx.PrimFunc) and isinstance(other, tirx.PrimFunc)):
+        return False
+    if not func.body.same_as(other.body):
+        return False
+    # a copied function shares its containers: identity first, item by item only when they differ
+    params, other_params = func.params, other.params
+    if not params.same_as(other_params) and (
+        len(params) != len(other_params)
+        or not all(a.same_as(b) for a, b in zip(params, other_params, strict=True))
+    ):
+        return False
+    buffer_map, other_map = func.buffer_map, other.buffer_map
+    if not buffer_map.same_as(other_map):
+        buffers, other_buffers = list(buffer_map.items()), list(other_map.items())
+        if len(buffers) != len(other_buffers) or not all(
+            var.same_as(other_var) and buffer.same_as(other_buffer)
+            for (var, buffer), (other_var, other_buffer) in zip(buffers, other_buffers, strict=True)
+        ):
+            return False
+    if not ir.structural_equal(func.ret_type, other.ret_type):  # (TVM's Type.same_as recurses)
+        return False  # a type: structural equality misses no name
+    return _same_attrs(func.attrs, other.attrs)
+
+
+def _same_attrs(attrs: Any, other: Any) -> bool:
+    if attrs is None or other is None:
+        return attrs is None and other is None
+    if attrs.same_as(other):
+        return True
+    items, other_items = dict(attrs.items()), dict(other.items())
+    if items.keys() != other_items.keys():
+        return False
+    for key, value in items.items():
+        other_value = other_items[key]
+        same = value.same_as(other_value) if hasattr(value, "same_as") else value == other_value
+        if not same:
+            return False
+    return True
 
 
 def module_scope(mod: Any) -> Scope:
@@ -84,24 +146,55 @@ class Snapshot:
         self.scope = scope
 
 
-class SnapshotPrinter:
-    """Prints modules on the caller's thread and stores texts and records in order.
+def print_workers() -> int:
+    """Threads that print modules: TVM's printer runs in C++ without the GIL, so prints of
+    successive modules overlap on a machine with cores to spare (one is the pipeline's)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 2
+    return max(1, min(3, cores - 1))
 
-    With ``threaded``, hashing and writing happen on one writer thread, so the pipeline pays only
-    for printing. Records always reach the file after the texts they refer to; ``drain`` waits
-    for everything submitted.
+
+def _print_state(state: ModuleState) -> tuple[Scope, str]:
+    module = state.rebuild()
+    return module_scope(module), module.script()
+
+
+class SnapshotPrinter:
+    """Takes module states on the caller's thread; prints them on a pool of threads and hashes
+    and stores them in order on one writer thread.
+
+    With ``threaded``, the pipeline pays only for taking states; records always reach the file
+    after the texts they refer to. ``barrier`` waits until everything submitted is done; ``drain``
+    also ends the threads. ``hold_until_barrier`` (for the exactness test) starts no print before
+    the next barrier: the latest a print may happen, where a pass missing from
+    ``MUTATES_IN_PLACE`` shows at once.
     """
 
-    def __init__(self, writer: TraceWriter, *, threaded: bool, capture_ir: bool = True) -> None:
+    def __init__(
+        self,
+        writer: TraceWriter,
+        *,
+        threaded: bool,
+        capture_ir: bool = True,
+        hold_until_barrier: bool = False,
+    ) -> None:
         self.writer = writer
         self.capture_ir = capture_ir
         self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
+        self._held: list[Callable[[], None]] | None = [] if hold_until_barrier and threaded else None
+        self._last_text: str | None = None
+        self._last_sha = ""
         if threaded:
             self._queue = queue.SimpleQueue()
             self._thread = threading.Thread(target=self._work, name="irtrace-writer", daemon=True)
             self._thread.start()
+            if capture_ir:
+                self._pool = ThreadPoolExecutor(print_workers(), thread_name_prefix="irtrace-print")
 
     def _work(self) -> None:
         assert self._queue is not None
@@ -111,23 +204,48 @@ class SnapshotPrinter:
             except BaseException as error:  # surfaced by drain()
                 self._error = self._error or error
 
+    def _start(self, step: Callable[[], None]) -> None:
+        """Run ``step`` now, or at the next barrier while holding."""
+        if self._held is not None:
+            self._held.append(step)
+        else:
+            step()
+
     def _submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on the writer thread after everything submitted before it (now without one)."""
         if self._queue is None:
             job()
-        else:
-            self._queue.put(job)
+            return
+        queued = self._queue
+        self._start(lambda: queued.put(job))
 
-    def snapshot(self, mod: Any) -> Snapshot:
-        """Print ``mod`` now (nothing when IR capture is off); it is hashed and stored later."""
+    def _store(self, text: str) -> str:
+        """The text's key, stored once; the previous text (often printed again) is not re-hashed."""
+        if text != self._last_text:
+            self._last_text, self._last_sha = text, self.writer.add_text(text)
+        return self._last_sha
+
+    def snapshot(self, mod: Any, state: ModuleState | None = None) -> Snapshot:
+        """The snapshot of ``mod`` as it is now (nothing when IR capture is off): printed now
+        without a writer thread, else ``state`` (taken now when not given) is printed by the pool."""
         if not self.capture_ir:
             return Snapshot()
-        snap = Snapshot(module_scope(mod))
-        text = mod.script()
+        if self._queue is None or self._pool is None:
+            snap = Snapshot(module_scope(mod))
+            snap.sha = self._store(mod.script())
+            return snap
+        snap, held, pool, queued = Snapshot(), state or ModuleState(mod), self._pool, self._queue
 
-        def store() -> None:
-            snap.sha = self.writer.add_text(text)
+        def start() -> None:
+            printed: Future[tuple[Scope, str]] = pool.submit(_print_state, held)
 
-        self._submit(store)
+            def store() -> None:
+                snap.scope, text = printed.result()
+                snap.sha = self._store(text)
+
+            queued.put(store)
+
+        self._start(start)
         return snap
 
     def write(self, job: Callable[[], None]) -> None:
@@ -140,11 +258,31 @@ class SnapshotPrinter:
 
         self._submit(store)
 
+    def _release(self) -> None:
+        for step in self._held or ():
+            step()
+        if self._held:
+            self._held.clear()
+
+    def barrier(self) -> None:
+        """Wait until every job submitted so far is done (before a pass edits shared nodes)."""
+        if self._queue is None:
+            return
+        self._release()
+        done = threading.Event()
+        self._queue.put(done.set)
+        done.wait()
+
     def drain(self) -> None:
         """Wait until every submitted job is done; re-raise a failure of the writer thread."""
         if self._queue is not None and self._thread is not None:
+            self._release()
+            self._held = None
             self._queue.put(None)
             self._thread.join()
             self._queue, self._thread = None, None
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         if self._error is not None:
             raise self._error

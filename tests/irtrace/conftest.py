@@ -155,6 +155,7 @@ def record_coverage(path: Path) -> Coverage:
                     pass_configs=prepared.pass_configs,
                     tvm_target=prepared.tvm_target,
                     instruments=[synchronous_printer(seen)],
+                    hold_prints=True,  # every print as late as the design allows
                 )
                 trace = writer.trace()
                 found[(prepared.name, prepared.target.name)] = disagreements(trace, result.run, seen)
