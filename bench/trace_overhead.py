@@ -5,7 +5,10 @@ plain ``tilelang.lower`` and with irtrace's recorder, alternating, and prints th
 ``--repeat`` runs each, their ratio and the trace size. Ends with
 ``RESULT max_ratio=<x> median_ratio=<y>`` over every kernel and target.
 
-    .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml]
+    .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml] [--sync]
+
+``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
+pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
 """
 
 from __future__ import annotations
@@ -31,14 +34,22 @@ def lower_untraced(func: Any, tvm_target: Any, configs: dict[str, Any]) -> float
     return time.perf_counter() - started
 
 
-def lower_traced(func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path) -> float:
+def lower_traced(
+    func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path, *, threaded: bool = True
+) -> float:
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.recorder import record_lowering
 
     started = time.perf_counter()
     with TraceWriter(path) as writer:
         result = record_lowering(
-            func, target, writer, kernel="bench", pass_configs=configs, tvm_target=tvm_target
+            func,
+            target,
+            writer,
+            kernel="bench",
+            pass_configs=configs,
+            tvm_target=tvm_target,
+            threaded=threaded,
         )
     elapsed = time.perf_counter() - started
     if result.error is not None:
@@ -53,6 +64,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--manifest", default=str(ROOT / "examples" / "irtrace.toml"))
     parser.add_argument("--only", help="substring of 'kernel target' to restrict the run")
+    parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="print every module on the pipeline's thread, as irtrace record and run do (crash-safe: "
+        "every record is in the file before the next pass runs); default: the print pool, as the "
+        "language server, the MCP server and record_lowering's callers get",
+    )
     args = parser.parse_args()
 
     from irtrace.recording.api import prepare_request
@@ -77,7 +95,9 @@ def main() -> int:
             untraced, traced = [], []
             for _ in range(args.repeat):
                 untraced.append(lower_untraced(built.func, tvm_target, configs))
-                traced.append(lower_traced(built.func, target, tvm_target, configs, trace_path))
+                traced.append(
+                    lower_traced(built.func, target, tvm_target, configs, trace_path, threaded=not args.sync)
+                )
             base, with_trace = statistics.median(untraced), statistics.median(traced)
             ratio = with_trace / base
             ratios.append(ratio)
