@@ -26,11 +26,13 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from irtrace.core.schema import Scope
 from irtrace.core.trace_writer import TraceWriter
+
+if TYPE_CHECKING:  # importing concurrent.futures registers an exit hook: not while a process exits
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
 
@@ -194,6 +196,8 @@ class SnapshotPrinter:
             self._thread = threading.Thread(target=self._work, name="irtrace-writer", daemon=True)
             self._thread.start()
             if capture_ir:
+                from concurrent.futures import ThreadPoolExecutor
+
                 self._pool = ThreadPoolExecutor(print_workers(), thread_name_prefix="irtrace-print")
 
     def _work(self) -> None:
