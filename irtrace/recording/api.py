@@ -39,7 +39,13 @@ from irtrace.recording.loader import (
     source_as_imported,
     target_context,
 )
-from irtrace.recording.recorder import RecordedLowering, begin_run_record, record_failure, record_lowering
+from irtrace.recording.recorder import (
+    RecordedLowering,
+    begin_run_record,
+    crash_safe,
+    record_failure,
+    record_lowering,
+)
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 from irtrace.recording.warmup import warm_error_path
 
@@ -205,8 +211,9 @@ def record_prepared(
         pass_configs=prepared.pass_configs,
         tvm_target=prepared.tvm_target,
         stop_after=stop_after,
-        # every record reaches the file before the next pass runs: a native crash loses nothing
-        threaded=False,
+        # crash-safe: every record reaches the file before the next pass runs, so a native crash
+        # loses nothing; a --jobs worker prints on a pool and runs a crashed task again crash-safe
+        threaded=not crash_safe(),
         kernel_file_text=prepared.kernel_file_text,
         capture_warnings=True,  # each warning kept with the run that logged it
     )

@@ -56,6 +56,7 @@ from irtrace.core.trace import (
     KernelRun,
 )
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.recorder import set_crash_safe
 
 Task = Callable[[TraceWriter], Any]
 """Records into the writer it is given; what it returns comes home as JSON from a worker."""
@@ -239,6 +240,10 @@ class WorkerPool:
     _workers: list[_Worker] = field(default_factory=list)
     _scratch_dir: Path | None = None
     _scratch_prefix: str | None = None
+    _crash_safe: set[int] = field(default_factory=set)
+    """Tasks whose worker crashed once: run again crash-safe (``recorder.crash_safe``), so the
+    trace holds every pass that finished and the one that crashed, not what the print pool had
+    written by then."""
 
     def results(self) -> Iterator[TaskResult]:
         if not self.tasks:
@@ -313,7 +318,8 @@ class WorkerPool:
         self._scratch(worker.task).write_bytes(b"")  # there before the worker starts: no stale lines
         self._started.add(worker.task)
         worker.started = time.monotonic()
-        os.write(worker.commands, f"{worker.task}\n".encode())
+        mode = " crash-safe" if worker.task in self._crash_safe else ""
+        os.write(worker.commands, f"{worker.task}{mode}\n".encode())
         if self.on_task is not None:
             self.on_task(worker.task, True)
 
@@ -357,9 +363,16 @@ class WorkerPool:
         assert worker.task is not None
         self._kill(worker)
         elapsed = time.monotonic() - worker.started
-        self._ended[worker.task] = _Ended(stopped=Stopped(stopped_by, death, elapsed, self.timeout))
-        if self.on_task is not None:
-            self.on_task(worker.task, False)
+        if stopped_by == STOPPED_BY_CRASH and worker.task not in self._crash_safe:
+            self._crash_safe.add(worker.task)  # once more, crash-safe: first in line, same scratch
+            self._started.discard(worker.task)
+            self._pending.appendleft(worker.task)
+        else:
+            if worker.task in self._crash_safe:
+                death += "; again when run crash-safe"
+            self._ended[worker.task] = _Ended(stopped=Stopped(stopped_by, death, elapsed, self.timeout))
+            if self.on_task is not None:
+                self.on_task(worker.task, False)
         fresh = self._spawn()
         worker.pid, worker.commands, worker.replies, worker.buffer = (
             fresh.pid,
@@ -478,7 +491,9 @@ def _worker_main(
             in_worker()
         with os.fdopen(commands, "r") as orders:
             for line in orders:
-                index = int(line)
+                number, _, mode = line.strip().partition(" ")
+                index = int(number)
+                set_crash_safe(mode == "crash-safe")  # else prints on a pool: a crash is retried
                 writer.redirect(scratch(index))
                 native_log.run_log_path = _log_path(scratch(index))
                 reply: dict[str, Any] = {"index": index}

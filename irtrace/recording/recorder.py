@@ -39,6 +39,21 @@ from irtrace.recording.layouts import buffer_layout, layout_maps
 from irtrace.recording.snapshots import MUTATES_IN_PLACE, ModuleState, Snapshot, SnapshotPrinter
 from irtrace.recording.tvm_targets import make_tvm_target
 
+_crash_safe = True
+
+
+def crash_safe() -> bool:
+    """Whether ``record`` and ``run`` print each module on the pipeline's thread and write each
+    record before the next pass runs, so that a native crash keeps everything that finished
+    (the default, in the process the user started). ``--jobs``/``--isolate`` workers print on a
+    pool instead, and run a task that crashed again in this mode (``irtrace.recording.executor``)."""
+    return _crash_safe
+
+
+def set_crash_safe(safe: bool) -> None:
+    global _crash_safe
+    _crash_safe = safe
+
 
 class StopLowering(Exception):
     """Raised at codegen once a stop was asked for, to end the lowering early.

@@ -138,9 +138,15 @@ def test_isolated_segfault_fails_that_run_and_recording_goes_on(tmp_path: Path, 
     crashed, gemm = load_trace(output).runs
     assert crashed.status == STATUS_FAILED and crashed.stopped_by == STOPPED_BY_CRASH
     assert crashed.running == "tl.LowerTileOp" and "SIGSEGV" in (crashed.error or "")
-    assert [p.name for p in finished_and_running(crashed)[0]] == [
-        p.name for p in copy_trace.runs[0].passes[:LOWER_TILE_OP_INDEX]
-    ]
+    assert "again when run crash-safe" in (crashed.error or "")
+    # workers print on a pool; the crashed task ran again crash-safe, so the trace holds every
+    # pass that finished, with its IR, and the IR the crashing pass received
+    trace = load_trace(output)
+    clean = copy_trace.runs[0].passes[:LOWER_TILE_OP_INDEX]
+    finished, running = finished_and_running(crashed)
+    assert [(p.name, p.changed) for p in finished] == [(p.name, p.changed) for p in clean]
+    assert [trace.ir_after(p) for p in finished] == [copy_trace.ir_after(p) for p in clean]
+    assert trace.ir_before(running) == copy_trace.ir_before(copy_trace.runs[0].passes[LOWER_TILE_OP_INDEX])
     assert gemm.kernel == "matmul" and gemm.status == STATUS_OK and gemm.source_sha256
 
 
