@@ -97,16 +97,21 @@ def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    repro.add_argument("trace", metavar="TRACE")
-    repro.add_argument(
+    add_failed_run_arguments(repro)
+    repro.add_argument("-o", "--output", help="script to write (default repro_KERNEL_TARGET.py)")
+
+
+def add_failed_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """TRACE, the kernel file to import and which failed run: what repro and reduce both take."""
+    parser.add_argument("trace", metavar="TRACE")
+    parser.add_argument(
         "-f",
         "--kernel-file",
         metavar="FILE",
         help="the kernel's .py file to import (required: a trace is data, its spec path is not imported)",
     )
-    repro.add_argument("-k", "--kernel", help="the failed kernel (needed when several failed)")
-    repro.add_argument("-t", "--target", help="its target")
-    repro.add_argument("-o", "--output", help="script to write (default repro_KERNEL_TARGET.py)")
+    parser.add_argument("-k", "--kernel", help="the failed kernel (needed when several failed)")
+    parser.add_argument("-t", "--target", help="its target")
 
 
 # ----------------------------------------------------------------------------- check

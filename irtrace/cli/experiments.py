@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from irtrace.cli.ci import add_failed_run_arguments
 from irtrace.core.errors import EXIT_CODE_MEANINGS, ExitCode, exit_codes_help
 
 RESUME_EXIT_MEANINGS: dict[int, str] = {
@@ -81,15 +82,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction[argparse.Argume
         epilog=exit_codes_help(REDUCE_EXIT_MEANINGS),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    reduce.add_argument("trace", metavar="TRACE")
-    reduce.add_argument(
-        "-f",
-        "--kernel-file",
-        metavar="FILE",
-        help="the kernel's .py file to import (required: a trace is data, its spec path is not imported)",
-    )
-    reduce.add_argument("-k", "--kernel", help="the failed kernel (needed when several failed)")
-    reduce.add_argument("-t", "--target", help="its target")
+    add_failed_run_arguments(reduce)
     reduce.add_argument(
         "-o", "--output", default="reduced_repro.py", help="script to write (default reduced_repro.py)"
     )
