@@ -8,6 +8,7 @@ Only numbers both traces hold are compared: a trace recorded without ``--bench``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -125,38 +126,20 @@ def _function_findings(item: FunctionResources, policy: Policy) -> list[PerfFind
     if old is None or now is None:
         return []
     perf = policy.perf
-    findings = []
     name = item.function
-    if old.registers != now.registers:
-        grew = now.registers - old.registers > perf.registers
-        findings.append(
-            PerfFinding(
-                REGISTERS,
-                f"{name}: registers per thread {old.registers} -> {now.registers}"
-                + _limit(grew, perf.registers),
-                grew and policy.fails(REGISTERS),
-            )
+    growths: list[tuple[str, str, int, int, int, str, Callable[[int], str]]] = [
+        (REGISTERS, "registers per thread", old.registers, now.registers, perf.registers, "", str),
+        (SPILLS, "spilled bytes per thread", old.spills, now.spills, perf.spill_bytes, " B", str),
+    ]
+    if old.dynamic_smem is not None and now.dynamic_smem is not None:
+        growths.append(
+            (SMEM, "shared memory per block", old.smem, now.smem, perf.smem_bytes, " B", format_bytes)
         )
-    if old.spills != now.spills:
-        grew = now.spills - old.spills > perf.spill_bytes
-        findings.append(
-            PerfFinding(
-                SPILLS,
-                f"{name}: spilled bytes per thread {old.spills} -> {now.spills}"
-                + _limit(grew, perf.spill_bytes, " B"),
-                grew and policy.fails(SPILLS),
-            )
-        )
-    if old.dynamic_smem is not None and now.dynamic_smem is not None and old.smem != now.smem:
-        grew = now.smem - old.smem > perf.smem_bytes
-        findings.append(
-            PerfFinding(
-                SMEM,
-                f"{name}: shared memory per block {format_bytes(old.smem)} -> {format_bytes(now.smem)}"
-                f"{_limit(grew, perf.smem_bytes, ' B')}",
-                grew and policy.fails(SMEM),
-            )
-        )
+    findings = [
+        _growth(kind, f"{name}: {what}", before_value, after_value, allowed, unit, show, policy)
+        for kind, what, before_value, after_value, allowed, unit, show in growths
+        if before_value != after_value
+    ]
     before, after = item.baseline_occupancy, item.new_occupancy
     if before is not None and after is not None and before.fraction != after.fraction:
         dropped = (before.fraction - after.fraction) * 100 > perf.occupancy_points
@@ -171,5 +154,17 @@ def _function_findings(item: FunctionResources, policy: Policy) -> list[PerfFind
     return findings
 
 
-def _limit(grew: bool, allowed: int, unit: str = "") -> str:
-    return f" (limit +{allowed}{unit})" if grew else ""
+def _growth(
+    kind: str,
+    what: str,
+    old: int,
+    new: int,
+    allowed: int,
+    unit: str,
+    show: Callable[[int], str],
+    policy: Policy,
+) -> PerfFinding:
+    """A resource that changed: it fails when it grew by more than ``allowed`` and the policy gates it."""
+    grew = new - old > allowed
+    limit = f" (limit +{allowed}{unit})" if grew else ""
+    return PerfFinding(kind, f"{what} {show(old)} -> {show(new)}{limit}", grew and policy.fails(kind))

@@ -32,20 +32,22 @@ Both exit 0 when the bisect ran, whatever it found.
 
 def add_bisect_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``bisect configs`` and ``bisect versions`` to ``irtrace``'s subcommands."""
+    ending: dict[str, Any] = {
+        "epilog": BISECT_EPILOG + exit_codes_help(),
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
     bisect = commands.add_parser(
         "bisect",
         help="which pass option or TileLang release changes a kernel's source or failure",
         description="Find the pass options (configs) or the TileLang release (versions) that change "
         "a kernel's generated source or its failure, with the first pass where the IR differs.",
-        epilog=BISECT_EPILOG + exit_codes_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **ending,
     )
     modes = bisect.add_subparsers(dest="bisect_mode", metavar="MODE", required=True)
     configs = modes.add_parser(
         "configs",
         help="switch TileLang's pass options one at a time",
-        epilog=BISECT_EPILOG + exit_codes_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **ending,
     )
     configs.add_argument(
         "--option",
@@ -59,8 +61,7 @@ def add_bisect_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     versions = modes.add_parser(
         "versions",
         help="record the kernel with each environment's TileLang and find the first release that differs",
-        epilog=BISECT_EPILOG + exit_codes_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **ending,
     )
     versions.add_argument(
         "--python",

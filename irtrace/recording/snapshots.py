@@ -10,14 +10,14 @@ module held then says so:
   every function that holds it). Those passes are listed in ``MUTATES_IN_PLACE``;
 - two modules whose structures hash alike can print differently (the structural hash ignores
   variable names), so a text is never guessed from a hash.
-So the pipeline's thread only takes the state (and a function made of the very same body,
-parameters, buffers and attributes as the last one printed counts as the same); a pool of threads
-prints (TVM's printer runs in C++ without the GIL) and one writer thread hashes and stores the
-texts in order. Before a pass of ``MUTATES_IN_PLACE`` runs,
-the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``). A module
-holding the very same objects as the last one reuses its text. ``tests/irtrace/test_exact_passes.py``
-checks every record against an independent synchronous print on every bundled example and target,
-with prints held back until each barrier (the latest moment this design allows).
+So the pipeline's thread only takes the state; a module holding the very same objects as the
+last one printed (or functions made of the very same body, parameters, buffers and attributes)
+reuses its text. A pool of threads prints (TVM's printer runs in C++ without the GIL) and one
+writer thread hashes and stores the texts in order. Before a pass of ``MUTATES_IN_PLACE`` runs,
+the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``).
+``tests/irtrace/test_exact_passes.py`` checks every record against an independent synchronous
+print on every bundled example and target, with prints held back until each barrier (the latest
+moment this design allows).
 """
 
 from __future__ import annotations
@@ -263,9 +263,10 @@ class SnapshotPrinter:
         self._submit(store)
 
     def _release(self) -> None:
-        for step in self._held or ():
-            step()
+        """Start what was held back for the barrier, in order."""
         if self._held:
+            for step in self._held:
+                step()
             self._held.clear()
 
     def barrier(self) -> None:
