@@ -241,3 +241,29 @@ def test_prepare_bench_compiles_with_the_bound_sizes(lowered: Lowered) -> None:
     result = launch_bench(bench, device, repeat=3)
     assert len(result.samples_ms) == 3 and result.latency_ms == median_ms(result.samples_ms)
     assert (result.shape, result.shape_from) == ({"tokens": 1024}, "--bench-shape")
+
+
+@pytest.mark.sweep
+def test_bench_gives_a_kernel_that_returns_its_output_only_its_inputs() -> None:
+    """A kernel that allocates and returns a tensor (``T.empty``, or ``out_idx``) takes fewer
+    arguments than its PrimFunc has parameters: ``--bench`` passes what TileLang's own profiler
+    makes for it (``Profiler._get_inputs``, which leaves out ``result_idx``). On an H200 a captured
+    GEMM compiled with ``out_idx=[2]`` failed with "Kernel expected 2 inputs, but 3 are provided"."""
+    import importlib
+
+    import tilelang
+
+    from irtrace.core.bench_shapes import NO_SHAPES
+    from irtrace.core.targets import first_target
+    from irtrace.recording.bench import compile_for_bench, kernel_inputs
+    from irtrace.recording.tvm_targets import make_tvm_target
+
+    example = importlib.import_module("tests.data.tilelang_example_gemm")
+    func = example.matmul.get_tir(M=256, N=256, K=256, block_M=64, block_N=64, block_K=32)
+    plan = plan_inputs(func, "matmul", command_line=NO_SHAPES)
+    bench = compile_for_bench(func, make_tvm_target(first_target(["cuda:sm_80"])), {}, plan)
+    planned = kernel_inputs(bench.kernel, [item.param for item in plan.inputs])
+    theirs = bench.kernel.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Randn)
+    expected = [param for index, param in enumerate(theirs.params) if index not in theirs.result_idx]
+    assert len(plan.inputs) == 3 and len(planned) == 2
+    assert [tuple(p.shape) for p in planned] == [tuple(int(d) for d in p.shape) for p in expected]
