@@ -63,7 +63,11 @@ def main() -> int:
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--manifest", default=str(ROOT / "examples" / "irtrace.toml"))
-    parser.add_argument("--only", help="substring of 'kernel target' to restrict the run")
+    parser.add_argument(
+        "--only",
+        action="append",
+        help="substring of 'kernel target' to restrict the run (repeat: any of them)",
+    )
     parser.add_argument(
         "--sync",
         action="store_true",
@@ -84,7 +88,7 @@ def main() -> int:
     for request in load_manifest(args.manifest):
         for prepared in prepare_request(request):
             label = f"{prepared.name} {prepared.target.name}"
-            if args.only and args.only not in label:
+            if args.only and not any(part in label for part in args.only):
                 continue
             if prepared.built is None:
                 raise RuntimeError(f"{label} could not be built: {prepared.error}")

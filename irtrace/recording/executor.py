@@ -57,6 +57,7 @@ from irtrace.core.trace import (
 )
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.recorder import set_crash_safe
+from irtrace.recording.snapshots import share_cores
 
 Task = Callable[[TraceWriter], Any]
 """Records into the writer it is given; what it returns comes home as JSON from a worker."""
@@ -287,6 +288,7 @@ class WorkerPool:
         pid = os.fork()
         if pid == 0:  # the worker: never returns
             die_with_parent(parent)
+            share_cores(self.size)
             os.close(command_write)
             os.close(reply_read)
             for other in self._workers:  # their pipes: a worker must see EOF when the parent closes

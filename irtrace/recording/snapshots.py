@@ -26,13 +26,10 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from irtrace.core.schema import Scope
 from irtrace.core.trace_writer import TraceWriter
-
-if TYPE_CHECKING:  # importing concurrent.futures registers an exit hook: not while a process exits
-    from concurrent.futures import Future, ThreadPoolExecutor
 
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
 
@@ -124,10 +121,11 @@ def _same_attrs(attrs: Any, other: Any) -> bool:
     return True
 
 
-def module_scope(mod: Any) -> Scope:
-    """``device`` or ``host`` once the module holds one side of the host/device split, else ``module``."""
+def functions_scope(functions: tuple[tuple[Any, Any], ...]) -> Scope:
+    """``device`` or ``host`` once a module of these functions holds one side of the host/device
+    split, else ``module``."""
     conventions = []
-    for _, func in mod.functions.items():
+    for _, func in functions:
         attrs = getattr(func, "attrs", None)
         conv = attrs.get("calling_conv", None) if attrs is not None else None
         conventions.append(None if conv is None else int(conv))
@@ -148,19 +146,96 @@ class Snapshot:
         self.scope = scope
 
 
+_processes_sharing_cores = 1
+"""How many recording processes run side by side (``--jobs``): they share the cores."""
+
+
+def share_cores(processes: int) -> None:
+    """Say that ``processes`` recording processes (this one among them) share the machine's cores."""
+    global _processes_sharing_cores
+    _processes_sharing_cores = max(1, processes)
+
+
 def print_workers() -> int:
     """Threads that print modules: TVM's printer runs in C++ without the GIL, so prints of
-    successive modules overlap on a machine with cores to spare (one is the pipeline's)."""
+    successive modules overlap on a machine with cores to spare (one is the pipeline's, and
+    ``--jobs`` workers divide the cores among them)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 2
-    return max(1, min(3, cores - 1))
+    return max(1, min(3, cores // _processes_sharing_cores - 1))
 
 
 def _print_state(state: ModuleState) -> tuple[Scope, str]:
-    module = state.rebuild()
-    return module_scope(module), module.script()
+    # a fresh printer configuration each time: printing edits the one it is given
+    return functions_scope(state.functions), state.rebuild().script()
+
+
+class _Print:
+    """One module state to print, and its text once printed."""
+
+    __slots__ = ("_done", "_error", "_result", "state")
+
+    def __init__(self, state: ModuleState) -> None:
+        self.state = state
+        self._done = threading.Event()
+        self._result: tuple[Scope, str] | None = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._result = _print_state(self.state)
+        except BaseException as error:  # handed to whoever waits for the text
+            self._error = error
+        self._done.set()
+
+    def result(self) -> tuple[Scope, str]:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
+class _PrintPool:
+    """Threads printing module states in the order given; a thread that would otherwise wait for
+    them (the pipeline's, at a barrier or at the end) prints the next ones itself (``help``)."""
+
+    def __init__(self, workers: int) -> None:
+        self._jobs: queue.SimpleQueue[_Print | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"irtrace-print-{n}", daemon=True)
+            for n in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, state: ModuleState) -> _Print:
+        job = _Print(state)
+        self._jobs.put(job)
+        return job
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job.run()
+
+    def help(self) -> None:
+        """Print on this thread until no print is waiting for a thread."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is None:  # (only shutdown puts these, from this same thread)
+                return
+            job.run()
+
+    def shutdown(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
 
 
 class SnapshotPrinter:
@@ -186,7 +261,7 @@ class SnapshotPrinter:
         self.capture_ir = capture_ir
         self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: _PrintPool | None = None
         self._error: BaseException | None = None
         self._held: list[Callable[[], None]] | None = [] if hold_until_barrier and threaded else None
         self._last_text: str | None = None
@@ -196,9 +271,7 @@ class SnapshotPrinter:
             self._thread = threading.Thread(target=self._work, name="irtrace-writer", daemon=True)
             self._thread.start()
             if capture_ir:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(print_workers(), thread_name_prefix="irtrace-print")
+                self._pool = _PrintPool(print_workers())
 
     def _work(self) -> None:
         assert self._queue is not None
@@ -234,14 +307,16 @@ class SnapshotPrinter:
         without a writer thread, else ``state`` (taken now when not given) is printed by the pool."""
         if not self.capture_ir:
             return Snapshot()
+        held = state or ModuleState(mod)
         if self._queue is None or self._pool is None:
-            snap = Snapshot(module_scope(mod))
-            snap.sha = self._store(mod.script())
+            snap = Snapshot()
+            snap.scope, text = _print_state(held)
+            snap.sha = self._store(text)
             return snap
-        snap, held, pool, queued = Snapshot(), state or ModuleState(mod), self._pool, self._queue
+        snap, pool, queued = Snapshot(), self._pool, self._queue
 
         def start() -> None:
-            printed: Future[tuple[Scope, str]] = pool.submit(_print_state, held)
+            printed = pool.submit(held)
 
             def store() -> None:
                 snap.scope, text = printed.result()
@@ -269,11 +344,17 @@ class SnapshotPrinter:
                 step()
             self._held.clear()
 
+    def _help(self) -> None:
+        """Print what waits for a print thread, on this one, instead of only waiting."""
+        if self._pool is not None:
+            self._pool.help()
+
     def barrier(self) -> None:
         """Wait until every job submitted so far is done (before a pass edits shared nodes)."""
         if self._queue is None:
             return
         self._release()
+        self._help()
         done = threading.Event()
         self._queue.put(done.set)
         done.wait()
@@ -283,6 +364,7 @@ class SnapshotPrinter:
         if self._queue is not None and self._thread is not None:
             self._release()
             self._held = None
+            self._help()
             self._queue.put(None)
             self._thread.join()
             self._queue, self._thread = None, None
