@@ -199,7 +199,7 @@ with tvm.transform.PassContext(opt_level=3), target:
 """
 
 
-@pytest.mark.slow
+@pytest.mark.sweep  # 16 s on 2 cores: with the sweeps, to keep make test within 10 minutes
 def test_extra_target_lowers_tilelang_example_to_hip_source(tmp_path: Path) -> None:
     """``-t hip:gfx942`` on TileLang's own gemm example, on a machine with no GPU and no ROCm: the
     script's compilation keeps cuda:sm_90a, the kernel is lowered again to a HIP kernel (never

@@ -306,6 +306,7 @@ def _compare_untraced(lowered: Lowered, cases: list[tuple[str, str]]) -> None:
         assert recorded == texts, key
 
 
+@pytest.mark.sweep  # 11 s on 2 cores: with the sweeps, to keep make test within 10 minutes
 def test_layouts_equal_an_untraced_lowering_in_another_process(lowered: Lowered) -> None:
     _compare_untraced(
         lowered, [("gemm", "cuda:sm_90"), ("row_reduce", "hip:gfx942"), ("flash_attention", "metal")]

@@ -76,7 +76,8 @@ def _alone_logs_vectorize(spec: str, target: str) -> bool:
     return VECTORIZE in done.stderr
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+# jobs=1 (26 s on 2 cores) runs with the sweeps, to keep make test within 10 minutes
+@pytest.mark.parametrize("jobs", [pytest.param(1, marks=pytest.mark.sweep), 2])
 def test_progress_on_a_terminal_and_warnings_on_their_run(tmp_path: Path, jobs: int) -> None:
     shown, output = _record(tmp_path, jobs, terminal=True)
     assert "recording" in shown and "3/3" in shown, shown

@@ -74,8 +74,8 @@ def test_forked_children_and_a_fork_pool_are_all_in_the_trace(tmp_path: Path) ->
     assert_every_tool_reads(output, tmp_path)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["spawn", pytest.param("forkserver", marks=pytest.mark.sweep)])
+@pytest.mark.sweep  # 18 s on 2 cores: with the sweeps (fork and fork pools stay in make test)
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_spawned_pool_workers_are_captured_too(tmp_path: Path, method: str) -> None:
     output = tmp_path / "spawned.jsonl"
     done = run_tool("irtrace", "run", "-q", "-o", str(output), "--", "python", str(FORKING), method)
