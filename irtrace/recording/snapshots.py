@@ -14,10 +14,12 @@ So the pipeline's thread only takes the state; a module holding the very same ob
 last one printed (or functions made of the very same body, parameters, buffers and attributes)
 reuses its text. A pool of threads prints (TVM's printer runs in C++ without the GIL) and one
 writer thread hashes and stores the texts in order. Before a pass of ``MUTATES_IN_PLACE`` runs,
-the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``).
-``tests/irtrace/test_exact_passes.py`` checks every record against an independent synchronous
-print on every bundled example and target, with prints held back until each barrier (the latest
-moment this design allows).
+the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``);
+while it waits there, and at the end, it prints queued states itself. Python run on the print and
+writer threads costs the pipeline's thread its GIL, so they run as little as they can
+(docs/architecture.md, "Tracing cost"). ``tests/irtrace/test_exact_passes.py`` checks every
+record against an independent synchronous print on every bundled example and target, with prints
+held back until each barrier (the latest moment this design allows).
 """
 
 from __future__ import annotations

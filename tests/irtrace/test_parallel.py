@@ -69,6 +69,7 @@ def unsharded(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     return load_trace(folder / "full.jsonl")
 
 
+@pytest.mark.sweep  # 15 s on 2 cores: with the sweeps (workers against one process stays in make test)
 def test_sharded_records_merged_equal_one_unsharded_record(unsharded: Trace, tmp_path: Path) -> None:
     # shard 1 with two worker processes, shard 2 in process: both routes are compared
     first = irtrace(

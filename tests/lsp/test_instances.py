@@ -122,6 +122,7 @@ def recorded_suite() -> Path:
     return package
 
 
+@pytest.mark.sweep  # 30 s on 2 cores with its recording: with the sweeps, to keep make test within 10 minutes
 async def test_recorded_test_suite_instances_and_picking_one(
     client: LanguageClient, recorded_suite: Path
 ) -> None:

@@ -263,6 +263,7 @@ print(json.dumps({"target_detail": str(prepared.tvm_target), "pass_configs": pre
 """
 
 
+@pytest.mark.sweep  # 10 s on 2 cores: with the sweeps (machine code of a captured run stays in make test)
 def test_nvcc_command_is_tilelangs_own(tmp_path: Path) -> None:
     """The command TileLang's compile step logs (TILELANG_VERBOSE) is ours, but for what we add:
     -keep (the PTX), --time (phase times) and our file names."""
