@@ -28,6 +28,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future  # (not its ThreadPoolExecutor, which adds an exit hook on import)
 from typing import Any
 
 from irtrace.core.schema import Scope
@@ -174,30 +175,11 @@ def _print_state(state: ModuleState) -> tuple[Scope, str]:
     return functions_scope(state.functions), state.rebuild().script()
 
 
-class _Print:
-    """One module state to print, and its text once printed."""
-
-    __slots__ = ("_done", "_error", "_result", "state")
-
-    def __init__(self, state: ModuleState) -> None:
-        self.state = state
-        self._done = threading.Event()
-        self._result: tuple[Scope, str] | None = None
-        self._error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._result = _print_state(self.state)
-        except BaseException as error:  # handed to whoever waits for the text
-            self._error = error
-        self._done.set()
-
-    def result(self) -> tuple[Scope, str]:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
+def _run(state: ModuleState, printed: Future[tuple[Scope, str]]) -> None:
+    try:
+        printed.set_result(_print_state(state))
+    except BaseException as error:  # handed to whoever waits for the text
+        printed.set_exception(error)
 
 
 class _PrintPool:
@@ -205,7 +187,8 @@ class _PrintPool:
     them (the pipeline's, at a barrier or at the end) prints the next ones itself (``help``)."""
 
     def __init__(self, workers: int) -> None:
-        self._jobs: queue.SimpleQueue[_Print | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[ModuleState, Future[tuple[Scope, str]]] | None]
+        self._jobs = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._work, name=f"irtrace-print-{n}", daemon=True)
             for n in range(workers)
@@ -213,14 +196,14 @@ class _PrintPool:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, state: ModuleState) -> _Print:
-        job = _Print(state)
-        self._jobs.put(job)
-        return job
+    def submit(self, state: ModuleState) -> Future[tuple[Scope, str]]:
+        printed: Future[tuple[Scope, str]] = Future()
+        self._jobs.put((state, printed))
+        return printed
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            job.run()
+            _run(*job)
 
     def help(self) -> None:
         """Print on this thread until no print is waiting for a thread."""
@@ -231,7 +214,7 @@ class _PrintPool:
                 return
             if job is None:  # (only shutdown puts these, from this same thread)
                 return
-            job.run()
+            _run(*job)
 
     def shutdown(self) -> None:
         for _ in self._threads:
@@ -310,10 +293,9 @@ class SnapshotPrinter:
         if not self.capture_ir:
             return Snapshot()
         held = state or ModuleState(mod)
-        if self._queue is None or self._pool is None:
-            snap = Snapshot()
-            snap.scope, text = _print_state(held)
-            snap.sha = self._store(text)
+        if self._queue is None or self._pool is None:  # the module as it is now: print it as it is
+            snap = Snapshot(functions_scope(held.functions))
+            snap.sha = self._store(mod.script())
             return snap
         snap, pool, queued = Snapshot(), self._pool, self._queue
 
