@@ -173,7 +173,11 @@ def test_a_process_outliving_the_first_is_left_in_its_part_and_collected_later(t
     assert captured_shas(load_trace(tmp_path / "out.jsonl")) == Counter([sha])
     assert not (tmp_path / "out.jsonl.parts").exists()
     again = subprocess.run(collect, cwd=tmp_path, env=clean, capture_output=True, text=True)
-    assert again.returncode == 3 and "no captured parts" in again.stderr
+    assert again.returncode == 0 and again.stdout.startswith("nothing to collect"), again.stderr
+    assert captured_shas(load_trace(tmp_path / "out.jsonl")) == Counter([sha])  # untouched
+    (tmp_path / "out.jsonl").unlink()
+    neither = subprocess.run(collect, cwd=tmp_path, env=clean, capture_output=True, text=True)
+    assert neither.returncode == 3 and "no captured parts" in neither.stderr
 
 
 # ----------------------------------------------------------------------------- costs nothing unset
