@@ -27,11 +27,11 @@ from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_mcp import backend
 from tilelang_mcp.roots import AllowedRoots, RootError
 from tilelang_mcp.worker_client import WorkerClient, WorkerError
 
-DEFAULT_TARGET = "cuda:sm_90"
 DEFAULT_LINES = 200
 """Lines of IR or diff a call returns unless it asks for another ``limit``."""
 MAX_LINES = 2000
@@ -48,7 +48,7 @@ INSTRUCTIONS = """\
 TileLang's real compiler, for checking kernels you write. A kernel spec is `path.py::factory(args)`
 (e.g. `kernels/gemm.py::matmul(1024, 1024, 1024, block_M=128)`), `path.py::jit_kernel(N=4096)`
 or `path.py` for its module-level PrimFuncs; paths are relative to the first allowed root.
-Targets: `cuda:sm_90`, `hip:gfx942`, `metal`, `ascend`, ... (`list_targets`; `all` for every one).
+Targets: `cuda:sm_90a`, `hip:gfx942`, `metal`, `ascend`, ... (`list_targets`; `all` for every one).
 Start with `lower_kernel`: it returns a trace id (`t1`) that `get_ir`, `diff_passes` and
 `check_trace` accept instead of lowering again. Long texts come in pages: pass `offset` to read on.
 Only files under the folders the user allowed run, each in a child process with a time limit."""
@@ -73,13 +73,15 @@ TraceRef = Annotated[
 Target = Annotated[
     str | None,
     Field(
-        description="Target, e.g. cuda:sm_90, hip:gfx942, metal, ascend (default: cuda:sm_90, ascend for "
-        "tilelang.ascend kernels)."
+        description=f"Target, e.g. {DEFAULT_TARGET}, hip:gfx942, metal, ascend "
+        f"(default: {DEFAULT_TARGET}, ascend for tilelang.ascend kernels)."
     ),
 ]
 Targets = Annotated[
     list[str] | None,
-    Field(description="Targets to lower for (default: cuda:sm_90, or ascend); `all` for every target."),
+    Field(
+        description=f"Targets to lower for (default: {DEFAULT_TARGET}, or ascend); `all` for every target."
+    ),
 ]
 Configs = Annotated[
     dict[str, Any] | None,

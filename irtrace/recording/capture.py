@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from irtrace.core import interrupts
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
 from irtrace.core.specs import KernelSpec
-from irtrace.core.targets import TargetSpec, get_target, tvm_target_name
+from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target, tvm_target_name
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
@@ -41,7 +41,7 @@ from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_
 from irtrace.recording.tvm_targets import auto_target_fallback
 
 TOOL_NAME = "irtrace-capture"
-GPU_SCRIPT_TARGET = "cuda:sm_90a"
+GPU_SCRIPT_TARGET = DEFAULT_TARGET
 """What ``target="auto"`` means in a captured script on a machine without a GPU."""
 
 
