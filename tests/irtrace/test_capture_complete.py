@@ -135,6 +135,20 @@ def test_instances_query_gives_the_scripts_call(captured: Any) -> None:
     assert "arguments: X=<tensor float16[48, 256]>, Y=<tensor float16[48, 256]>, factor=3.0" in shown.stdout
 
 
+def test_show_json_holds_the_instance(captured: Any) -> None:
+    """``irtrace show --json`` carries each captured run's instance: the test id the session had
+    and the script's own line that compiled the kernel (oracles: the environment the fixture set,
+    the script's text)."""
+    _, oracle, folder = captured
+    done = irtrace("show", "t.jsonl", "--json", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    line = next(i for i, text in enumerate(SCRIPT.read_text().splitlines(), 1) if ".compile(" in text)
+    instance = run["instance"]
+    assert (instance["test_id"], instance["call_site"]) == (TEST_ID, f"{os.path.realpath(SCRIPT)}:{line}")
+    assert (instance["constants"], instance["dynamic"]) == (oracle["constants"], oracle["dynamic"])
+
+
 def test_pass_configs_keep_their_types(captured: Any) -> None:
     """The decorator's ``pass_configs={"tl.disable_warp_specialized": True}`` reaches the
     ``PassContext`` as TVM's ``T.bool(True)``: the trace holds ``true``, not that text."""
