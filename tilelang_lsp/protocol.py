@@ -16,6 +16,7 @@ import msgspec
 
 from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.resources import KernelResources
+from irtrace.core.targets import DEFAULT_TARGET
 
 Buffer = BufferFact
 """One buffer of a kernel as the compiler sees it after layout inference (hints and hover): the
@@ -156,7 +157,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True, tag_field="method", for
     """The type of the worker's answer."""
     path: str
     text: str
-    default_target: str = "cuda:sm_90"
+    default_target: str = DEFAULT_TARGET
     target: str | None = None
     """Analyze for this target instead of each kernel's own."""
     instance_traces: tuple[str, ...] = ()

@@ -44,6 +44,22 @@ class CheckInputError(IrtraceError):
     exit_code = ExitCode.USAGE
 
 
+def _default_policy_help() -> str:
+    """Which policy applies, and what the default one fails on, from the default itself."""
+    from irtrace.core.policy import CHANGE_KINDS, DEFAULT_FAIL, LATENCY, PERF_KINDS
+
+    kernels = [kind for kind in CHANGE_KINDS if kind in DEFAULT_FAIL and kind not in PERF_KINDS]
+    machine = [kind for kind in PERF_KINDS if kind in DEFAULT_FAIL and kind != LATENCY]
+    return (
+        "policy: --policy FILE, else ./irtrace-policy.toml when present, else the default policy,\n"
+        "which fails on:\n"
+        f"  {', '.join(kernels)} kernels\n"
+        f"  {LATENCY}, where both traces were recorded with --bench\n"
+        f"  {', '.join(machine)}, where both were recorded with --machine-code\n"
+        "(docs/ci.md says how a policy file changes this)"
+    )
+
+
 def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``check``, ``bless`` and ``repro`` to ``irtrace``'s subcommands."""
     check = commands.add_parser(
@@ -53,8 +69,7 @@ def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "added, removed or failing to lower, pass lists (aligned by the pipeline's tree), the first "
         "pass whose normalized IR changed, the kernel source, lowering time and kernel metrics. "
         "A policy file says which changes fail the check.",
-        epilog="policy: --policy FILE, else ./irtrace-policy.toml when present, else fail on removed and "
-        "newly failing kernels only (docs/ci.md)\n\n" + exit_codes_help(CHECK_EXIT_MEANINGS),
+        epilog=_default_policy_help() + "\n\n" + exit_codes_help(CHECK_EXIT_MEANINGS),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("new", metavar="NEW", help="the trace to check")

@@ -90,12 +90,12 @@ async def test_gemm_hints_equal_compiler_facts(client: LanguageClient) -> None:
         hint(23, 34, "[1024, 1024] float16 global"),
         hint(24, 34, "[1024, 1024] float16 global"),
         hint(27, 64, "[128, 32] ×3 float16 shared.dyn · swizzle 64B"),
-        hint(28, 64, "[32, 128] ×3 float16 shared.dyn · swizzle 128B"),
+        hint(28, 64, "[128, 32] ×3 float16 shared.dyn · swizzle 64B"),
         hint(29, 71, "[128, 128] float32 local.fragment · 128 thr, 128 elem/thr"),
     ]
     facts = compiler_facts()
     assert facts["A_shared"][:3] == ("[3, 128, 32]", "float16", "shared.dyn")
-    assert facts["B_shared"][:3] == ("[3, 32, 128]", "float16", "shared.dyn")
+    assert facts["B_shared"][:3] == ("[3, 128, 32]", "float16", "shared.dyn")
     assert facts["C_local"] == ("[128, 128]", "float32", "local.fragment", "128 thr, 128 elem/thr")
     # The hint's range filter: only the fragment's line.
     ranged = await client.text_document_inlay_hint_async(

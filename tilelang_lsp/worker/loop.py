@@ -28,6 +28,7 @@ from typing import IO
 
 import msgspec
 
+from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_lsp.protocol import (
     Analyze,
     Call,
@@ -103,7 +104,7 @@ class Worker:
         import tilelang  # the slow import, once
 
         import_s = time.perf_counter() - started
-        default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", "cuda:sm_90")
+        default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", DEFAULT_TARGET)
         self.send(
             Ready(
                 pid=os.getpid(),
