@@ -118,7 +118,7 @@ def test_neovim_draws_hints_shows_diagnostics_lenses_and_ir(
 
     (diagnostic,) = report["diagnostics"]
     assert diagnostic["code"] == "buffer-init" and "C_local" in diagnostic["message"]
-    assert diagnostic["line"] == line_of(broken, "T.gemm(A_shared, B_shared, C_local)")
+    assert diagnostic["line"] == line_of(broken, "T.gemm(A_shared, B_shared, C_local")
 
 
 def test_neovim_untrusted_root_runs_no_code_until_tilelang_trust(tmp_path: Path, home: Path) -> None:
