@@ -220,7 +220,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         raise InputError(f"{str(file)!r} is a device, not a trace file")
     try:
         with open(file, "rb") as handle:
-            data = handle.read()
+            data: bytes | bytearray = handle.read()
     except OSError as error:
         raise TraceFormatError(
             f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
@@ -243,14 +243,14 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     return parse_trace_lines(lines, str(file), cut=cut)
 
 
-def _gunzip(data: bytes, where: str) -> tuple[bytearray, bool]:
+def _gunzip(data: bytes | bytearray, where: str) -> tuple[bytearray, bool]:
     """Decompress every gzip member, a chunk at a time into one buffer, up to ``MAX_RATIO`` times
     the file's size (``RATIO_FLOOR`` at least) and ``MAX_DECOMPRESSED``: a bomb is refused once it
     passes the bound, having cost about that much memory. A stream that stops early (a killed
     writer) is not an error."""
     limit = min(MAX_DECOMPRESSED, max(RATIO_FLOOR, MAX_RATIO * len(data)))
     out = bytearray()
-    rest: bytes = data
+    rest: bytes | bytearray = data
     while rest:
         stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
         pending = rest
