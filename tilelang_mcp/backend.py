@@ -27,7 +27,7 @@ from irtrace.core.coverage import (
     matrix_document,
     matrix_markdown,
 )
-from irtrace.core.errors import IrtraceError, KernelSourceError
+from irtrace.core.errors import ExitCode, IrtraceError, KernelSourceError
 from irtrace.core.policy import Policy, load_policy
 from irtrace.core.specs import KernelSpec, parse_spec
 from irtrace.core.summary import NEW_STAGE, line_changes
@@ -112,8 +112,10 @@ class JobLimits:
 
 def parse_kernel_spec(text: str) -> KernelSpec:
     """``path.py[::name[(args)]]`` parsed without importing anything; a module name is refused,
-    since only files under the allowed roots may run."""
-    spec = parse_spec(text)
+    since only files under the allowed roots may run. An agent's arguments are literals only
+    (numbers, strings, booleans, None, tuples, lists, dicts, dtype names such as ``T.float16``),
+    as a trace's are: an expression is refused, never evaluated (prompt injection reaches them)."""
+    spec = parse_spec(text, expressions=False)
     if is_module_name(spec.path):
         raise JobError(
             f"{spec.path!r} is a module name; tilelang-mcp takes kernel files only (path.py::name(args))"
@@ -175,6 +177,46 @@ def target_table() -> list[dict[str, Any]]:
         }
         for spec in TARGETS.values()
     ]
+
+
+# ----------------------------------------------------------------------------- traces (server side)
+
+
+def load_trace_bounded(path: Path, limits: JobLimits, store: Path) -> Trace:
+    """The trace at ``path``, read first by a child process under ``limits`` (its memory and
+    time), which writes a copy into ``store``; the server loads only that copy, so a hostile
+    trace (a decompression bomb) costs the child, never the server."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from irtrace.core.errors import TraceFormatError
+
+    with tempfile.TemporaryDirectory(dir=store, prefix="load-") as folder:
+        copy = Path(folder) / "trace.jsonl"
+        command = [
+            sys.executable,
+            "-m",
+            "tilelang_mcp.trace_copy",
+            str(limits.memory_mb),
+            str(path),
+            str(copy),
+        ]
+        try:
+            done = subprocess.run(
+                command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=limits.timeout_s
+            )
+        except subprocess.TimeoutExpired:
+            raise JobError(f"reading {str(path)!r} took longer than {limits.timeout_s:g} s") from None
+        if done.returncode != 0 or not copy.is_file():
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            if done.returncode == ExitCode.TRACE_FORMAT and lines:
+                raise TraceFormatError(lines[-1])
+            why = lines[-1] if lines and done.returncode > 0 else f"exit {done.returncode}"
+            limit = f"--memory-limit {limits.memory_mb} MB"
+            raise JobError(f"{str(path)!r} cannot be loaded within the limits ({limit}): {why}")
+        loaded = load_trace(copy)
+    return replace(loaded, path=str(path))  # the copy is gone: reports name the file given
 
 
 # ----------------------------------------------------------------------------- jobs (worker side)
