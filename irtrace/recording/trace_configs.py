@@ -37,8 +37,8 @@ FILE_WRITING_KEYS = frozenset(
 )
 """Configs that only make TileLang write files (IR dumps, layout pictures) where they say."""
 COMPILE_FLAG = re.compile(r"--?[A-Za-z0-9_][A-Za-z0-9_.,=+:/-]{0,199}")
-"""One plain compiler flag: one or two dashes, then letters, digits and ``_.,=+:/-``; no space, quote or
-shell metacharacter (``;``, ``$``, ``|``, ``&``, backquote, ``{}``, ``()``, ``<>``, ``*?``)."""
+"""One plain compiler flag: one or two dashes, then letters, digits and ``_.,=+:/-``; no space,
+quote or shell metacharacter (``;``, ``$``, ``|``, ``&``, backquote, ``{}``, ``()``, ``<>``, ``*?``)."""
 CONFIG_WORD = re.compile(r"[A-Za-z0-9_.,:+-]{0,200}")
 """A text config's value (``tl.layout_cost_model``, ``tl.enable_auto_warp_specialization``)."""
 MAX_COMPILE_FLAGS = 64
@@ -100,8 +100,8 @@ def _compile_flags(key: str, value: Any, where: str) -> list[str]:
     for flag in flags:
         if not (isinstance(flag, str) and COMPILE_FLAG.fullmatch(flag)):
             raise TraceConfigError(
-                f"{key} in {where} holds {_show(flag)}, not one plain compiler flag (one or two dashes, then letters, "
-                "digits and _.,=+:/- only); irtrace passes no flag of it"
+                f"{key} in {where} holds {_show(flag)}, not one plain compiler flag (one or two dashes, "
+                "then letters, digits and _.,=+:/- only); irtrace passes no flag of it"
             )
     return list(flags)
 
