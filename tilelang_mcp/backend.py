@@ -297,13 +297,28 @@ def _out_of_memory(message: str, limits: JobLimits) -> str:
     return message
 
 
+def agent_pass_configs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """An agent's pass configs, decoded as a trace's are (``irtrace.recording.trace_configs``):
+    registered configs of their types only; compile flags (nvcc's command line) and options that
+    write files are refused, naming the first."""
+    from irtrace.recording.trace_configs import decode_trace_configs
+
+    given = params.get("pass_configs") or {}
+    if not isinstance(given, Mapping):
+        raise JobError("pass_configs must be an object of config names and values")
+    decoded = decode_trace_configs(dict(given), where="the tool call")
+    if decoded.dropped:
+        raise JobError(f"pass config {decoded.dropped[0]}: tilelang-mcp does not pass it")
+    return decoded.configs
+
+
 def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int]) -> dict[str, Any]:
     """Lower a spec for its targets into ``params["output"]``: the CLI's ``irtrace record``."""
     from irtrace.recording.bench import bench_for
     from irtrace.recording.machine_code import machine_code_for
 
     request = RecordRequest(
-        parse_spec(params["spec"]), tuple(params.get("targets") or ()), dict(params.get("pass_configs") or {})
+        parse_spec(params["spec"]), tuple(params.get("targets") or ()), agent_pass_configs(params)
     )
     machine_code = bool(params.get("machine_code"))
     bench = bool(params.get("bench"))

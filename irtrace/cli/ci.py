@@ -129,9 +129,11 @@ def add_trace_compile_flags_option(parser: argparse.ArgumentParser) -> None:
 def note_dropped_configs(dropped: Sequence[str]) -> None:
     """Say on stderr which of the trace's pass configs were left out, and why."""
     from irtrace.edge.command import echo
+    from irtrace.recording.trace_configs import COMPILE_FLAG_KEYS
 
     for line in dropped:
-        echo(f"irtrace: note: the trace's pass config {line}; left out", stderr=True, one_line=True)
+        hint = " (--trace-compile-flags keeps it)" if line.startswith(tuple(COMPILE_FLAG_KEYS)) else ""
+        echo(f"irtrace: note: the trace's pass config {line}; left out{hint}", stderr=True, one_line=True)
 
 
 # ----------------------------------------------------------------------------- check

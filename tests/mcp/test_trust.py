@@ -89,6 +89,25 @@ def test_a_kernel_spec_from_an_agent_is_literals_only(guarded: McpServer, folder
     assert not marker.exists()
 
 
+def test_pass_configs_from_an_agent_reach_no_command_line_and_write_no_file(
+    guarded: McpServer, folders: tuple[Path, Path]
+) -> None:
+    """nvcc runs its host compiler through a shell: compile flags from an agent are refused, as
+    are options that make TileLang write files where they say; other configs are type-checked."""
+    _, outside = folders
+    marker = outside / "flags-marker"
+    spec = f"{TEST_DATA / 'fragment_scale.py'}::scale_rows()"
+    flags = {"tl.device_compile_flags": [f"-Xcompiler=-DX;touch${{IFS}}{marker};"]}
+    for tool in ("lower_kernel", "machine_code"):
+        message = guarded.error(tool, spec=spec, pass_configs=flags)
+        assert "tl.device_compile_flags: reaches the device compiler's command line" in message, message
+    dump = {"tl.enable_dump_ir": True, "tl.dump_ir_path": str(outside / "dumped")}
+    assert "only makes TileLang write files" in guarded.error("lower_kernel", spec=spec, pass_configs=dump)
+    wrong = {"tl.disable_warp_specialized": "$(touch x)"}
+    assert "not a value of its type" in guarded.error("lower_kernel", spec=spec, pass_configs=wrong)
+    assert not marker.exists() and not (outside / "dumped").exists()
+
+
 def server_pid() -> int:
     """The ``python -m tilelang_mcp`` this test process started (not its worker)."""
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
