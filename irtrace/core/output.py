@@ -175,6 +175,22 @@ class PartialFile:
             self.handle.close()
 
 
+def create_empty(path: str | os.PathLike[str]) -> None:
+    """Make ``path`` a new, empty regular file, never through a link: whatever is at that name (a
+    symlink planted beside an output, a stale file) is removed first, the name only."""
+    for _ in range(100):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        try:
+            os.close(
+                os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            )
+            return
+        except FileExistsError:
+            continue
+    raise OutputError(f"cannot create {str(path)!r}: something keeps replacing it")
+
+
 def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> Path:
     """Write ``data`` to ``path`` through ``NAME.partial``; on failure nothing is left behind."""
     output = PartialFile(path)

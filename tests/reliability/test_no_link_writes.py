@@ -88,3 +88,17 @@ def test_collect_with_a_symlinked_parts_folder_touches_nothing(gemm_trace: Trace
     (tmp_path / "out.jsonl.parts").symlink_to(elsewhere.parent, target_is_directory=True)
     assert main(["collect", str(tmp_path / "out.jsonl")]) == 3
     assert (elsewhere / "1-4242.jsonl").is_file() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_planted_task_file_beside_the_partial_is_not_written_through(tmp_path: Path) -> None:
+    """``--isolate`` workers write ``NAME.partial.task-N`` beside the output: a link planted at
+    that name is replaced, never written through."""
+    from tests.conftest import DATA
+
+    victim, output = tmp_path / "victim.txt", tmp_path / "out.jsonl"
+    victim.write_text(VICTIM_TEXT)
+    (tmp_path / "out.jsonl.partial.task-0").symlink_to(victim)
+    spec = f"{DATA / 'fragment_scale.py'}::scale_rows()"
+    assert main(["record", spec, "-t", "hip:gfx942", "--isolate", "-o", str(output), "-q"]) == 0
+    assert victim.read_text() == VICTIM_TEXT
+    assert output.is_file() and load_trace(output).runs[0].status == "ok"
