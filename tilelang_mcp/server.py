@@ -274,12 +274,17 @@ class TileLangMcp:
             },
             timeout_s,
         )
-        trace = await anyio.to_thread.run_sync(backend.load_trace, path)
+        trace = await self.load_file(path)
         stored = StoredTrace(trace_id, path, f"{spec} on {', '.join(names)}")
         self.traces[trace_id] = stored
         self.publish(stored, trace)
         await self.notify_resources()
         return trace_id, trace, answer.get("stopped") if isinstance(answer, dict) else None
+
+    async def load_file(self, path: Path) -> backend.Trace:
+        """A trace file read by a child process under the job limits (``load_trace_bounded``)."""
+        limits = backend.JobLimits(self.config.timeout_s, self.config.memory_mb)
+        return await anyio.to_thread.run_sync(backend.load_trace_bounded, path, limits, self.config.store)
 
     def publish(self, stored: StoredTrace, trace: backend.Trace) -> None:
         """The trace as a resource, ``trace://t1``: its runs in brief and its file."""
@@ -310,7 +315,7 @@ class TileLangMcp:
             recorded = ", ".join(self.traces) or "none yet"
             raise ToolError(f"no trace {reference!r} was recorded in this session (recorded: {recorded})")
         path = stored.path if stored is not None else self.config.roots.check(reference, "trace file")
-        return reference, await anyio.to_thread.run_sync(backend.load_trace, path)
+        return reference, await self.load_file(path)
 
     async def trace_or_spec(
         self, trace: str | None, spec: str | None, target: str | None, timeout_s: float | None
