@@ -187,6 +187,12 @@ def test_missing_tools_are_named_with_the_way_to_get_them(tmp_path: Path) -> Non
     assert done.stdout.startswith(
         f"machine code needs nvdisasm or cuobjdump to print SASS; nvcc is {bin_dir}"
     )
+    # ptxas's figures alone (the language server's lens) need nvcc and nothing else
+    lens = code.replace("find_cuda_tools()", "find_cuda_tools(disassembler=False).nvcc")
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", lens], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == str(bin_dir / "nvcc")
 
 
 def test_record_stops_before_lowering_without_tools(tmp_path: Path) -> None:
