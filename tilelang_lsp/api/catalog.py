@@ -1,8 +1,9 @@
 """The server's copy of TileLang's API index: where it comes from, and how names resolve.
 
 The index is read from the installed tilelang's source files (``tilelang_lsp.api.source_index``),
-never by importing it, in a thread of the server as soon as the client's options are known, or
-taken from the cache an earlier session wrote for the same installation (``tilelang_lsp.api.cache``).
+never by importing it, in a thread of the server (``tilelang_lsp.api.reading``: started at launch
+for the server's own environment, adopted when the client's options name it), or taken from the
+cache an earlier session wrote for the same installation (``tilelang_lsp.api.cache``).
 Modules arrive one by one, ``tilelang.language`` first, so ``T.`` completes while the rest is read;
 a request waits for the module it needs (``lookup``), never answers from half an index.
 """
@@ -12,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from pathlib import Path
 
-from tilelang_lsp.api.cache import load_cache, save_cache
 from tilelang_lsp.api.installed import Installation, find_installation
-from tilelang_lsp.api.source_index import MODULES, SourceTree, read_module, source_roots
+from tilelang_lsp.api.reading import reading_for
 from tilelang_lsp.protocol import ApiEntry, ApiIndex, ApiModule
 
 log = logging.getLogger(__name__)
@@ -110,42 +108,17 @@ class ApiCatalog:
             if self.installation is None:
                 log.warning("no tilelang found for %s: no completion of its API", python or "this server")
                 return
-            folder, version = self.installation.folder, self.installation.version
-            cached = await asyncio.to_thread(load_cache, folder, version)
-            if cached is not None:
-                for module in cached.modules:
-                    self._add(module)
-                self.index, self.origin = cached, "cache"
-                return
+            reading = reading_for(self.installation)
             loop = asyncio.get_running_loop()
-            began = time.perf_counter()
-            tree, found = await asyncio.to_thread(
-                self._read, Path(folder), lambda m: loop.call_soon_threadsafe(self._add, m)
+            finished = asyncio.Event()
+            reading.listen(
+                lambda module: loop.call_soon_threadsafe(self._add, module),
+                lambda: loop.call_soon_threadsafe(finished.set),
             )
-            self.index = ApiIndex(
-                tilelang_version=version,
-                folder=folder,
-                modules=tuple(found),
-                elapsed_s=time.perf_counter() - began,
-            )
-            self.origin = "source"
-            await asyncio.to_thread(save_cache, folder, version, self.index, tree.files)
-        except Exception:  # a bug here must not take completion's waits down with it
-            log.exception("reading TileLang's API failed")
+            await finished.wait()
+            self.index, self.origin = reading.index, reading.origin
         finally:
             self.done.set()
-
-    @staticmethod
-    def _read(folder: Path, arrived: Callable[[ApiModule], object]) -> tuple[SourceTree, list[ApiModule]]:
-        """Read each module in turn (in a thread), handing each to ``arrived`` as it is done."""
-        tree = SourceTree(source_roots(folder))
-        found: list[ApiModule] = []
-        for name in MODULES:
-            module = read_module(tree, name, found)
-            if module is not None:
-                found.append(module)
-                arrived(module)
-        return tree, found
 
     def _add(self, module: ApiModule) -> None:
         source = self.modules.get(module.same_as) if module.same_as else None

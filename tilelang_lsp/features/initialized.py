@@ -24,9 +24,6 @@ def handle(server: TileLangLanguageServer, params: types.InitializedParams) -> N
                 message="tilelang-lsp: " + "; ".join(server.option_problems),
             )
         )
-    # TileLang's API, from its source files or their cache, for the interpreter the worker runs
-    # (untrusted: the server's own, as nothing of the workspace's choosing may run)
-    server.api.start(server.options.python if server.options.trusted else None)
     if server.options.trusted:
         # Nothing awaits this start (the first request waits for the worker itself), so a
         # failure is reported here rather than lost as an unretrieved task exception.
