@@ -161,7 +161,11 @@ class SourceTree:
         module = self.module(module_name)
         if module is not None:
             binding = module.bindings.get(name)
-            if binding is not None:
+            itself = isinstance(binding, _Import) and (binding.module, binding.attribute) == (
+                module_name,
+                name,
+            )
+            if binding is not None and not itself:  # ``from . import x`` in a package: its submodule
                 return binding
         submodule = f"{module_name}.{name}"
         if self.find(submodule) is not None:
