@@ -14,9 +14,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from tilelang_lsp.protocol import ApiEntry, ApiIndex, ApiModule, ApiParameter
+from tilelang_lsp.api.definitions import (
+    Described,
+    dataclass_init,
+    describe_function,
+    shown_doc,
+    signature_of,
+)
+from tilelang_lsp.protocol import ApiEntry, ApiIndex, ApiModule
 
 MODULES = (
     "tilelang.language",
@@ -42,8 +48,6 @@ MODULES = (
 ``T.`` first (it is read and offered before the others); one without a source file in this
 installation is left out."""
 
-DOC_LINES = 12
-"""How much of a docstring completion and hover show (the whole text is one click away)."""
 MAX_DEPTH = 40
 """How many re-exports a name may go through before it is given up on (a cycle, or worse)."""
 MAX_FILE_BYTES = 4 * 2**20
@@ -53,7 +57,6 @@ SOURCE_PACKAGES = ("tilelang", "tvm")
 """The packages whose source is read; ``torch`` or ``tvm_ffi``'s compiled core never are."""
 """Where a name of a module without ``__all__`` must come from to be offered (not ``os``)."""
 
-Kind = Literal["module", "class", "function", "value"]
 Literal_ = str | int
 Literals = tuple[Literal_, ...]
 
@@ -91,17 +94,6 @@ class _Module:
     the source makes them clear."""
     forwards: bool = False
     """It defines a module ``__getattr__``: a name it lacks may come from a module it imports."""
-
-
-@dataclass(frozen=True)
-class _Described:
-    kind: Kind
-    module: str | None = None
-    signature: str | None = None
-    parameters: tuple[ApiParameter, ...] = ()
-    doc: str = ""
-    file: str | None = None
-    line: int | None = None
 
 
 class SourceTree:
@@ -240,45 +232,47 @@ class SourceTree:
 
     # --- describing --------------------------------------------------------------------------
 
-    def describe(self, module_name: str, name: str) -> _Described:
+    def describe(self, module_name: str, name: str) -> Described:
         """Kind, signature, doc and place of ``module.name`` (a bare ``value`` where unknown)."""
         found = self.final(self.lookup(module_name, name))
         if isinstance(found, str):
             module = self.module(found)
             if module is None:
-                return _Described(kind="module", module=found)
-            return _Described(
-                kind="module", module=found, doc=_shown(module.doc), file=str(module.file), line=1
+                return Described(kind="module", module=found)
+            return Described(
+                kind="module", module=found, doc=shown_doc(module.doc), file=str(module.file), line=1
             )
         if found is None:
-            return _Described(kind="value")
+            return Described(kind="value")
         node = found.node
         file = self._file(found.module)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return _function(node, file)
+            return describe_function(node, file)
         if isinstance(node, ast.ClassDef):
             init = self._initializer(found.module, node)
-            signature, parameters = _signature(init.args, skip_first=True) if init is not None else (None, ())
-            return _Described(
+            signature, parameters = (
+                signature_of(init.args, skip_first=True) if init is not None else (None, ())
+            )
+            return Described(
                 kind="class",
                 signature=signature,
                 parameters=parameters,
-                doc=_shown(ast.get_docstring(node) or ""),
+                doc=shown_doc(ast.get_docstring(node) or ""),
                 file=file,
                 line=node.lineno,
             )
         value = _assigned(node)
         if isinstance(value, ast.Lambda):
-            signature, parameters = _signature(value.args)
-            return _Described(
+            signature, parameters = signature_of(value.args)
+            return Described(
                 kind="function", signature=signature, parameters=parameters, file=file, line=found.line
             )
         if isinstance(value, ast.Call):
             callee = self.final(self.reference(found.module, value.func))
             if isinstance(callee, _Definition) and isinstance(callee.node, ast.ClassDef):
                 # an instance (``T.float16 = dtype("float16")``): the class's docs say what it is
-                doc = _shown(ast.get_docstring(callee.node) or "")
-                return _Described(kind="value", doc=doc, file=file, line=found.line)
+                doc = shown_doc(ast.get_docstring(callee.node) or "")
+                return Described(kind="value", doc=doc, file=file, line=found.line)
             wrapped = self.final(self.reference(found.module, value.args[0])) if value.args else None
             if (
                 isinstance(callee, _Definition)
@@ -287,8 +281,8 @@ class SourceTree:
                 and isinstance(wrapped.node, (ast.FunctionDef, ast.AsyncFunctionDef))
             ):
                 # a decorator applied by hand (``abs = _op_wrapper(_tir_op.abs)``): the function it wraps
-                return _function(wrapped.node, self._file(wrapped.module))
-        return _Described(kind="value", file=file, line=found.line)
+                return describe_function(wrapped.node, self._file(wrapped.module))
+        return Described(kind="value", file=file, line=found.line)
 
     def _file(self, module_name: str) -> str | None:
         module = self.module(module_name)
@@ -306,6 +300,8 @@ class SourceTree:
                     and statement.name == wanted
                 ):
                     return statement
+        if any(ast.unparse(d).split("(")[0].endswith("dataclass") for d in node.decorator_list):
+            return dataclass_init(node)
         if depth >= 8:
             return None
         for base in node.bases:
@@ -667,74 +663,6 @@ def _assigned(node: ast.AST) -> ast.expr | None:
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         return node.value
     return None
-
-
-def _shown(text: str) -> str:
-    lines = text.strip().splitlines()
-    shown = "\n".join(lines[:DOC_LINES])
-    return shown + ("\n…" if len(lines) > DOC_LINES else "")
-
-
-def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, file: str | None) -> _Described:
-    signature, parameters = _signature(node.args, node.returns)
-    return _Described(
-        kind="function",
-        signature=signature,
-        parameters=parameters,
-        doc=_shown(ast.get_docstring(node) or ""),
-        file=file,
-        line=node.lineno,
-    )
-
-
-def _signature(
-    arguments: ast.arguments, returns: ast.expr | None = None, *, skip_first: bool = False
-) -> tuple[str, tuple[ApiParameter, ...]]:
-    """``(A, B, *, x: int = 1) -> None`` as the source writes it, and its parameters."""
-    parameters: list[ApiParameter] = []
-    texts: list[str] = []
-    positional = [*arguments.posonlyargs, *arguments.args]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults))
-    defaults += arguments.defaults
-    for index, (argument, default) in enumerate(zip(positional, defaults, strict=True)):
-        if skip_first and index == 0:
-            continue
-        texts.append(_parameter(argument, default))
-        parameters.append(ApiParameter(name=argument.arg, text=texts[-1], kind="positional"))
-        if arguments.posonlyargs and argument is arguments.posonlyargs[-1]:
-            texts.append("/")
-    if arguments.vararg is not None:
-        texts.append("*" + _parameter(arguments.vararg, None))
-        parameters.append(ApiParameter(name=arguments.vararg.arg, text=texts[-1], kind="var_positional"))
-    elif arguments.kwonlyargs:
-        texts.append("*")
-    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-        texts.append(_parameter(argument, default))
-        parameters.append(ApiParameter(name=argument.arg, text=texts[-1], kind="keyword"))
-    if arguments.kwarg is not None:
-        texts.append("**" + _parameter(arguments.kwarg, None))
-        parameters.append(ApiParameter(name=arguments.kwarg.arg, text=texts[-1], kind="var_keyword"))
-    tail = f" -> {_source(returns)}" if returns is not None else ""
-    return f"({', '.join(texts)}){tail}", tuple(parameters)
-
-
-def _parameter(argument: ast.arg, default: ast.expr | None) -> str:
-    """As ``inspect`` spells a parameter: ``x=1``, ``x: int = 1``."""
-    text = argument.arg
-    if argument.annotation is not None:
-        text += f": {_source(argument.annotation)}"
-        return text + (f" = {_source(default)}" if default is not None else "")
-    return text + (f"={_source(default)}" if default is not None else "")
-
-
-def _source(node: ast.expr) -> str:
-    """An annotation or default as written; a string annotation shown as its text."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
-        try:
-            return ast.unparse(ast.parse(node.value, mode="eval").body)
-        except SyntaxError:
-            pass
-    return ast.unparse(node)
 
 
 def source_roots(folder: Path) -> list[Path]:
