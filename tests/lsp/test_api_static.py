@@ -7,10 +7,12 @@ empty cache folder is given), so these answers need no trust."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib.util
 import inspect
 import os
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -239,4 +241,9 @@ async def test_buffer_names_get_no_api_docs_and_nothing_ran(client: LanguageClie
     assert "From the source only" in hover.contents.value  # the buffer's hover, as before
     status = await client.protocol.send_request_async("tilelang/workerStatus", {})
     assert status.pid is None  # no worker: the index was read from TileLang's files
+    deadline = time.monotonic() + 120
+    while status.apiIndex is None and time.monotonic() < deadline:  # the whole index, cache written
+        await asyncio.sleep(0.1)
+        status = await client.protocol.send_request_async("tilelang/workerStatus", {})
+    assert status.apiIndex.origin in ("source", "cache")
     assert any(Path(CACHE, "tilelang-lsp", "api").glob("*.json"))

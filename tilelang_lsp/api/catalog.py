@@ -1,9 +1,9 @@
 """The server's copy of TileLang's API index: where it comes from, and how names resolve.
 
 The index is read from the installed tilelang's source files (``tilelang_lsp.api.source_index``),
-never by importing it, in a thread of the server (``tilelang_lsp.api.reading``: started at launch
-for the server's own environment, adopted when the client's options name it), or taken from the
-cache an earlier session wrote for the same installation (``tilelang_lsp.api.cache``).
+never by importing it, by a child process (``tilelang_lsp.api.reading``: started at launch for the
+server's own environment, adopted when the client's options name it), or taken from the cache an
+earlier session wrote for the same installation (``tilelang_lsp.api.cache``).
 Modules arrive one by one, ``tilelang.language`` first, so ``T.`` completes while the rest is read;
 a request waits for the module it needs (``lookup``), never answers from half an index.
 """
