@@ -84,7 +84,9 @@ PACKAGE = {
     "language/forward.py": """
         import tilelang.language.ops as _ops
 
-        __all__ = tuple(n for n in ("copy_tile", "reduce_sum", "hidden") if not n.startswith("hid"))
+        __all__ = tuple(n for n in ("copy_tile", "hidden") if not n.startswith("hid")) + tuple(
+            f"reduce_{op}" for op in ("sum", "max") if op != "max"
+        )
 
 
         def __getattr__(name):
@@ -333,3 +335,27 @@ def test_nothing_is_imported_to_read_the_api() -> None:
         run = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=folder)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_every_module_is_read_as_the_import_gives_it() -> None:
+    """Each indexed module of the installed TileLang against the module imported here: its
+    ``__all__`` in order where it declares one, else only names the module really has."""
+    import importlib
+    import importlib.util
+
+    here = installation_here()
+    assert here is not None
+    index, _ = build_source_index(Path(here.folder), here.version)
+    modules = {m.name: m for m in index.modules}
+    declared_seen = 0
+    for name, module in modules.items():
+        imported = importlib.import_module(name)
+        entries = modules[module.same_as].entries if module.same_as else module.entries
+        names = [e.name for e in entries]
+        declared = getattr(imported, "__all__", None)
+        if declared is not None:
+            declared_seen += 1
+            assert names == list(dict.fromkeys(declared)), name
+        else:
+            assert all(hasattr(imported, n) or importlib.util.find_spec(f"{name}.{n}") for n in names), name
+    assert declared_seen >= 3  # tilelang.language, its CUDA twin, the Ascend dialect, tilelang.testing

@@ -576,57 +576,64 @@ class _Reader:
         return None
 
     def comprehension(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp) -> Literals | None:
-        """``(n for n in X if n not in Y)`` and ``if not n.startswith("_")``."""
+        """``(n for n in X if n not in Y)``, ``[f"name_{op}" for op in ("ge", "gt")]``, with ``in``,
+        ``not in``, ``startswith``/``endswith``, ``==``/``!=`` and ``not`` as conditions."""
         if len(node.generators) != 1:
             return None
         loop = node.generators[0]
-        if not (isinstance(loop.target, ast.Name) and isinstance(node.elt, ast.Name)):
+        if not isinstance(loop.target, ast.Name) or loop.is_async:
             return None
-        if node.elt.id != loop.target.id or loop.is_async:
+        values = self.strings(loop.iter)
+        if values is None or len(values) > 100_000:
             return None
-        kept = self.strings(loop.iter)
-        for condition in loop.ifs:
-            if kept is None:
+        members: dict[int, set[Literal_]] = {}  # ``in Y``: each Y evaluated once
+        kept: list[Literal_] = []
+        for value in values:
+            env = {loop.target.id: value}
+            holds = [self.holds(condition, env, members) for condition in loop.ifs]
+            if any(h is None for h in holds):
                 return None
-            kept = self.keep(condition, loop.target.id, kept)
-        return kept
+            if all(holds):
+                element = self.value(node.elt, env)
+                if element is None:
+                    return None
+                kept.append(element)
+        return tuple(kept)
 
-    def keep(self, condition: ast.expr, variable: str, values: Literals) -> Literals | None:
-        """The values for which ``condition`` holds: ``n in Y``, ``n not in Y``,
-        ``n.startswith("_")``, and ``not`` of those."""
+    def holds(
+        self, condition: ast.expr, env: dict[str, Literal_], members: dict[int, set[Literal_]]
+    ) -> bool | None:
+        """Whether a comprehension's condition holds for the loop variable in ``env``."""
         if isinstance(condition, ast.UnaryOp) and isinstance(condition.op, ast.Not):
-            held = self.keep(condition.operand, variable, values)
-            return None if held is None else tuple(v for v in values if v not in held)
+            inner = self.holds(condition.operand, env, members)
+            return None if inner is None else not inner
         if (
             isinstance(condition, ast.Compare)
-            and isinstance(condition.left, ast.Name)
-            and condition.left.id == variable
             and len(condition.ops) == 1
             and isinstance(condition.ops[0], (ast.In, ast.NotIn))
         ):
-            members = self.strings(condition.comparators[0])
-            if members is None:
-                return None
-            wanted = isinstance(condition.ops[0], ast.In)
-            return tuple(v for v in values if (v in members) == wanted)
+            left = self.value(condition.left, env)
+            key = id(condition.comparators[0])
+            if key not in members:
+                found = self.strings(condition.comparators[0])
+                if found is None:
+                    return None
+                members[key] = set(found)
+            return None if left is None else (left in members[key]) == isinstance(condition.ops[0], ast.In)
         if (
             isinstance(condition, ast.Call)
             and isinstance(condition.func, ast.Attribute)
-            and isinstance(condition.func.value, ast.Name)
-            and condition.func.value.id == variable
             and condition.func.attr in ("startswith", "endswith")
             and len(condition.args) == 1
-            and isinstance(condition.args[0], ast.Constant)
-            and isinstance(condition.args[0].value, str)
         ):
-            affix = condition.args[0].value
-            starts = condition.func.attr == "startswith"
-            return tuple(
-                v
-                for v in values
-                if isinstance(v, str) and (v.startswith(affix) if starts else v.endswith(affix))
+            subject, affix = self.value(condition.func.value, env), self.value(condition.args[0], env)
+            if not isinstance(subject, str) or not isinstance(affix, str):
+                return None
+            return (
+                subject.startswith(affix) if condition.func.attr == "startswith" else subject.endswith(affix)
             )
-        return None
+        value = self.value(condition, env)
+        return None if value is None else bool(value)
 
 
 def _condition(test: ast.expr) -> bool | None:
