@@ -12,7 +12,8 @@ before it was removed), timed the same way.
 
 Ends with one line: ``RESULT first_completion_s=<median, from the request> cold_start_s=<median,
 from the server's start> warm_start_s=<from the start, cached> import_route_s=<median>
-ratio=<import_route_s / cold_start_s> complete=<1 if every first answer was complete>``.
+ratio=<import_route_s / cold_start_s> complete=<1 if every first answer was complete>
+origins=<where each server's index came from: source, cache, ...>``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pytest_lsp.client import make_test_lsp_client
@@ -34,6 +36,8 @@ from pytest_lsp.client import make_test_lsp_client
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "import tilelang.language as T\n\n\ndef kernel():\n    T.\n"
 AT = types.Position(line=4, character=6)
+origins: list[str] = []
+"""Where each server's index came from (``source``, then ``cache`` for the warm start)."""
 IMPORT_ROUTE = (
     "import inspect, time\n"
     "t = time.perf_counter()\n"
@@ -70,6 +74,13 @@ async def first_completion(cache: str) -> tuple[float, float, set[str], bool]:
         )
         answered = time.perf_counter()
         shutil.rmtree(folder, ignore_errors=True)
+        deadline = time.monotonic() + 120  # the whole index read and cached before the next start
+        while time.monotonic() < deadline:
+            status: Any = await client.protocol.send_request_async("tilelang/workerStatus", {})
+            if status.apiIndex is not None:
+                origins.append(status.apiIndex.origin)
+                break
+            await asyncio.sleep(0.05)
     finally:
         await client.shutdown_session()
         await client.stop()
@@ -112,7 +123,7 @@ def main() -> None:
     print(
         f"RESULT first_completion_s={statistics.median(request):.3f} cold_start_s={cold_s:.3f} "
         f"warm_start_s={statistics.median(warm):.3f} import_route_s={import_s:.3f} "
-        f"ratio={import_s / cold_s:.2f} complete={int(all_complete)}"
+        f"ratio={import_s / cold_s:.2f} complete={int(all_complete)} origins={','.join(origins)}"
     )
 
 
