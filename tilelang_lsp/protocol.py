@@ -251,7 +251,7 @@ class Failure(msgspec.Struct, frozen=True, kw_only=True, tag="failure", tag_fiel
 
 
 class ApiParameter(msgspec.Struct, frozen=True, kw_only=True):
-    """One parameter of an API function, as ``inspect.signature`` shows it."""
+    """One parameter of an API function, as its ``def`` writes it."""
 
     name: str
     text: str
@@ -268,7 +268,7 @@ class ApiEntry(msgspec.Struct, frozen=True, kw_only=True):
     module: str | None = None
     """For a module: its full name, so that ``tilelang.language.`` completes its names."""
     signature: str | None = None
-    """``(A, B, C, transpose_A=False, ...) -> None`` from ``inspect.signature``."""
+    """``(A, B, C, transpose_A: bool = False, ...) -> None``, as the ``def`` writes it."""
     parameters: tuple[ApiParameter, ...] = ()
     doc: str = ""
     """The docstring's first lines."""
@@ -288,12 +288,12 @@ class ApiModule(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ApiIndex(msgspec.Struct, frozen=True, kw_only=True, tag="apiIndex", tag_field="kind"):
-    """TileLang's public API, introspected once by the worker after ``Ready`` (also printed by
-    ``python -m tilelang_lsp.worker.api_index``), for the server's static features."""
+    """TileLang's public API, read from its source files by the server
+    (``tilelang_lsp.api.source_index``) for its static features, and cached on disk."""
 
     tilelang_version: str
     folder: str
-    """The folder tilelang was imported from (the disk cache's key, with its files' times)."""
+    """The ``tilelang`` package folder it was read from."""
     modules: tuple[ApiModule, ...] = ()
     elapsed_s: float = 0.0
 
