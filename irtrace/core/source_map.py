@@ -46,10 +46,10 @@ class PassMap:
 
 
 def _map_of(
-    by_text: dict[str, list[SourceMapRecord]], sha: str | None, latest: int
+    by_text: dict[str, list[SourceMapRecord]], sha: str | None, finished: set[int]
 ) -> SourceMapRecord | None:
-    """The map of text ``sha`` written last at or before pass ``latest`` (``-1``: the input's)."""
-    candidates = [m for m in by_text.get(sha or "", []) if (-1 if m.after is None else m.after) <= latest]
+    """The map of text ``sha`` written last by one of the ``finished`` passes (or for the input)."""
+    candidates = [m for m in by_text.get(sha or "", []) if m.after is None or m.after in finished]
     return max(candidates, key=lambda m: -1 if m.after is None else m.after, default=None)
 
 
@@ -60,18 +60,46 @@ def _maps_by_text(run: KernelRun) -> dict[str, list[SourceMapRecord]]:
     return by_text
 
 
+def _finished_by(passes: list[PassRecord]) -> dict[int, set[int]]:
+    """For each pass, the passes that had finished when it finished: those that started before it
+    and are not its ancestors (they finish after it), its nested passes, and itself. A pass whose
+    module holds the same objects as a nested pass's writes no map of its own."""
+    parent = {p.index: p.parent for p in passes}
+    finished: dict[int, set[int]] = {}
+    done: set[int] = set()
+    for record in passes:
+        ancestors: set[int] = set()
+        up = record.parent
+        while up is not None and up not in ancestors:
+            ancestors.add(up)
+            up = parent.get(up)
+        finished[record.index] = done - ancestors
+        done.add(record.index)
+    for record in passes:  # a pass finishes after everything nested in it
+        up = record.parent
+        seen: set[int] = set()
+        while up is not None and up not in seen:
+            seen.add(up)
+            finished.setdefault(up, set()).update(finished[record.index] | {record.index})
+            up = parent.get(up)
+    for record in passes:
+        finished[record.index].add(record.index)
+    return finished
+
+
 def pass_maps(run: KernelRun) -> list[PassMap]:
     """Every pass of ``run`` that produced a module, in order, with that module's source map: the
-    last record written at or before the pass (a pass whose module holds the same objects as
-    before writes none) whose text is the pass's ``ir_after``."""
+    last record written by then (a pass whose module holds the same objects as before writes
+    none) whose text is the pass's ``ir_after``."""
     by_text = _maps_by_text(run)
     passes = sorted(run.passes, key=lambda p: p.index)
+    finished = _finished_by(passes)
     labels = occurrence_labels((p.name for p in passes), bare_when_unique=True)
     found = []
     for record, label in zip(passes, labels, strict=True):
         if record.phase in (PHASE_CODEGEN, PHASE_MACHINE) or record.ir_after is None:
             continue
-        found.append(PassMap(record, label, _map_of(by_text, record.ir_after, record.index)))
+        found.append(PassMap(record, label, _map_of(by_text, record.ir_after, finished[record.index])))
     return found
 
 
@@ -196,13 +224,17 @@ def span_rows(run: KernelRun) -> list[SpanRow]:
     except NotInTraceError:
         files = set()
     by_text = _maps_by_text(run)
+    passes = sorted(run.passes, key=lambda p: p.index)
+    finished = _finished_by(passes)
+    # what had finished when a pass started: the passes before it but its ancestors
+    started_before = {p.index: {i for i in finished[p.index] if i < p.index} for p in passes}
     rows: list[SpanRow] = []
     for item in pass_maps(run):
         source_map = item.source_map
         if source_map is None:
             continue
         lines = _kernel_lines(source_map, files)
-        received = _map_of(by_text, item.record.ir_before, item.record.index - 1)
+        received = _map_of(by_text, item.record.ir_before, started_before[item.record.index])
         previous = _kernel_lines(received, files) if received is not None else lines
         rows.append(
             SpanRow(
