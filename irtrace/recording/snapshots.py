@@ -179,17 +179,16 @@ _Printed = tuple[Scope, str, ModuleSpans | None]
 """A module's scope, its text and (when asked for) its statements' spans on the text's lines."""
 
 
-def _print_state(state: ModuleState, spans: bool) -> _Printed:
+def _print_state(state: ModuleState) -> tuple[Scope, str]:
     # a fresh printer configuration each time: printing edits the one it is given
-    mod = state.rebuild()
-    text = str(mod.script())
-    # the spans are read at the same moment as the text, from the same objects
-    return functions_scope(state.functions), text, module_spans(mod, text) if spans else None
+    return functions_scope(state.functions), state.rebuild().script()
 
 
 def _run(state: ModuleState, spans: bool, printed: Future[_Printed]) -> None:
     try:
-        printed.set_result(_print_state(state, spans))
+        scope, text = _print_state(state)
+        # the spans are read right after the text, on the same thread, from the same objects
+        printed.set_result((scope, text, module_spans(state.rebuild(), text) if spans else None))
     except BaseException as error:  # handed to whoever waits for the text
         printed.set_exception(error)
 
