@@ -18,9 +18,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-_SEQUENCE = "tirx.SeqStmt"
-"""A statement sequence prints no line of its own; it is neither counted nor mapped."""
-
 
 @dataclass(frozen=True)
 class ModuleSpans:
@@ -37,6 +34,8 @@ class ModuleSpans:
     """of those, how many carry a span"""
 
 
+_SEQUENCE = "tirx.SeqStmt"
+"""A statement sequence prints no line of its own; it is neither counted nor mapped."""
 _stmt_type_keys: list[str] | None = None
 
 
@@ -57,12 +56,12 @@ def _statement_type_keys() -> list[str]:
 
 
 def statement_spans(mod: Any) -> list[tuple[Any, str | None, int | None]]:
-    """Every statement of ``mod``'s functions with the file and line of its span (``None`` when it
-    has none), in visiting order.
+    """Every statement of ``mod``'s functions (statement sequences left out) with the file and
+    line of its span (``None`` when it has none).
 
-    TVM's ``ir_transform`` restricted to statement kinds calls back only for statements (an
-    ``post_order_visit`` calls back for every expression too, five times the cost); the callback
-    returns ``None``, so nothing is rebuilt.
+    TVM's ``ir_transform`` restricted to statement kinds walks in C++ and calls back only for
+    statements (``post_order_visit`` calls back for every expression too, and a walk written in
+    Python costs ten times as much); the callback returns ``None``, so nothing is rebuilt.
     """
     from tilelang.ir import get_stmt_span
     from tvm.tirx.stmt_functor import ir_transform
