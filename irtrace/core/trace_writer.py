@@ -344,6 +344,13 @@ class TraceWriter:
         if self._redirected is not None:  # the last task's file; the parent's own is never closed here
             with contextlib.suppress(OSError):
                 self._redirected.close()
+        elif self._stream is not None:
+            # the parent's stream, inherited by the fork, shares its file offset: once dropped, a
+            # gzip stream would write its trailer into the parent's file, so it writes nowhere
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._stream.fileno())
+                os.close(null)
         self._output = None
         self._stream = self._redirected = open(path, "wb")  # noqa: SIM115 - closed by the next redirect
         self._texts, self._runs, self._adopted_starts = {}, {}, {}
