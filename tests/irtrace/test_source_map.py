@@ -132,8 +132,10 @@ class Lowered:
     truths: dict[tuple[str, str], list[PassTruth]]
 
 
-def lower_watched(path: Path, cases: list[tuple[str, str]]) -> Lowered:
-    """Each case lowered once, traced with prints held back, the oracle watching the lowering."""
+def lower_watched(path: Path, cases: list[tuple[str, str]], on_the_pipeline: tuple[str, ...] = ()) -> Lowered:
+    """Each case lowered once, traced with prints held back, the oracle watching the lowering;
+    kernels in ``on_the_pipeline`` print (and read spans) on the pipeline's thread instead, as
+    ``irtrace record`` in one process does."""
     from irtrace.core.specs import parse_spec
     from irtrace.recording.api import RecordRequest, prepare_request
     from irtrace.recording.recorder import record_lowering
@@ -158,6 +160,7 @@ def lower_watched(path: Path, cases: list[tuple[str, str]]) -> Lowered:
                     tvm_target=prepared.tvm_target,
                     instruments=[oracle(str(file), tile_op_lines(file), found)],
                     hold_prints=True,
+                    threaded=name not in on_the_pipeline,
                 )
     return Lowered(load_trace(path), truths)
 
@@ -170,7 +173,7 @@ EVERY = [(kernel, target) for kernel in KERNELS for target in TARGETS]
 
 @pytest.fixture(scope="module")
 def lowered(tmp_path_factory: pytest.TempPathFactory) -> Lowered:
-    return lower_watched(tmp_path_factory.mktemp("srcmap") / "quick.jsonl", QUICK)
+    return lower_watched(tmp_path_factory.mktemp("srcmap") / "quick.jsonl", QUICK, ("row_reduce",))
 
 
 @pytest.fixture(scope="module")
