@@ -7,8 +7,8 @@ differs from the plain one only by those comments and by scopes it no longer fol
 with a comment prints ``with T.launch_thread(...) as bx:`` instead of ``bx = T.launch_thread(...)``,
 same line count). The map is kept only when, comments removed, every line of the annotated print
 matches the plain print's line of the same number (equal, or the folded and unfolded forms of one
-scope): then the line numbers carry over exactly. Otherwise there is no map (``None``), never a
-guess. tilelang is imported lazily.
+scope): then the line numbers carry over exactly. Otherwise no line is mapped (only the counts
+are kept), never a guess. tilelang is imported lazily.
 """
 
 from __future__ import annotations
