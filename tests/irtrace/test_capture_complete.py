@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,17 @@ def test_irtrace_run_hooks_tilelang_only_while_the_script_runs(tmp_path: Path) -
     main(["run", "-q", "-o", str(tmp_path / "t.jsonl"), "--", "python", str(script), str(seen)])
     assert seen.read_text() == "irtrace.recording.jit_calls irtrace.recording.jit_calls"
     assert (JITImpl.compile, TirTemplate.get_tir) == before
+
+
+def test_a_captured_kernels_lines_are_mapped_in_the_scripts_file(captured: Any) -> None:
+    """An eager ``@tilelang.jit`` kernel captured from a script: ``--line`` finds the script's file
+    through the run's instance, and the IR lines it names print the script's statement."""
+    _, _, folder = captured
+    line = next(
+        i for i, text in enumerate(SCRIPT.read_text().splitlines(), 1) if "Y[by, bx * block + i] =" in text
+    )
+    done = irtrace("ir", str(folder / "t.jsonl"), "--line", str(line), "--json", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    passes = json.loads(done.stdout)["passes"]
+    store = re.compile(r"^\s*Y(_\d+)?\[.*\] = ")  # TVM renames the buffer Y_1, Y_2 as it goes
+    assert len(passes) > 5 and all(store.match(text) for item in passes for text in item["text"])
