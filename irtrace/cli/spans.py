@@ -115,6 +115,13 @@ def cmd_spans(args: argparse.Namespace) -> ExitCode:
     mapped = [run for run in runs if run.source_maps]
     if not mapped:
         require_maps(runs[0])
+    for run in runs:
+        if not run.source_maps:
+            echo(
+                f"irtrace: note: {labels[run.run_id]} on {run.target} has no source maps",
+                stderr=True,
+                one_line=True,
+            )
     tables = [(labels[run.run_id], run.target, _rows(run, args.all)) for run in mapped]
     if args.format == "json":
         document = {"format": SPANS_FORMAT, "runs": [_run_document(*table) for table in tables]}
