@@ -165,20 +165,21 @@ def lower_watched(path: Path, cases: list[tuple[str, str]], on_the_pipeline: tup
     return Lowered(load_trace(path), truths)
 
 
-QUICK = [("gemm", "cuda:sm_90a"), ("row_reduce", "hip:gfx942")]
-"""Checked by the quick suite; the oracle's underlined prints cost 10 ms per statement and pass."""
+QUICK = [("gemm", "cuda:sm_90a")]
+"""Checked by the quick suite (the oracle's underlined prints cost 10 ms per statement and pass)."""
 EVERY = [(kernel, target) for kernel in KERNELS for target in TARGETS]
-"""Checked by the sweeps (about 90 s on the 2-core machine)."""
+"""Checked by the sweeps (about 90 s on the 2-core machine); the reduction's spans are read on the
+pipeline's thread, as ``irtrace record`` in one process reads them, the others' on the print pool."""
 
 
 @pytest.fixture(scope="module")
 def lowered(tmp_path_factory: pytest.TempPathFactory) -> Lowered:
-    return lower_watched(tmp_path_factory.mktemp("srcmap") / "quick.jsonl", QUICK, ("row_reduce",))
+    return lower_watched(tmp_path_factory.mktemp("srcmap") / "quick.jsonl", QUICK)
 
 
 @pytest.fixture(scope="module")
 def every_lowered(tmp_path_factory: pytest.TempPathFactory) -> Lowered:
-    return lower_watched(tmp_path_factory.mktemp("srcmap") / "every.jsonl", EVERY)
+    return lower_watched(tmp_path_factory.mktemp("srcmap") / "every.jsonl", EVERY, ("row_reduce",))
 
 
 def check_tile_op_lines(lowered: Lowered, kernel: str, target: str) -> None:
