@@ -9,6 +9,8 @@ plain ``tilelang.lower`` and with irtrace's recorder, alternating, and prints th
 
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
+``--source-map-cost`` also lowers traced without source maps (``srcmap`` records) and adds
+``median_map_cost`` (traced with maps / traced without, median over runs) to the RESULT line.
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ def lower_untraced(func: Any, tvm_target: Any, configs: dict[str, Any]) -> float
 
 
 def lower_traced(
-    func: Any, target: Any, tvm_target: Any, configs: dict[str, Any], path: Path, *, threaded: bool = True
+    func: Any,
+    target: Any,
+    tvm_target: Any,
+    configs: dict[str, Any],
+    path: Path,
+    *,
+    threaded: bool = True,
+    source_map: bool = True,
 ) -> float:
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.recorder import record_lowering
@@ -50,6 +59,7 @@ def lower_traced(
             pass_configs=configs,
             tvm_target=tvm_target,
             threaded=threaded,
+            source_map=source_map,
         )
     elapsed = time.perf_counter() - started
     if result.error is not None:
@@ -75,12 +85,18 @@ def main() -> int:
         "every record is in the file before the next pass runs); default: the print pool, as the "
         "language server, the MCP server and record_lowering's callers get",
     )
+    parser.add_argument(
+        "--source-map-cost",
+        action="store_true",
+        help="also lower traced without source maps, and report what the maps cost",
+    )
     args = parser.parse_args()
 
     from irtrace.recording.api import prepare_request
     from irtrace.recording.manifest import load_manifest
 
     ratios: list[float] = []
+    map_costs: list[float] = []
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
     print(
         f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} {'trace KiB':>10}"
@@ -96,22 +112,39 @@ def main() -> int:
             configs = prepared.pass_configs
             trace_path = workdir / "bench.jsonl"
             lower_untraced(built.func, tvm_target, configs)  # warm caches once for both
-            untraced, traced = [], []
+            untraced, traced, unmapped = [], [], []
             for _ in range(args.repeat):
                 untraced.append(lower_untraced(built.func, tvm_target, configs))
                 traced.append(
                     lower_traced(built.func, target, tvm_target, configs, trace_path, threaded=not args.sync)
                 )
+                if args.source_map_cost:
+                    unmapped.append(
+                        lower_traced(
+                            built.func,
+                            target,
+                            tvm_target,
+                            configs,
+                            workdir / "unmapped.jsonl",
+                            threaded=not args.sync,
+                            source_map=False,
+                        )
+                    )
             base, with_trace = statistics.median(untraced), statistics.median(traced)
+            map_note = ""
+            if unmapped:
+                map_costs.append(with_trace / statistics.median(unmapped))
+                map_note = f"  without maps {statistics.median(unmapped) * 1000:.1f} ms: x{map_costs[-1]:.3f}"
             ratio = with_trace / base
             ratios.append(ratio)
             size = trace_path.stat().st_size / 1024
             print(
                 f"{prepared.name:<22} {target.name:<13} {base * 1000:>12.1f} "
-                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {size:>10.0f}",
+                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {size:>10.0f}{map_note}",
                 flush=True,
             )
-    print(f"RESULT max_ratio={max(ratios):.3f} median_ratio={statistics.median(ratios):.3f}")
+    maps = f" median_map_cost={statistics.median(map_costs):.3f}" if map_costs else ""
+    print(f"RESULT max_ratio={max(ratios):.3f} median_ratio={statistics.median(ratios):.3f}{maps}")
     return 0
 
 

@@ -26,6 +26,7 @@ from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
 from irtrace.cli.override import add_override_option, with_overrides
 from irtrace.cli.run_options import add_run_command
+from irtrace.cli.spans import SPANS_COMMANDS, add_line_option, add_spans_command, cmd_ir_line
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
 from irtrace.core.safe_text import terminal_safe
@@ -160,11 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     ir.add_argument("trace")
     ir.add_argument("-k", "--kernel")
     ir.add_argument("-t", "--target")
-    group = ir.add_mutually_exclusive_group(required=True)
+    group = ir.add_mutually_exclusive_group()
     group.add_argument("-p", "--pass", dest="pass_name", metavar="NAME[#N]")
     group.add_argument("--source", action="store_true", help="the final kernel source")
     group.add_argument("--input", action="store_true", help="the module handed to the pipeline")
     ir.add_argument("--before", action="store_true", help="the IR the pass received")
+    add_line_option(ir)
 
     merge = commands.add_parser("merge", help="join trace files into one", **_with_exit_codes())
     merge.add_argument("traces", nargs="+")
@@ -199,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_instances_command(commands)
     add_layouts_command(commands)
+    add_spans_command(commands)
     add_collect_command(commands)
     add_ci_commands(commands)
     add_experiment_commands(commands)
@@ -699,6 +702,10 @@ def _print_totals(rows: Sequence[Any], top: int = 0) -> None:
 
 
 def cmd_ir(args: argparse.Namespace) -> ExitCode:
+    if args.line is not None:
+        return cmd_ir_line(args)
+    if not (args.pass_name or args.source or args.input):
+        raise UsageError("irtrace ir needs one of -p/--pass, --source, --input or --line")
     trace = _load(args.trace)
     run = trace.find_run(args.kernel, args.target)
     if args.source:
@@ -800,6 +807,7 @@ COMMANDS = {
     "schema": cmd_schema,
     "instances": cmd_instances,
     "layouts": cmd_layouts,
+    **SPANS_COMMANDS,
     **COLLECT_COMMANDS,
     **CI_COMMANDS,
     **BISECT_COMMANDS,

@@ -362,6 +362,53 @@ class LayoutRecord(Struct, frozen=True, kw_only=True, tag="layout", tag_field="r
     """`BufferLayout` objects, one per buffer, in the order of the module's blocks"""
 
 
+MAX_SOURCE_FILES = 256
+"""Most source files one `srcmap` record may name."""
+
+
+class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field="record"):
+    """Which lines of one recorded IR text come from which Python line: the spans TileLang's script
+    builder set on the module's statements (a statement sequence is neither counted nor mapped),
+    placed on the printed lines through TVM's printer (`irtrace.recording.spans`). Written after the
+    `pass` record of the pass that produced the module (and once for the module the pipeline
+    received), only for a module made of new objects: a pass whose module holds the very same
+    objects as the last one mapped keeps that map. Older readers skip it.
+    """
+
+    run: Id
+    """the run"""
+    after: Id | None = None
+    """the `index` of the pass after which the module is this; `null` for the module the pipeline received"""
+    ir: Sha
+    """SHA-256 of the IR text the line numbers refer to (that pass's `ir_after`)"""
+    statements: Id = 0
+    """statements in the module"""
+    with_span: Id = 0
+    """of those, how many carry a span (a file and line); the rest lost it or never had one"""
+    placed: bool = True
+    """`false` when the printer's annotated print could not be matched line by line with the text, so no
+    line is mapped (`lines` is empty); the counts still hold"""
+    files: list[str] = []
+    """the source files the spans name (as TileLang recorded them), indexed by `lines`"""
+    lines: list[tuple[Id, Id, Id]] = []
+    """`[ir_line, file, line]`: IR line `ir_line` (from 1) prints a statement whose span is line `line` of
+    `files[file]`; sorted, one entry per distinct triple"""
+
+    def __post_init__(self) -> None:
+        if self.with_span > self.statements:
+            raise SchemaError(f"srcmap: with_span {self.with_span} is more than statements {self.statements}")
+        if len(self.files) > MAX_SOURCE_FILES:
+            raise SchemaError(f"srcmap: more than {MAX_SOURCE_FILES} files")
+        if self.lines and not self.placed:
+            raise SchemaError("srcmap: lines given though placed is false")
+        for ir_line, file, line in self.lines:
+            if ir_line < 1 or line < 1 or file >= len(self.files):
+                raise SchemaError(
+                    f"srcmap: entry {[ir_line, file, line]} needs lines from 1 and a file index below "
+                    f"{len(self.files)}"
+                )
+
+
 class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"):
     """Starts one kernel lowered for one target. The record holds the run's header (the fields up
     to `kernel_file_sha256`); the `pass`, `end`, `machine` and `bench` records fill in the rest in
@@ -433,6 +480,8 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """The kernel's measured latency (``--bench``, on a GPU)."""
     layouts: tuple[LayoutRecord, ...] = ()
     """The buffers' layouts after the layout pass and each later pass that changed them."""
+    source_maps: tuple[SourceMapRecord, ...] = ()
+    """Which IR lines come from which Python line, per module recorded (``srcmap`` records)."""
 
     def __post_init__(self) -> None:
         for key, kind, expected in (("args", list, "a list"), ("kwargs", dict, "an object")):
@@ -603,6 +652,7 @@ Record: TypeAlias = (
     | PassRecord
     | EndRecord
     | LayoutRecord
+    | SourceMapRecord
     | MachineRecord
     | BenchRecord
     | IrRecord

@@ -24,6 +24,7 @@ RECORDS: tuple[type[msgspec.Struct], ...] = (
     schema.StartRecord,
     schema.PassRecord,
     schema.LayoutRecord,
+    schema.SourceMapRecord,
     schema.EndRecord,
     schema.FooterRecord,
     schema.MachineRecord,

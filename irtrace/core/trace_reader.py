@@ -32,6 +32,7 @@ from irtrace.core.schema import (
     MachineRecord,
     PassRecord,
     Record,
+    SourceMapRecord,
     StartRecord,
     encoder,
     record_decoder,
@@ -425,6 +426,11 @@ def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> No
             _orphan(record, where, number, parsed)
         run = parsed.runs[record.run]
         parsed.runs[record.run] = replace(run, layouts=(*run.layouts, record))
+    elif isinstance(record, SourceMapRecord):
+        if record.run not in parsed.runs or record.run in parsed.ended:
+            _orphan(record, where, number, parsed)
+        run = parsed.runs[record.run]
+        parsed.runs[record.run] = replace(run, source_maps=(*run.source_maps, record))
     elif isinstance(record, IrRecord):
         parsed.raw_texts[record.sha256] = encoder.encode(record).decode("utf-8")
     elif isinstance(record, FooterRecord):
@@ -458,7 +464,13 @@ def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> No
 
 
 def _orphan(
-    record: StartRecord | PassRecord | EndRecord | LayoutRecord | MachineRecord | BenchRecord,
+    record: StartRecord
+    | PassRecord
+    | EndRecord
+    | LayoutRecord
+    | SourceMapRecord
+    | MachineRecord
+    | BenchRecord,
     where: str,
     number: int,
     parsed: _Parsed,

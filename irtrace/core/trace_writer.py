@@ -34,6 +34,7 @@ from irtrace.core.schema import (
     MachineRecord,
     PassRecord,
     ResourceCounts,
+    SourceMapRecord,
     StartRecord,
     encoder,
     start_of,
@@ -183,6 +184,7 @@ class TraceWriter:
             run_id=self._next_run_id,
             passes=(),
             layouts=(),
+            source_maps=(),
             status=STATUS_INCOMPLETE,
             running=None,
             stopped_by=None,
@@ -264,6 +266,14 @@ class TraceWriter:
         run = self._runs[run_id] = replace(self._runs[run_id], layouts=(*self._runs[run_id].layouts, record))
         return run
 
+    def add_source_map(self, run_id: int, record: SourceMapRecord) -> KernelRun:
+        """Add which IR lines of a recorded module come from which Python line (before ``end``)."""
+        record = replace(record, run=run_id)
+        self._write(record)
+        run = self._runs[run_id]
+        run = self._runs[run_id] = replace(run, source_maps=(*run.source_maps, record))
+        return run
+
     def add_bench(self, run_id: int, bench: BenchResult) -> KernelRun:
         """Add a run's measured latency (``irtrace record --bench``), after its ``end``."""
         self._write({"record": "bench", "run": run_id, **bench.to_json()})
@@ -287,6 +297,8 @@ class TraceWriter:
         for left in layouts_after.values():  # after a pass the run does not hold: kept, at the end
             for layout in left:
                 self.add_layouts(started.run_id, layout)
+        for source_map in run.source_maps:
+            self.add_source_map(started.run_id, source_map)
         status, error = run.status, run.error
         if machine and status == STATUS_FAILED and any(r.failed for r in machine):
             status, error = STATUS_OK, None  # the lowering's own outcome; the stage fails it again
@@ -332,6 +344,13 @@ class TraceWriter:
         if self._redirected is not None:  # the last task's file; the parent's own is never closed here
             with contextlib.suppress(OSError):
                 self._redirected.close()
+        elif self._stream is not None:
+            # the parent's stream, inherited by the fork, shares its file offset: once dropped, a
+            # gzip stream would write its trailer into the parent's file, so it writes nowhere
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._stream.fileno())
+                os.close(null)
         self._output = None
         self._stream = self._redirected = open(path, "wb")  # noqa: SIM115 - closed by the next redirect
         self._texts, self._runs, self._adopted_starts = {}, {}, {}
@@ -394,6 +413,8 @@ class TraceWriter:
                 self.add_pass(run_id, record)
             elif isinstance(record, LayoutRecord):
                 self.add_layouts(run_id, record)
+            elif isinstance(record, SourceMapRecord):
+                self.add_source_map(run_id, record)
             elif isinstance(record, EndRecord):
                 self._end(replace(record, run=run_id))
             elif isinstance(record, MachineRecord):

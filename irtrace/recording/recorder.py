@@ -19,7 +19,7 @@ from typing import Any
 from irtrace.core import interrupts
 from irtrace.core.native_log import RunLog, capture_run_log, split_native_log
 from irtrace.core.pass_names import display_name
-from irtrace.core.schema import Instance, LayoutRecord, Phase
+from irtrace.core.schema import Instance, LayoutRecord, Phase, SourceMapRecord
 from irtrace.core.targets import TargetSpec
 from irtrace.core.trace import (
     PHASE_CHECK,
@@ -141,11 +141,16 @@ class PassRecorder:
         capture_ir: bool = True,
         should_stop: Callable[[], bool] | None = None,
         hold_prints: bool = False,
+        source_map: bool = True,
     ) -> None:
         self.writer = writer
         self.run_id = run_id
         self.printer = SnapshotPrinter(
-            writer, threaded=threaded and capture_ir, capture_ir=capture_ir, hold_until_barrier=hold_prints
+            writer,
+            threaded=threaded and capture_ir,
+            capture_ir=capture_ir,
+            hold_until_barrier=hold_prints,
+            source_map=source_map,
         )
         self.should_stop = should_stop
         self.cancelled = False
@@ -216,6 +221,34 @@ class PassRecorder:
 
         run_id = self._run_id()
         self.printer.write(lambda: self.writer.add_pass(run_id, build()))
+        if after is not None and self.printer.source_map:
+            self._note_spans(after, frame.index)
+
+    def _note_spans(self, snapshot: Snapshot, after: int | None) -> None:
+        """Queue the source map of a module the first time a pass (or the pipeline's input) has it:
+        its spans were read with its text, so the record waits for the text like the pass's."""
+        run_id = self._run_id()
+
+        def write() -> None:
+            spans = snapshot.spans
+            if snapshot.mapped or spans is None or snapshot.sha is None:
+                return
+            snapshot.mapped = True
+            self.writer.add_source_map(
+                run_id,
+                SourceMapRecord(
+                    run=run_id,
+                    after=after,
+                    ir=snapshot.sha,
+                    statements=spans.statements,
+                    with_span=spans.with_span,
+                    placed=spans.lines is not None,
+                    files=list(spans.files) if spans.lines is not None else [],
+                    lines=list(spans.lines or ()),
+                ),
+            )
+
+        self.printer.write(write)
 
     # --- TileLang PassEventObserver ------------------------------------------------------------
 
@@ -259,6 +292,8 @@ class PassRecorder:
         )
         self.next_index += 1
         self.open.append(frame)
+        if frame.index == 0 and self.printer.source_map:
+            self._note_spans(ir_before, None)
         return frame
 
     def _note_started(self, frame: _OpenPass) -> None:
@@ -486,6 +521,7 @@ def record_lowering(
     instance: Instance | None = None,
     capture_warnings: bool = False,
     hold_prints: bool = False,
+    source_map: bool = True,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
@@ -498,6 +534,8 @@ def record_lowering(
     kernel's Python file as imported, is stored in the trace for readers to show. ``instance``
     is where a captured kernel came from (a kernel ``irtrace run`` lowers again for a ``-t``).
     ``hold_prints`` (for the exactness test) prints each module as late as the design allows.
+    ``source_map`` stores, with each module's text, which of its lines come from which Python line
+    (``srcmap`` records; ``irtrace.recording.spans``).
     ``capture_warnings`` takes what TileLang's C++ code logs while it lowers off file descriptor 2
     and stores its warnings on the run (other text is passed on to stderr afterwards).
     """
@@ -525,6 +563,7 @@ def record_lowering(
         capture_ir=capture_ir,
         should_stop=should_stop,
         hold_prints=hold_prints,
+        source_map=source_map,
     )
     failure: BaseException | None = None
     interrupted = False

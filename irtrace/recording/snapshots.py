@@ -33,6 +33,7 @@ from typing import Any
 
 from irtrace.core.schema import Scope
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.spans import ModuleSpans, module_spans
 
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
 
@@ -140,13 +141,17 @@ def functions_scope(functions: tuple[tuple[Any, Any], ...]) -> Scope:
 
 
 class Snapshot:
-    """One printed module; the writer thread fills in its text's SHA-256."""
+    """One printed module; the writer thread fills in its text's SHA-256 (and, when source maps
+    are asked for, its statements' spans on the printed lines)."""
 
-    __slots__ = ("scope", "sha")
+    __slots__ = ("mapped", "scope", "sha", "spans")
 
     def __init__(self, scope: Scope = "module") -> None:
         self.sha: str | None = None
         self.scope = scope
+        self.spans: ModuleSpans | None = None
+        self.mapped = False
+        """its source map was written (a snapshot serving several passes is mapped once)"""
 
 
 _processes_sharing_cores = 1
@@ -170,14 +175,20 @@ def print_workers() -> int:
     return max(1, min(3, cores // _processes_sharing_cores - 1))
 
 
+_Printed = tuple[Scope, str, ModuleSpans | None]
+"""A module's scope, its text and (when asked for) its statements' spans on the text's lines."""
+
+
 def _print_state(state: ModuleState) -> tuple[Scope, str]:
     # a fresh printer configuration each time: printing edits the one it is given
     return functions_scope(state.functions), state.rebuild().script()
 
 
-def _run(state: ModuleState, printed: Future[tuple[Scope, str]]) -> None:
+def _run(state: ModuleState, spans: bool, printed: Future[_Printed]) -> None:
     try:
-        printed.set_result(_print_state(state))
+        scope, text = _print_state(state)
+        # the spans are read right after the text, on the same thread, from the same objects
+        printed.set_result((scope, text, module_spans(state.rebuild(), text) if spans else None))
     except BaseException as error:  # handed to whoever waits for the text
         printed.set_exception(error)
 
@@ -187,7 +198,7 @@ class _PrintPool:
     them (the pipeline's, at a barrier or at the end) prints the next ones itself (``help``)."""
 
     def __init__(self, workers: int) -> None:
-        self._jobs: queue.SimpleQueue[tuple[ModuleState, Future[tuple[Scope, str]]] | None]
+        self._jobs: queue.SimpleQueue[tuple[ModuleState, bool, Future[_Printed]] | None]
         self._jobs = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._work, name=f"irtrace-print-{n}", daemon=True)
@@ -196,9 +207,9 @@ class _PrintPool:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, state: ModuleState) -> Future[tuple[Scope, str]]:
-        printed: Future[tuple[Scope, str]] = Future()
-        self._jobs.put((state, printed))
+    def submit(self, state: ModuleState, spans: bool = False) -> Future[_Printed]:
+        printed: Future[_Printed] = Future()
+        self._jobs.put((state, spans, printed))
         return printed
 
     def _work(self) -> None:
@@ -241,9 +252,12 @@ class SnapshotPrinter:
         threaded: bool,
         capture_ir: bool = True,
         hold_until_barrier: bool = False,
+        source_map: bool = False,
     ) -> None:
         self.writer = writer
         self.capture_ir = capture_ir
+        self.source_map = capture_ir and source_map
+        """read each printed module's statement spans with its text (``irtrace.recording.spans``)"""
         self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
         self._pool: _PrintPool | None = None
@@ -295,15 +309,18 @@ class SnapshotPrinter:
         held = state or ModuleState(mod)
         if self._queue is None or self._pool is None:  # the module as it is now: print it as it is
             snap = Snapshot(functions_scope(held.functions))
-            snap.sha = self._store(mod.script())
+            text = str(mod.script())
+            snap.sha = self._store(text)
+            if self.source_map:
+                snap.spans = module_spans(mod, text)
             return snap
-        snap, pool, queued = Snapshot(), self._pool, self._queue
+        snap, pool, queued, spans = Snapshot(), self._pool, self._queue, self.source_map
 
         def start() -> None:
-            printed = pool.submit(held)
+            printed = pool.submit(held, spans)
 
             def store() -> None:
-                snap.scope, text = printed.result()
+                snap.scope, text, snap.spans = printed.result()
                 snap.sha = self._store(text)
 
             queued.put(store)

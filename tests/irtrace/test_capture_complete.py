@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -290,3 +291,17 @@ def test_a_prim_func_called_main_is_recorded_under_its_factorys_name(tmp_path: P
         if arguments:
             assert f"   arguments: {arguments[0]}\n" in shown.stdout
     assert "false" not in shown.stdout and "null" not in shown.stdout
+
+
+def test_a_captured_kernels_lines_are_mapped_in_the_scripts_file(captured: Any) -> None:
+    """An eager ``@tilelang.jit`` kernel captured from a script: ``--line`` finds the script's file
+    through the run's instance, and the IR lines it names print the script's statement."""
+    _, _, folder = captured
+    line = next(
+        i for i, text in enumerate(SCRIPT.read_text().splitlines(), 1) if "Y[by, bx * block + i] =" in text
+    )
+    done = irtrace("ir", str(folder / "t.jsonl"), "--line", str(line), "--json", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    passes = json.loads(done.stdout)["passes"]
+    store = re.compile(r"^\s*Y(_\d+)?\[.*\] = ")  # TVM renames the buffer Y_1, Y_2 as it goes
+    assert len(passes) > 5 and all(store.match(text) for item in passes for text in item["text"])

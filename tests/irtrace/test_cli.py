@@ -377,7 +377,9 @@ def test_show_warns_about_a_cut_short_trace(
     assert gemm_trace.path
     lines = Path(gemm_trace.path).read_text().splitlines(keepends=True)
     short = tmp_path / "short.jsonl"
-    short.write_text("".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:10])
+    # cut in the middle, right after a pass started (the line after its start record is cut)
+    cut = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].startswith('{"record":"start"')) + 1
+    short.write_text("".join(lines[:cut]) + lines[cut][:10])
     code, out, err = run_cli(capsys, "show", str(short))
     assert code == ExitCode.OK and "matmul" in out
     first, running = err.strip().splitlines()

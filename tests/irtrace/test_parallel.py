@@ -103,12 +103,12 @@ def test_worker_processes_record_what_one_process_records(unsharded: Trace, tmp_
         "--order-from",
         "reversed.jsonl",
         "-o",
-        "jobs.jsonl",
+        "jobs.jsonl.gz",  # compressed: a worker once wrote its gzip trailer into the parent's file
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert content(load_trace(tmp_path / "jobs.jsonl")) == content(unsharded)
-    assert "trace written to jobs.jsonl" in done.stdout
+    assert content(load_trace(tmp_path / "jobs.jsonl.gz")) == content(unsharded)
+    assert "trace written to jobs.jsonl.gz" in done.stdout
 
 
 def test_a_crash_in_a_worker_fails_that_run_only(tmp_path: Path) -> None:

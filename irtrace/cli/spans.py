@@ -1,0 +1,207 @@
+"""``irtrace spans TRACE`` (where spans stop: how many statements keep a span after each pass) and
+``irtrace ir TRACE --line N`` (what a Python line became after every pass, or after one), from the
+trace's source maps (``irtrace.core.source_map``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
+from irtrace.core.source_map import (
+    LineInPass,
+    SpanRow,
+    changed_rows,
+    line_through_passes,
+    parse_line_query,
+    require_maps,
+    span_rows,
+)
+from irtrace.core.trace import Trace
+from irtrace.edge.command import echo, load_trace_warning_if_cut
+
+SPANS_FORMAT = "irtrace-spans/1"
+"""The ``format`` of ``irtrace spans --format json``."""
+LINE_FORMAT = "irtrace-line/1"
+"""The ``format`` of ``irtrace ir --line N --json``."""
+
+
+def add_spans_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``spans`` to ``irtrace``'s subcommands."""
+    parser = commands.add_parser(
+        "spans",
+        help="where source spans stop: statements keeping a span after each pass",
+        description="For each run, how many statements of the module after each pass carry a span "
+        "(a Python file and line) and which lines of the kernel's file the module still maps, with "
+        "the lines each pass dropped. By default only the passes where this changed.",
+        epilog=exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("trace")
+    parser.add_argument("-k", "--kernel")
+    parser.add_argument("-t", "--target")
+    parser.add_argument("--all", action="store_true", help="every pass, not only where the counts change")
+    parser.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+
+
+def add_line_option(ir: argparse.ArgumentParser) -> None:
+    """Add ``--line`` (and ``--json``) to ``irtrace ir``."""
+    ir.add_argument(
+        "--line",
+        metavar="[FILE:]LINE",
+        help="the IR lines a line of the kernel's Python file became after every pass (with -p: "
+        "after that pass); FILE:LINE for a line of another file (a macro's)",
+    )
+    ir.add_argument("--json", action="store_true", help="with --line: the irtrace-line/1 JSON document")
+
+
+def _load(path: str) -> Trace:
+    return load_trace_warning_if_cut(path, "irtrace")
+
+
+def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
+    """``irtrace ir TRACE --line N [-p PASS]``."""
+    if args.source or args.input or args.before:
+        raise UsageError("--line goes with -p/--pass or alone, not with --source, --input or --before")
+    query = parse_line_query(args.line)
+    trace = _load(args.trace)
+    run = trace.find_run(args.kernel, args.target)
+    only = run.find_pass(args.pass_name) if args.pass_name else None
+    found = line_through_passes(trace, run, query, only)
+    if args.json:
+        print(json.dumps(_line_document(run.kernel, run.target, args.line, found), indent=2))
+        return ExitCode.OK
+    where = f"line {query.line}" + (f" of {query.file}" if query.file else "")
+    if not found:
+        after = f" after {only.name}" if only is not None else " after any pass"
+        echo(f"irtrace: no statement of {where} is in the IR{after}", stderr=True, one_line=True)
+        return ExitCode.NOT_FOUND
+    for item in found:
+        span = item.first.label if item.first is item.last else f"{item.first.label} .. {item.last.label}"
+        echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index})")
+        width = len(str(item.lines[-1]))
+        for number, text in zip(item.lines, item.text_lines, strict=True):
+            echo(f"{number:>{width}} | {text}")
+    return ExitCode.OK
+
+
+def _line_document(kernel: str, target: str, line: str, found: list[LineInPass]) -> dict[str, Any]:
+    return {
+        "format": LINE_FORMAT,
+        "kernel": kernel,
+        "target": target,
+        "line": line,
+        "passes": [
+            {
+                "first": item.first.label,
+                "first_index": item.first.record.index,
+                "last": item.last.label,
+                "last_index": item.last.record.index,
+                "ir": item.first.record.ir_after,
+                "ir_lines": list(item.lines),
+                "text": list(item.text_lines),
+            }
+            for item in found
+        ],
+    }
+
+
+def cmd_spans(args: argparse.Namespace) -> ExitCode:
+    """``irtrace spans TRACE``."""
+    trace = _load(args.trace)
+    runs = trace.select(args.kernel, args.target)
+    labels = trace.run_labels()
+    mapped = [run for run in runs if run.source_maps]
+    if not mapped:
+        require_maps(runs[0])
+    for run in runs:
+        if not run.source_maps:
+            echo(
+                f"irtrace: note: {labels[run.run_id]} on {run.target} has no source maps",
+                stderr=True,
+                one_line=True,
+            )
+    tables = [(labels[run.run_id], run.target, _rows(run, args.all)) for run in mapped]
+    if args.format == "json":
+        document = {"format": SPANS_FORMAT, "runs": [_run_document(*table) for table in tables]}
+        print(json.dumps(document, indent=2))
+    elif args.format == "markdown":
+        for label, target, rows in tables:
+            echo(f"### {_md(label)} on {_md(target)}\n")
+            echo(
+                "| # | pass | statements | with span | kernel lines | lost |\n"
+                "| --- | --- | --- | --- | --- | --- |"
+            )
+            for row in rows:
+                echo(
+                    f"| {row.item.record.index} | {_md(row.item.label)} | {row.statements} | {row.with_span} "
+                    f"| {_lines(row.kernel_lines)} | {_lines(row.lost)} |"
+                )
+            echo("")
+    else:
+        _print_tables(tables)
+    return ExitCode.OK
+
+
+def _rows(run: Any, every: bool) -> list[SpanRow]:
+    rows = span_rows(run)
+    return rows if every else changed_rows(rows)
+
+
+def _md(text: str) -> str:
+    """Text from a trace in a Markdown table cell: no cell break, no markup."""
+    return "".join("\\" + c if c in "|`*_[]<>\\#" else c for c in text.replace("\n", " "))
+
+
+def _lines(lines: tuple[int, ...]) -> str:
+    return " ".join(str(line) for line in lines) or "-"
+
+
+def _run_document(label: str, target: str, rows: list[SpanRow]) -> dict[str, Any]:
+    return {
+        "kernel": label,
+        "target": target,
+        "passes": [
+            {
+                "index": row.item.record.index,
+                "pass": row.item.label,
+                "statements": row.statements,
+                "with_span": row.with_span,
+                "kernel_lines": list(row.kernel_lines),
+                "lost": list(row.lost),
+                "gained": list(row.gained),
+            }
+            for row in rows
+        ],
+    }
+
+
+def _print_tables(tables: list[tuple[str, str, list[SpanRow]]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from irtrace.edge.console import safe_console
+
+    console = safe_console()
+    for label, target, rows in tables:
+        console.print(f"[bold]{escape(label)}[/bold] on [bold]{escape(target)}[/bold]")
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("#", "pass", "stmts", "with span", "kernel lines", "lost"):
+            table.add_column(column, justify="right" if column in ("#", "stmts", "with span") else "left")
+        for row in rows:
+            share = f" ({100 * row.with_span // row.statements}%)" if row.statements else ""
+            lost = f"[red]{_lines(row.lost)}[/red]" if row.lost else "-"
+            table.add_row(
+                str(row.item.record.index),
+                escape("  " * row.item.record.depth + row.item.label),
+                str(row.statements),
+                f"{row.with_span}{share}",
+                escape(_lines(row.kernel_lines)),
+                lost,
+            )
+        console.print(table)
+        console.print()
+
+
+SPANS_COMMANDS = {"spans": cmd_spans}

@@ -1,0 +1,266 @@
+"""The trace's source maps read back (``srcmap`` records): which IR lines after each pass come from
+a Python line of the kernel's file, and how many statements keep a span pass by pass (where
+spans stop). Line numbers from a trace are untrusted: a line past the end of its text is dropped.
+No tilelang here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from irtrace.core.errors import NotInTraceError, UsageError
+from irtrace.core.schema import KernelRun, PassRecord, SourceMapRecord, occurrence_labels
+from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, Trace
+
+_LINE_QUERY = re.compile(r"(?:(?P<file>[^\x00-\x1f]{1,4096}):)?(?P<line>[1-9][0-9]{0,6})")
+"""``42`` or ``FILE:42``: a line of the kernel's file, or of a file whose path ends with FILE."""
+
+
+@dataclass(frozen=True)
+class LineQuery:
+    """A Python line asked about: ``line`` of the kernel's file, or of the file named ``file``."""
+
+    line: int
+    file: str | None = None
+
+
+def parse_line_query(text: str) -> LineQuery:
+    """``42`` or ``path/to/file.py:42``; anything else is a usage error."""
+    match = _LINE_QUERY.fullmatch(text)
+    if match is None:
+        raise UsageError(f"--line takes LINE or FILE:LINE (a line number from 1), not {text[:60]!r}")
+    return LineQuery(int(match.group("line")), match.group("file"))
+
+
+@dataclass(frozen=True)
+class PassMap:
+    """A pass and the source map of the module after it (``None`` when the trace holds none)."""
+
+    record: PassRecord
+    label: str
+    """``name#N`` when the name occurs more than once in the run"""
+    source_map: SourceMapRecord | None
+
+
+def _map_of(
+    by_text: dict[str, list[SourceMapRecord]], sha: str | None, finished: set[int]
+) -> SourceMapRecord | None:
+    """The map of text ``sha`` written last by one of the ``finished`` passes (or for the input)."""
+    candidates = [m for m in by_text.get(sha or "", []) if m.after is None or m.after in finished]
+    return max(candidates, key=lambda m: -1 if m.after is None else m.after, default=None)
+
+
+def _maps_by_text(run: KernelRun) -> dict[str, list[SourceMapRecord]]:
+    by_text: dict[str, list[SourceMapRecord]] = {}
+    for record in run.source_maps:
+        by_text.setdefault(record.ir, []).append(record)
+    return by_text
+
+
+def _finished_by(passes: list[PassRecord]) -> dict[int, set[int]]:
+    """For each pass, the passes that had finished when it finished: those that started before it
+    and are not its ancestors (they finish after it), its nested passes, and itself. A pass whose
+    module holds the same objects as a nested pass's writes no map of its own."""
+    parent = {p.index: p.parent for p in passes}
+    finished: dict[int, set[int]] = {}
+    done: set[int] = set()
+    for record in passes:
+        ancestors: set[int] = set()
+        up = record.parent
+        while up is not None and up not in ancestors:
+            ancestors.add(up)
+            up = parent.get(up)
+        finished[record.index] = done - ancestors
+        done.add(record.index)
+    for record in passes:  # a pass finishes after everything nested in it
+        up = record.parent
+        seen: set[int] = set()
+        while up is not None and up not in seen:
+            seen.add(up)
+            finished.setdefault(up, set()).update(finished[record.index] | {record.index})
+            up = parent.get(up)
+    for record in passes:
+        finished[record.index].add(record.index)
+    return finished
+
+
+def pass_maps(run: KernelRun) -> list[PassMap]:
+    """Every pass of ``run`` that produced a module, in order, with that module's source map: the
+    last record written by then (a pass whose module holds the same objects as before writes
+    none) whose text is the pass's ``ir_after``."""
+    by_text = _maps_by_text(run)
+    passes = sorted(run.passes, key=lambda p: p.index)
+    finished = _finished_by(passes)
+    labels = occurrence_labels((p.name for p in passes), bare_when_unique=True)
+    found = []
+    for record, label in zip(passes, labels, strict=True):
+        if record.phase in (PHASE_CODEGEN, PHASE_MACHINE) or record.ir_after is None:
+            continue
+        found.append(PassMap(record, label, _map_of(by_text, record.ir_after, finished[record.index])))
+    return found
+
+
+def input_map(run: KernelRun) -> SourceMapRecord | None:
+    """The source map of the module the pipeline received."""
+    return next((m for m in run.source_maps if m.after is None and m.ir == run.input_ir), None)
+
+
+def kernel_path(run: KernelRun) -> str | None:
+    """The kernel's file as the run names it: the spec's ``FILE::...``, or where a captured
+    kernel's function was defined."""
+    if "::" in run.spec:
+        return run.spec.split("::", 1)[0]
+    if run.instance is not None and run.instance.definition:
+        return run.instance.definition.rsplit(":", 1)[0]
+    return None
+
+
+def _ends_with(path: str, tail: str) -> bool:
+    """Whether ``path`` is ``tail`` or ends with it at a path component."""
+    parts, tail_parts = PurePosixPath(path).parts, PurePosixPath(tail).parts
+    tail_parts = tuple(part for part in tail_parts if part != ".")
+    return bool(tail_parts) and parts[-len(tail_parts) :] == tail_parts
+
+
+def wanted_files(run: KernelRun, query: LineQuery) -> set[str]:
+    """The files of ``run``'s source maps that ``query`` means: those ending with its ``file``, or
+    the kernel's own file."""
+    files = {name for record in run.source_maps for name in record.files}
+    tail = query.file or kernel_path(run)
+    if tail is None:
+        raise NotInTraceError(f"{run.kernel} on {run.target}: name the file, FILE:LINE")
+    chosen = {name for name in files if _ends_with(name, tail) or (query.file is None and name == tail)}
+    if not chosen:
+        known = ", ".join(sorted(files)[:8]) or "none"
+        raise NotInTraceError(
+            f"no statement of {run.kernel} on {run.target} has a span in a file ending with {tail!r} "
+            f"(files with spans: {known})"
+        )
+    return chosen
+
+
+def ir_lines(source_map: SourceMapRecord, files: set[str], line: int, text: str) -> list[int]:
+    """The lines of ``text`` (the module's IR, from 1) that ``source_map`` says print a statement of
+    ``line`` in one of ``files``."""
+    count = text.count("\n") + (0 if text.endswith("\n") else 1)
+    indexes = {i for i, name in enumerate(source_map.files) if name in files}
+    return sorted({ir for ir, file, py in source_map.lines if py == line and file in indexes and ir <= count})
+
+
+@dataclass(frozen=True)
+class LineInPass:
+    """The IR lines a Python line became after one pass (or after a run of passes printing the same)."""
+
+    first: PassMap
+    last: PassMap
+    """the last of the consecutive passes that left the same text and lines"""
+    lines: tuple[int, ...]
+    text_lines: tuple[str, ...]
+
+
+def require_maps(run: KernelRun) -> None:
+    if not run.source_maps:
+        raise NotInTraceError(
+            f"{run.kernel} on {run.target} has no source maps in the trace: it was recorded without "
+            "IR, or by an irtrace older than source maps; record it again"
+        )
+
+
+def line_through_passes(
+    trace: Trace, run: KernelRun, query: LineQuery, only: PassRecord | None = None
+) -> list[LineInPass]:
+    """What Python line ``query`` became after each pass (or only after ``only``), consecutive
+    passes that printed the same lines for it taken together."""
+    require_maps(run)
+    files = wanted_files(run, query)
+    found: list[LineInPass] = []
+    for item in pass_maps(run):
+        if only is not None and item.record.index != only.index:
+            continue
+        if item.source_map is None or item.record.ir_after is None:
+            continue
+        text = trace.text(item.record.ir_after)
+        numbers = ir_lines(item.source_map, files, query.line, text)
+        if not numbers:
+            continue
+        all_lines = text.split("\n")
+        shown = tuple(all_lines[n - 1] for n in numbers)
+        previous = found[-1] if found else None
+        if (
+            previous is not None
+            and previous.lines == tuple(numbers)
+            and previous.text_lines == shown
+            and previous.last.record.ir_after == item.record.ir_after
+        ):
+            found[-1] = LineInPass(previous.first, item, previous.lines, shown)
+        else:
+            found.append(LineInPass(item, item, tuple(numbers), shown))
+    return found
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    """How many statements keep a span after one pass, and which lines of the kernel's file the
+    module still maps."""
+
+    item: PassMap
+    statements: int
+    with_span: int
+    kernel_lines: tuple[int, ...]
+    lost: tuple[int, ...]
+    """kernel lines the module the pass received mapped and its output does not"""
+    gained: tuple[int, ...]
+
+
+def span_rows(run: KernelRun) -> list[SpanRow]:
+    """The span-survival table of ``run``: one row per pass with a source map; what a pass lost or
+    gained is against the map of the module it received (a nested pipeline's own module too)."""
+    require_maps(run)
+    try:
+        files = wanted_files(run, LineQuery(1))
+    except NotInTraceError:
+        files = set()
+    by_text = _maps_by_text(run)
+    passes = sorted(run.passes, key=lambda p: p.index)
+    finished = _finished_by(passes)
+    # what had finished when a pass started: the passes before it but its ancestors
+    started_before = {p.index: {i for i in finished[p.index] if i < p.index} for p in passes}
+    rows: list[SpanRow] = []
+    for item in pass_maps(run):
+        source_map = item.source_map
+        if source_map is None:
+            continue
+        lines = _kernel_lines(source_map, files)
+        received = _map_of(by_text, item.record.ir_before, started_before[item.record.index])
+        previous = _kernel_lines(received, files) if received is not None else lines
+        rows.append(
+            SpanRow(
+                item,
+                source_map.statements,
+                source_map.with_span,
+                lines,
+                tuple(sorted(set(previous) - set(lines))),
+                tuple(sorted(set(lines) - set(previous))),
+            )
+        )
+    return rows
+
+
+def _kernel_lines(source_map: SourceMapRecord, files: set[str]) -> tuple[int, ...]:
+    indexes = {i for i, name in enumerate(source_map.files) if name in files}
+    return tuple(sorted({py for _, file, py in source_map.lines if file in indexes}))
+
+
+def changed_rows(rows: Sequence[SpanRow]) -> list[SpanRow]:
+    """The rows where the count of statements with a span, or the kernel lines mapped, changed."""
+    kept: list[SpanRow] = []
+    last: tuple[int, int, tuple[int, ...]] | None = None
+    for row in rows:
+        key = (row.statements, row.with_span, row.kernel_lines)
+        if key != last:
+            kept.append(row)
+        last = key
+    return kept
