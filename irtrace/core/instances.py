@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from irtrace.core.schema import Instance, KernelRun
+
+INSTANCE_TRACES = ("irtrace.jsonl", ".irtrace/*.jsonl")
+"""Where the tools look, in a workspace's root, for traces of real runs whose instances they use."""
 
 FORMAT = "irtrace-instances/1"
 """The ``format`` of the JSON document; a change that breaks readers gets a new number."""
@@ -101,3 +105,10 @@ def kernel_instances(runs: Iterable[KernelRun], kernel: str | None = None) -> li
 def instances_document(instances: list[KernelInstance]) -> dict[str, Any]:
     """The JSON document ``irtrace instances --json`` prints."""
     return {"format": FORMAT, "instances": msgspec.to_builtins(instances)}
+
+
+def instance_trace_files(root: Path) -> tuple[str, ...]:
+    """The trace files of real runs in ``root`` the tools take instances from (``INSTANCE_TRACES``),
+    those that exist."""
+    paths = [root / "irtrace.jsonl", *sorted((root / ".irtrace").glob("*.jsonl"))]
+    return tuple(str(p) for p in paths if p.is_file())

@@ -293,7 +293,7 @@ async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> No
         "message": (
             "Analyzed `elementwise_add(block_M=32, block_N=32, threads=128, in_dtype=T.float32, "
             "out_dtype=T.float32)` — arguments from call at line 60; target `cuda:sm_90` from default "
-            "target. Symbolic (T.const with no value found): M, N."
+            "target. Symbolic (no value found): M, N."
         ),
     }
 

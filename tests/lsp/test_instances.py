@@ -171,3 +171,40 @@ async def test_the_entry_point_run_writes_nothing_beside_the_program(
     assert "arguments from __main__" in await summary(client, uri, "matmul")  # it did run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["argparse_gemm.py"]
     assert not (Path.cwd() / "side_effect.log").exists()  # nor in the folder the server runs in
+
+
+async def test_a_program_checking_each_kernel_on_the_gpu_gives_every_kernel_its_instance(
+    client: LanguageClient,
+) -> None:
+    """TileLang's examples check and bench each kernel on the GPU before building the next: the run
+    goes on past each one (a stand-in kernel, meta tensors), so every kernel gets the program's
+    instance, the ``@autotune`` one with its first config."""
+    path = INSTANCES / "checked_kernels.py"
+    uri, got = await compiled_hints(client, path)
+    assert got == program_hints("--all", str(path))
+    assert (80, "[32, 256] float16 shared.dyn") in got  # tuned_copy(N, K): the first config's block_M
+    for kernel in ("naive_gemv", "row_sum", "scale_rows", "tuned_copy"):
+        assert "arguments from __main__" in await summary(client, uri, kernel), kernel
+
+
+async def test_factories_nobody_calls_show_symbols_exactly_where_the_file_gives_no_value(
+    client: LanguageClient,
+) -> None:
+    """A module of factories with no entry point: the sizes nobody gives are lowered as symbols, so
+    the buffers that depend only on defaults are exact and the others show the parameter's name;
+    a factory that needs a number says what would give it, never "did not build"."""
+    path = INSTANCES / "factories.py"
+    uri, got = await compiled_hints(client, path)
+    gemm = program_hints("--symbolic", str(path), "gemm_relu", "M", "N", "K")
+    # a tile of symbolic size crashes TileLang's layout inference (a segfault): declared facts
+    rows = program_hints("--symbolic", str(path), "row_tiles", "M", "N", "--declared")
+    assert sorted(gemm + rows) == [(line, label) for line, label in got if line < 40]
+    # which buffers show a symbol: exactly those whose shape uses a size nobody gives
+    shows_symbol = {line for line, label in got if line < 40 and any(n in label.split("]")[0] for n in "MNK")}
+    assert shows_symbol == {11, 32, 34}  # A, B, C; X, Y; the row tile [64, N]
+    assert (34, "[64, N] float32 shared.dyn") in got
+    assert (13, "[128, 32] ×2 float16 shared.dyn · swizzle 64B") in got
+    assert "Symbolic (no value found): M, N, K" in await summary(client, uri, "gemm_relu")
+    needs = [label for line, label in got if line > 40]
+    assert needs and all("no value for batch, heads, dim" in label for label in needs), needs
+    assert not any("did not build" in label for _, label in got)

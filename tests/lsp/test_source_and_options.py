@@ -8,15 +8,15 @@ from pathlib import Path
 
 from irtrace.core.specs import DtypeName, Expression
 from irtrace.core.targets import TARGETS
-from tilelang_lsp.source.arguments import (
+from irtrace.recording.resolve.arguments import (
     ArgumentChoice,
     ProjectConfig,
     read_project_config,
     resolve_arguments,
     resolve_target,
 )
+from irtrace.recording.resolve.source import scan_kernels
 from tilelang_lsp.source.buffers import SourceBuffer, source_buffers
-from tilelang_lsp.source.kernels import scan_kernels
 from tilelang_lsp.source.text import imports_tilelang, looks_like_tilelang, syntax_problem, uses_tilelang
 
 KERNEL = """

@@ -142,10 +142,12 @@ class Worker:
 
     def warm_up(self, target: str) -> float:
         """Lower a tiny GEMM once: the first lowering in a process costs about a second more."""
+        from irtrace.recording.resolve.entry_point import warm_meta_tensors
         from irtrace.recording.warmup import WARMUP_KERNEL
         from tilelang_lsp.worker.analysis import analyze
 
         began = time.perf_counter()
+        warm_meta_tensors()  # what entry-point runs use
         with tempfile.TemporaryDirectory() as folder:
             try:
                 analyze(str(Path(folder) / "tilelang_lsp_warmup.py"), WARMUP_KERNEL, default_target=target)
@@ -173,8 +175,8 @@ class Worker:
             self.current = None
 
     def dispatch(self, request_id: int, request: Request) -> msgspec.Struct:
+        from irtrace.recording.resolve.candidates import InstanceSources
         from tilelang_lsp.worker import analysis
-        from tilelang_lsp.worker.instances import InstanceSources
 
         def should_stop() -> bool:
             return request_id in self.cancelled

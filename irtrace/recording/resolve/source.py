@@ -14,7 +14,7 @@ from typing import Any
 from irtrace.core.errors import UsageError
 from irtrace.core.specs import parse_call_arguments
 from irtrace.core.targets import known_target_name
-from tilelang_lsp.source.literals import LiteralScope, Unknown, own_nodes
+from irtrace.recording.resolve.literals import LiteralScope, Unknown, own_nodes
 
 DIRECTIVE = re.compile(r"#\s*tilelang:\s*(?P<body>.*)$")
 _DIRECTIVE_ARGS = re.compile(r"args\s*\(")
