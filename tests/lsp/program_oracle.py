@@ -129,9 +129,8 @@ def run_symbolic(path: str, factory: str, symbols: list[str]) -> None:
 
 def declared_buffers(func: Any) -> list[Any]:
     """The buffers as the built PrimFunc declares them, before any pass."""
-    from tvm.tirx.stmt_functor import post_order_visit
-
     from oracle import CompilerBuffer
+    from tvm.tirx.stmt_functor import post_order_visit
 
     found = [func.buffer_map[p] for p in func.params if p in func.buffer_map]
     post_order_visit(func.body, lambda node: found.extend(getattr(node, "alloc_buffers", None) or ()))

@@ -224,7 +224,7 @@ def test_source_hints_read_eager_declarations() -> None:
 
 def test_a_kernel_recorded_in_irtrace_toml_takes_its_spec_arguments() -> None:
     """examples/fp8_quant.py has no call; examples/irtrace.toml records it with expressions."""
-    from tilelang_lsp.worker.analysis import manifest_call
+    from irtrace.recording.resolve.resolver import manifest_call
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     recorded = manifest_call(examples / "fp8_quant.py", "per_token_quant")
