@@ -343,6 +343,7 @@ def _analyze_unit(unit: Any, **options: Any) -> Any:
             unit.target,
             TraceWriter(None),
             tvm_target=unit.tvm_target,
+            symbolic=unit.resolved is not None and bool(unit.resolved.symbolic),
             **options,
         )
     except IrtraceError as error:

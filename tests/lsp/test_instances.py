@@ -12,7 +12,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -20,6 +22,7 @@ from pytest_lsp import LanguageClient
 
 from tests.irtrace.test_autocapture import SUITE, hooked_env
 from tests.lsp.conftest import DATA, ROOT, hints, open_fresh, wait_published, whole_file_server
+from tests.mcp.conftest import McpServer, start_server
 
 INSTANCES = DATA / "instances"
 ORACLE = Path(__file__).resolve().parent / "program_oracle.py"
@@ -209,3 +212,45 @@ async def test_factories_nobody_calls_show_symbols_exactly_where_the_file_gives_
     needs = [label for line, label in got if line > 40]
     assert needs and all("no value for batch, heads, dim" in label for label in needs), needs
     assert not any("did not build" in label for _, label in got)
+
+
+@pytest.fixture(scope="module")
+def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
+    """tilelang-mcp, allowed to run the instance test files."""
+    with open(tmp_path_factory.mktemp("mcp") / "stderr.txt", "w+", encoding="utf-8") as log:
+        yield from start_server(["--root", str(INSTANCES)], log)
+
+
+def mcp_hint(buffer: dict[str, Any]) -> str:
+    """A buffer of the MCP server's ``buffer_facts`` as the editor's hint writes it."""
+    shape, allocated = list(buffer["shape"]), list(buffer["allocated_shape"])
+    text = "[" + ", ".join(str(d) for d in shape) + "]"
+    if len(allocated) == len(shape) + 1 and allocated[1:] == shape:
+        text += f" ×{allocated[0]}"
+    text += f" {buffer['dtype']} {buffer['scope']}"
+    return text + (f" · {buffer['layout_short']}" if buffer.get("layout_short") else "")
+
+
+@pytest.mark.parametrize(
+    ("name", "kernels"),
+    [
+        ("checked_kernels.py", ("naive_gemv", "row_sum", "scale_rows", "tuned_copy")),
+        ("factories.py", ("gemm_relu", "row_tiles")),
+    ],
+)
+async def test_the_mcp_server_and_the_language_server_use_the_same_instance_and_facts(
+    client: LanguageClient, mcp_server: McpServer, name: str, kernels: tuple[str, ...]
+) -> None:
+    """The same file, nothing written: a kernel named without arguments gets from the MCP server
+    the instance the editor shows (the same resolver, the same words) and the same buffers."""
+    path = INSTANCES / name
+    uri, got = await compiled_hints(client, path)
+    from_mcp: list[tuple[int, str]] = []
+    for kernel in kernels:
+        answer = mcp_server.ok("buffer_facts", spec=f"{name}::{kernel}", target="cuda:sm_90")
+        (entry,) = answer["kernels"]
+        instance = entry["instance"]
+        message = await summary(client, uri, kernel)
+        assert f"Analyzed `{instance['call']}` — arguments from {instance['origin']};" in message
+        from_mcp += [(b["line"], mcp_hint(b)) for b in entry["buffers"]]
+    assert sorted(from_mcp) == [(line, label) for line, label in got if "source only" not in label]
