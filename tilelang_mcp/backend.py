@@ -487,6 +487,8 @@ def run_summary(trace: Trace, run: KernelRun) -> dict[str, Any]:
         data["resources"] = [item.to_json() | {"function": item.function} for item in run.resources]
     if run.bench is not None:
         data["bench"] = run.bench.to_json()
+    if run.launches:  # what a captured program passed at launch, by distinct signature
+        data["launches"] = msgspec.to_builtins(list(run.launches))
     return data
 
 

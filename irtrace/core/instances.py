@@ -51,6 +51,10 @@ class KernelInstance(msgspec.Struct, frozen=True, kw_only=True):
     """the targets it was lowered for, in the trace's order"""
     runs: list[int]
     """the trace's run ids"""
+    launches: list[Any] = []
+    """what the program passed at each launch of the compiled kernel, by distinct signature
+    (`LaunchSignature`: `args`, each a tensor's `shape`, `dtype`, `strides` or a scalar's
+    `value`, and `count`), from the instance's first run that has them"""
 
 
 def _identity(run: KernelRun, instance: Instance) -> str:
@@ -93,8 +97,11 @@ def kernel_instances(runs: Iterable[KernelRun], kernel: str | None = None) -> li
                 "processes": [],
                 "targets": [],
                 "runs": [],
+                "launches": [],
             },
         )
+        if run.launches and not group["launches"]:
+            group["launches"] = msgspec.to_builtins(list(run.launches))
         for key, value in (("processes", instance.process), ("targets", run.target)):
             if value not in group[key]:
                 group[key].append(value)

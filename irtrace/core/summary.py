@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from irtrace.core.resources import resources_to_json
 from irtrace.core.trace import (
     PHASE_CODEGEN,
@@ -148,6 +150,7 @@ def _run_document(trace: Trace, run: KernelRun, count: LineCounter) -> dict[str,
         "source_sha256": run.source_sha256,
         "resources": resources_to_json(run.resources),
         "bench": run.bench.to_json() if run.bench is not None else None,
+        "launches": msgspec.to_builtins(list(run.launches)),
         "passes": [
             {
                 "index": row.record.index,

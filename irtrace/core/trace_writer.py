@@ -30,6 +30,8 @@ from irtrace.core.schema import (
     HeaderRecord,
     IrRecord,
     KernelRun,
+    LaunchesRecord,
+    LaunchSignature,
     LayoutRecord,
     MachineRecord,
     PassRecord,
@@ -268,6 +270,12 @@ class TraceWriter:
         """Add a run's measured latency (``irtrace record --bench``), after its ``end``."""
         self._write({"record": "bench", "run": run_id, **bench.to_json()})
         run = self._runs[run_id] = replace(self._runs[run_id], bench=bench)
+        return run
+
+    def add_launches(self, run_id: int, signatures: Sequence[LaunchSignature], dropped: int = 0) -> KernelRun:
+        """Add what the program passed at a captured kernel's launches, after the run's ``end``."""
+        self._write(LaunchesRecord(run=run_id, signatures=list(signatures), dropped=dropped))
+        run = self._runs[run_id] = replace(self._runs[run_id], launches=tuple(signatures))
         return run
 
     def add_run(self, run: KernelRun, texts: Mapping[str, str]) -> KernelRun:

@@ -36,6 +36,7 @@ from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import current_call, current_instance, observe_jit_calls
+from irtrace.recording.launches import observe_launches, write_launches
 from irtrace.recording.loader import CapturedKernel, KernelCall
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 from irtrace.recording.tvm_targets import auto_target_fallback
@@ -453,6 +454,9 @@ def run_script(
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     stack = contextlib.ExitStack()
 
+    launched: list[dict[int, Any]] = []
+    """The kernels ``observe_launches`` counts launches of (one dict, once entered)."""
+
     def stop_capturing() -> None:
         global _CAPTURE
         _CAPTURE = None
@@ -460,6 +464,10 @@ def run_script(
         stack.close()
         unregister_pass_instrumentation_tool(TOOL_NAME)
         sys.argv, sys.path[:] = saved_argv, saved_path
+        for kernels in launched:  # what each kernel was launched with
+            written = write_launches(writer, kernels)
+            session.runs[:] = [written.get(run.run_id, run) for run in session.runs]
+        launched.clear()
 
     def outcome(error: BaseException | None) -> ScriptOutcome:
         child_runs, warnings = capture.merge_into(writer)
@@ -484,6 +492,7 @@ def run_script(
     try:
         stack.enter_context(auto_target_fallback(fallback))
         stack.enter_context(observe_jit_calls())
+        launched.append(stack.enter_context(observe_launches(lambda: set(session.kernels))))
         stack.enter_context(_spawned_processes_captured(capture.folder, fallback, capture.owner_pid))
     except BaseException:
         stop_capturing()

@@ -102,6 +102,11 @@ class Worker:
         started = time.perf_counter()
         import tilelang  # the slow import, once
 
+        from irtrace.recording.resolve.entry_point import warm_meta_tensors
+
+        # before Ready, so that no request's time limit pays it: entry-point runs use meta tensors,
+        # and PyTorch imports torch._dynamo on the first meta operation (1-6 s)
+        warm_meta_tensors()
         import_s = time.perf_counter() - started
         default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", "cuda:sm_90")
         self.send(
@@ -142,12 +147,10 @@ class Worker:
 
     def warm_up(self, target: str) -> float:
         """Lower a tiny GEMM once: the first lowering in a process costs about a second more."""
-        from irtrace.recording.resolve.entry_point import warm_meta_tensors
         from irtrace.recording.warmup import WARMUP_KERNEL
         from tilelang_lsp.worker.analysis import analyze
 
         began = time.perf_counter()
-        warm_meta_tensors()  # what entry-point runs use
         with tempfile.TemporaryDirectory() as folder:
             try:
                 analyze(str(Path(folder) / "tilelang_lsp_warmup.py"), WARMUP_KERNEL, default_target=target)

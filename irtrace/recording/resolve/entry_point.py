@@ -116,8 +116,9 @@ _META_WARM: list[bool] = []
 
 
 def warm_meta_tensors() -> None:
-    """Run one operation on meta tensors, once per process: PyTorch loads its meta kernels on first
-    use (1-6 s), which an entry-point run would pay, inside its time limit, in every forked child."""
+    """Run one operation on meta tensors, once per process: PyTorch imports ``torch._dynamo`` on the
+    first one (1-6 s), which an entry-point run would pay, inside its time limit, in every forked
+    child. The workers call it before they report ready."""
     if _META_WARM:
         return
     _META_WARM.append(True)

@@ -42,7 +42,7 @@ class ResolvedInstance:
     """Where the arguments came from: ``directive (line 7)``, ``__main__``, a test id,
     ``call at line 44``, ``the spec in .../irtrace.toml``, ``defaults``, ``module-level PrimFunc``."""
     call: str
-    """The call as shown: ``matmul(M, N, K, block_M=64)``, symbols under their names."""
+    """The call as shown: ``matmul(1024, 1024, 1024, block_M=64)``; symbols are listed apart."""
     shown: dict[str, str] = field(default_factory=dict)
     """Keyword arguments as written in ``call`` (symbols left out)."""
     from_project: tuple[str, ...] = ()
@@ -112,8 +112,7 @@ def resolve_instance(
             autotune = {k: repr(describe_value(v)) for k, v in bound.autotune_defaults.items()}
     kwargs.update({name: symbol(name) for name in open_names})
     shown = {k: v for k, v in kwargs.items() if k not in open_names}
-    # symbols under their own names: ``gemm(M=M, N=N, K=K)``
-    words = [*(format_value(a) for a in args), *(f"{k}={format_value(v)}" for k, v in kwargs.items())]
+    words = [*(format_value(a) for a in args), *(f"{k}={format_value(v)}" for k, v in shown.items())]
     return ResolvedInstance(
         spec=KernelSpec(str(file), kernel.name, args, kwargs, called=True),
         origin=choice.origin,
