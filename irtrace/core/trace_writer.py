@@ -273,7 +273,10 @@ class TraceWriter:
         return run
 
     def add_launches(self, run_id: int, signatures: Sequence[LaunchSignature], dropped: int = 0) -> KernelRun:
-        """Add what the program passed at a captured kernel's launches, after the run's ``end``."""
+        """Add what the program passed at a captured kernel's launches, after the run's ``end``;
+        ``KeyError`` for a run this writer does not hold."""
+        if run_id not in self._runs:
+            raise KeyError(run_id)
         self._write(LaunchesRecord(run=run_id, signatures=list(signatures), dropped=dropped))
         run = self._runs[run_id] = replace(self._runs[run_id], launches=tuple(signatures))
         return run
@@ -313,6 +316,8 @@ class TraceWriter:
             ended = self.add_machine_code(started.run_id, machine, run.resources)
         if run.bench is not None:
             ended = self.add_bench(started.run_id, run.bench)
+        if run.launches:
+            ended = self.add_launches(started.run_id, run.launches)
         return ended
 
     @property

@@ -65,6 +65,8 @@ class CaptureSession:
         self.runs: list[KernelRun] = []
         self.kernels: dict[int, CapturedKernel] = {}
         """The kernel of each run this process lowered, by run id (``--bench`` compiles it again)."""
+        self.launched: dict[int, Any] = {}
+        """The compiled kernels whose launches are counted (``observe_launches``), for a part capture."""
 
     def make_tool(self) -> CaptureRecorder:
         return CaptureRecorder(self)
@@ -203,6 +205,7 @@ class ProcessCapture:
             self.lock = None
         self.session.runs.clear()
         self.session.captured.clear()
+        self.session.launched.clear()  # the parent's kernels: their launches are the parent's
         if not self.folder.is_dir():  # started after the script ended: nowhere left to merge from
             self.session.writer.restart_in_child(os.devnull)
             return
@@ -212,7 +215,10 @@ class ProcessCapture:
         fcntl.flock(self.lock, fcntl.LOCK_EX)
 
     def finish_child(self) -> None:
-        """End this process's part with its footer: the process is ending."""
+        """End this process's part with what its kernels were launched with and its footer: the
+        process is ending."""
+        with contextlib.suppress(Exception):
+            write_launches(self.session.writer, self.session.launched)
         with contextlib.suppress(Exception):
             self.session.writer.close()
 
@@ -344,6 +350,8 @@ def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
     capture = ProcessCapture(folder, session, owner_pid)
     capture.start_child()
     _SPAWNED_CONTEXT.enter_context(observe_jit_calls())  # the calls' arguments, for the whole process
+    launched = _SPAWNED_CONTEXT.enter_context(observe_launches(lambda: set(session.kernels)))
+    session.launched = launched  # the same dict, filled as kernels are compiled
     register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
     _CAPTURE = capture
     _install_process_hooks()

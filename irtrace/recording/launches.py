@@ -35,16 +35,19 @@ class _Launched:
     dropped: int = 0
 
 
-def _argument_key(value: Any) -> Any:
-    """What identifies an argument in a signature: a tensor's shape, dtype and strides, a
-    scalar's type and value, another object's type."""
-    shape = getattr(value, "shape", None)
-    stride = getattr(value, "stride", None)
-    if shape is not None and callable(stride):
-        return ("tensor", tuple(shape), value.dtype, stride())
-    if type(value) in (int, float, bool):
-        return ("scalar", type(value), value)
-    return ("object", type(value).__name__)
+_SCALARS = (int, float, bool)
+
+
+def _argument_key(value: Any, tensor: type) -> Any:
+    """What identifies an argument in a signature: a tensor's shape, dtype and strides (as torch
+    holds them: no copy), a scalar's type and value, another object's type. Kept to a few
+    attribute reads: it runs at every launch."""
+    if isinstance(value, tensor):
+        return ("tensor", value.shape, value.dtype, value.stride())
+    kind = type(value)
+    if kind in _SCALARS:
+        return ("scalar", kind, value)
+    return ("object", kind.__name__)
 
 
 def _launch_arg(key: Any, param: str) -> LaunchArg:
@@ -86,8 +89,10 @@ def observe_launches(run_ids: Callable[[], set[int]]) -> Iterator[dict[int, _Lau
     """While entered, each ``JITKernel`` compiled is tied to the runs begun during its compilation
     (``run_ids`` gives the runs begun so far) and each of its launches is counted. Yields the
     kernels by ``id``; TileLang's methods are restored on exit."""
+    import torch
     from tilelang.jit.kernel import JITKernel
 
+    tensor = torch.Tensor
     kernels: dict[int, _Launched] = {}
     original_init = JITKernel.__init__
     original_call = JITKernel.__call__
@@ -103,7 +108,7 @@ def observe_launches(run_ids: Callable[[], set[int]]) -> Iterator[dict[int, _Lau
     def call_counting(self: Any, *args: Any, **kwargs: Any) -> Any:
         launched = kernels.get(id(self))
         if launched is not None:
-            key = tuple(_argument_key(a) for a in args)
+            key = tuple([_argument_key(a, tensor) for a in args])
             if key in launched.counts:
                 launched.counts[key] += 1
             elif len(launched.counts) < MAX_SIGNATURES:
@@ -129,5 +134,6 @@ def write_launches(writer: TraceWriter, kernels: dict[int, _Launched]) -> dict[i
             continue
         signatures = signatures_of(launched)
         for run_id in launched.runs:
-            written[run_id] = writer.add_launches(run_id, signatures, launched.dropped)
+            with contextlib.suppress(KeyError):  # a run of another process's writer (after a fork)
+                written[run_id] = writer.add_launches(run_id, signatures, launched.dropped)
     return written
