@@ -38,7 +38,7 @@ class _Launched:
 _SCALARS = (int, float, bool)
 
 
-def _argument_key(value: Any, tensor: type) -> Any:
+def _argument_key(value: Any, tensor: Any) -> Any:
     """What identifies an argument in a signature: a tensor's shape, dtype and strides (as torch
     holds them: no copy), a scalar's type and value, another object's type. Kept to a few
     attribute reads: it runs at every launch."""
