@@ -47,7 +47,7 @@ from irtrace.recording.recorder import (
     record_lowering,
 )
 from irtrace.recording.resolve.candidates import InstanceSources
-from irtrace.recording.resolve.resolver import ResolvedInstance, resolve_kernels
+from irtrace.recording.resolve.resolver import NEEDS_VALUES, ResolvedInstance, resolve_kernels
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 from irtrace.recording.warmup import warm_error_path
 
@@ -178,6 +178,14 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
     except KernelSourceError as raised:
         interrupts.raise_if_requested()  # a Ctrl-C inside the factory is not the factory's error
         error = raised
+    if built is not None and unit.resolved is not None and unit.resolved.symbolic:
+        tiles = symbolic_tiles(built.func)
+        if tiles:  # TileLang's layout inference would crash the process on them
+            error = KernelSourceError(
+                f"{unit.kernel.name}: not lowered: tile(s) {', '.join(tiles)} take their shape from "
+                f"{', '.join(unit.resolved.symbolic)}, which nobody gives ({NEEDS_VALUES})"
+            )
+            built = None
     configs = {**(built.pass_configs if built else {}), **unit.request.pass_configs}
     name = unit.request.name or unit.kernel.name
     return PreparedLowering(

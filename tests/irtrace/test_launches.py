@@ -78,3 +78,26 @@ def test_launch_signatures_are_recorded_shown_and_benched_with_no_bench_shape(tm
         [*irtrace, "show", "--json", str(trace)], capture_output=True, text=True, env=env, check=True
     )
     assert json.loads(shown.stdout)["runs"][0]["launches"] == instance["launches"]
+
+
+def test_launches_under_irtrace_survive_the_merge_of_parts(tmp_path: Path) -> None:
+    """``IRTRACE=``: each process writes a part, merged at the end; the launches come along."""
+    from .test_autocapture import hooked_env
+
+    trace = tmp_path / "auto.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=hooked_env(tmp_path, IRTRACE=str(trace)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    passed = _line(done.stdout, "PASSED")
+    expected = Counter((tuple(a), tuple(strides), tuple(b), n) for a, strides, b, n in passed)
+    (run,) = load_trace(str(trace)).runs
+    got = Counter()
+    for signature in run.launches:
+        a, b, chunks = signature.args
+        got[(tuple(a.shape), tuple(a.strides), tuple(b.shape), chunks.value)] += signature.count
+    assert got == expected

@@ -179,8 +179,10 @@ def program_key(text: str) -> str:
     parse (the run would fail alike)."""
     import ast
 
+    from irtrace.recording.loader import parse_source
+
     try:
-        return ast.dump(ast.parse(text))
+        return ast.dump(parse_source(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return text
 

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from irtrace.recording.loader import parse_source
+
 MAIN = "__main__"
 
 
@@ -57,8 +59,8 @@ class EntryKernel:
 def has_entry_point(text: str) -> bool:
     """Whether the module has a top-level ``if __name__ == "__main__":`` block (a program)."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = parse_source(text)
+    except (SyntaxError, ValueError):
         return False
     for node in tree.body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):

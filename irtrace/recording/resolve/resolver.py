@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.core.errors import IrtraceError
-from irtrace.core.specs import KernelSpec, format_value
+from irtrace.core.specs import KernelSpec, format_value, parse_spec
+from irtrace.core.toml_file import read_toml
 from irtrace.recording.loader import KernelDefinition, bind_call, describe_value, target_context
 from irtrace.recording.resolve.arguments import ProjectConfig, read_project_config, resolve_arguments
 from irtrace.recording.resolve.candidates import Candidate, InstanceSources, kernel_candidates
@@ -170,8 +171,6 @@ def manifest_call(file: Path, kernel: str, root: Path | None = None) -> CallSite
     """The kernel's spec in the nearest ``irtrace.toml`` above ``file``, up to ``root`` (the
     arguments the project records it with; expressions allowed), or ``None``. A manifest that
     does not parse is ignored."""
-    from irtrace.recording.manifest import load_manifest
-
     folder = file.resolve().parent
     folders = [folder, *folder.parents]
     if root is not None:
@@ -181,17 +180,31 @@ def manifest_call(file: Path, kernel: str, root: Path | None = None) -> CallSite
         path = candidate / MANIFEST
         if not path.is_file():
             continue
-        try:
-            requests = load_manifest(path)
-        except IrtraceError:
-            return None
-        for request in requests:
-            spec = request.spec
-            location = (request.base_dir or candidate) / spec.path
+        for spec in _manifest_specs(path):
+            location = candidate / spec.path
             if spec.name == kernel and spec.called and location.resolve() == file.resolve():
                 return CallSite(0, spec.args, dict(spec.kwargs), origin=f"the spec in {path}")
         return None
     return None
+
+
+def _manifest_specs(path: Path) -> list[KernelSpec]:
+    """The specs of a manifest's ``[[kernel]]`` tables (only those: the rest is ``irtrace record``'s
+    business); none when it does not parse. Read here rather than through
+    ``irtrace.recording.manifest``, which builds record requests (``api``, which uses this module)."""
+    try:
+        tables = read_toml(path, "manifest").get("kernel", [])
+    except IrtraceError:
+        return []
+    specs = []
+    for table in tables if isinstance(tables, list) else []:
+        text = table.get("spec") if isinstance(table, dict) else None
+        if isinstance(text, str):
+            try:
+                specs.append(parse_spec(text))
+            except IrtraceError:
+                continue
+    return specs
 
 
 def describe(resolved: ResolvedInstance) -> Mapping[str, Any]:
