@@ -15,6 +15,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from irtrace.core.trace_reader import load_trace
 
 from ..conftest import DATA, ROOT
@@ -80,6 +82,7 @@ def test_launch_signatures_are_recorded_shown_and_benched_with_no_bench_shape(tm
     assert json.loads(shown.stdout)["runs"][0]["launches"] == instance["launches"]
 
 
+@pytest.mark.sweep  # 25 s; its sibling above covers the launches, this the merge of IRTRACE= parts
 def test_launches_under_irtrace_survive_the_merge_of_parts(tmp_path: Path) -> None:
     """``IRTRACE=``: each process writes a part, merged at the end; the launches come along."""
     from .test_autocapture import hooked_env
