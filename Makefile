@@ -44,10 +44,17 @@ graphviz: ## Install Graphviz's dot with apt-get when missing (part of setup; re
 
 setup: $(STAMP) ## Make the environment in .venv (idempotent; a second run is quick)
 
-demo: setup ## Record every bundled example on every backend, print the summary and time per pass
+# The demo ends with three commands to run next on its trace (tests/test_demo.py runs them).
+REPORT ?= $(basename $(basename $(TRACE))).html
+demo: setup ## Record every bundled example on every backend; the slowest passes; three commands to try next
 	@mkdir -p $(dir $(TRACE))
 	$(VENV)/bin/irtrace record --manifest examples/irtrace.toml -o $(TRACE)
-	$(VENV)/bin/irtrace show $(TRACE) --by-pass
+	$(VENV)/bin/irtrace show $(TRACE) --by-pass --top 10
+	@echo
+	@echo "Try next:"
+	@echo "  $(VENV)/bin/passviz $(TRACE)    # browse each run's passes, IR and diffs"
+	@echo "  $(VENV)/bin/passviz html $(TRACE) -o $(REPORT)    # one HTML report of every run"
+	@echo "  $(VENV)/bin/irtrace layouts $(TRACE) -k matmul -t cuda:sm_90a    # the layouts TileLang inferred"
 
 # Tests run in parallel (pytest-xdist, one worker per core); tests that share an expensive
 # session fixture are grouped (xdist_group) so that it is recorded once, in one worker. Marked

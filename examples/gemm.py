@@ -1,6 +1,6 @@
-"""Pipelined tiled GEMM: T.Pipelined over K, shared-memory A/B tiles, fragment accumulator, T.gemm.
+"""Pipelined tiled GEMM C = A @ B.T: T.Pipelined over K, shared-memory A/B tiles, fragment accumulator.
 
-Portable across CUDA (sm_80/sm_90/sm_100a), HIP (gfx942/gfx950) and Metal.
+B is N x K, which HIP's matrix cores load vectorized; portable across CUDA (sm_80/sm_90/sm_100a), HIP, Metal.
 """
 
 import tilelang.language as T
@@ -21,19 +21,19 @@ def matmul(
     @T.prim_func
     def gemm(
         A: T.Tensor((M, K), dtype),
-        B: T.Tensor((K, N), dtype),
+        B: T.Tensor((N, K), dtype),
         C: T.Tensor((M, N), dtype),
     ):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            B_shared = T.alloc_shared((block_N, block_K), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
 
             T.clear(C_local)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, ko * block_K], A_shared)
-                T.copy(B[ko * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
+                T.copy(B[bx * block_N, ko * block_K], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
 
             T.copy(C_local, C[by * block_M, bx * block_N])
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from irtrace.core.errors import NotInTraceError
 from irtrace.core.trace import (
+    PHASE_CODEGEN,
     PHASE_MACHINE,
     KernelRun,
     PassRecord,
@@ -108,6 +109,10 @@ class RunComparison:
     it, in the input modules, not in the pass itself."""
     input_diff: TextDiff | None = None
     """Diff of the modules handed to the two pipelines."""
+    host_wrapper: tuple[str, tuple[str, ...]] | None = None
+    """``("a" or "b", labels)``: the passes that compiled one run's host wrapper (a program's own
+    compile, ``irtrace run``), where the other run was lowered to its device kernel only
+    (``irtrace record``). Kept out of ``removed_passes`` and ``added_passes``: not the pipeline's."""
     removed_passes: tuple[str, ...] = ()
     """``name#N`` labels only run ``a`` ran."""
     added_passes: tuple[str, ...] = ()
@@ -282,6 +287,20 @@ def _first_difference(
     return None
 
 
+def host_wrapper_passes(run: KernelRun) -> set[int]:
+    """Indices of the passes that compiled the program's host wrapper: host-side passes after the
+    device kernel's ``codegen``. A program's own compile runs them (``irtrace run``, ``IRTRACE=``);
+    ``irtrace record`` lowers to the device kernel only."""
+    codegen = next((p.index for p in run.passes if p.phase == PHASE_CODEGEN and p.scope != "host"), None)
+    if codegen is None:
+        return set()
+    return {p.index for p in run.passes if p.index > codegen and p.scope == "host"}
+
+
+def _only_in_wrapper(record: PassRecord | None, wrapper: set[int]) -> bool:
+    return record is not None and record.index in wrapper
+
+
 def compare_runs(
     trace_a: Trace,
     run_a: KernelRun,
@@ -300,6 +319,17 @@ def compare_runs(
     """
     texts = _Texts(rules)
     alignment = align_passes(run_a, run_b)
+    wrapper_a, wrapper_b = host_wrapper_passes(run_a), host_wrapper_passes(run_b)
+    if wrapper_a and wrapper_b:  # both compiled their host wrappers: those passes compare as any
+        wrapper_a, wrapper_b = set(), set()
+    host_wrapper = None
+    for side, wrapper, status in (("a", wrapper_a, ONLY_A), ("b", wrapper_b, ONLY_B)):
+        wrapper_labels = tuple(
+            row.label
+            for row in alignment
+            if row.status == status and _only_in_wrapper(row.a if side == "a" else row.b, wrapper)
+        )
+        host_wrapper = (side, wrapper_labels) if wrapper_labels else host_wrapper
     found = _first_difference(texts, trace_a, run_a, trace_b, run_b, alignment)
     diff = None
     input_differs = False
@@ -349,8 +379,13 @@ def compare_runs(
         compared_with=found.compared_with if found else None,
         input_differs=input_differs,
         input_diff=input_diff,
-        removed_passes=tuple(row.label for row in alignment if row.status == ONLY_A),
-        added_passes=tuple(row.label for row in alignment if row.status == ONLY_B),
+        host_wrapper=host_wrapper,
+        removed_passes=tuple(
+            row.label for row in alignment if row.status == ONLY_A and not _only_in_wrapper(row.a, wrapper_a)
+        ),
+        added_passes=tuple(
+            row.label for row in alignment if row.status == ONLY_B and not _only_in_wrapper(row.b, wrapper_b)
+        ),
         moved_passes=tuple(row.label for row in alignment if row.status == MOVED),
         unreached_passes=tuple(row.label for row in alignment if row.status == NOT_REACHED),
         source_diff=source_diff,

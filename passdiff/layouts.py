@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -39,6 +40,9 @@ EVALUATION_BUDGET = 4_000_000
 """Expression nodes one buffer's mapping comparison may evaluate (both runs together), about 1.5 s
 (0.4 us a node): a 128 x 128 GEMM accumulator needs about half; a larger layout is compared on an
 even sample. Only layouts whose expressions differ in text are evaluated at all."""
+MAPPING_DEADLINE_S = 5.0
+"""Seconds one buffer's mapping comparison may take, whatever its node count says (a loaded
+machine, or expressions costlier than their nodes): past it the buffer is not compared."""
 TOTAL_BUDGET = 10 * EVALUATION_BUDGET
 """Expression nodes one two-run comparison may evaluate over all its buffers; buffers past it are
 not compared (a trace with thousands of buffers cannot make a diff take minutes)."""
@@ -350,8 +354,12 @@ def _mapping(a: BufferLayout, b: BufferLayout, budget: int) -> tuple[MappingChec
     sampled = total > limit
     count = min(total, limit)
     ordinal = 0
+    deadline = time.monotonic() + MAPPING_DEADLINE_S
     try:
         for ordinal in range(count):
+            if ordinal % 256 == 255 and time.monotonic() > deadline:
+                reason = f"the comparison took longer than {MAPPING_DEADLINE_S:g} s"
+                return MappingCheck(NOT_COMPARED, total, reason=reason), (ordinal + 1) * per_element
             element = _unravel(ordinal * total // count if sampled else ordinal, a.input_shape)  # type: ignore[arg-type]
             place_a, place_b = _placement(a, element), _placement(b, element)
             if place_a != place_b:

@@ -83,6 +83,17 @@ def comparison_facts(comparison: RunComparison, mode: str = MODE_RUNS) -> list[s
         only_a, only_b = f"passes only on {comparison.target_a}", f"passes only on {comparison.target_b}"
     else:
         only_a, only_b = "removed passes (only in a)", "added passes (only in b)"
+    if comparison.host_wrapper is not None:
+        side, names = comparison.host_wrapper
+        target, other = (
+            (comparison.target_a, comparison.target_b)
+            if side == "a"
+            else (comparison.target_b, comparison.target_a)
+        )
+        facts.append(
+            f"run {side} ({target}) also compiled its program's host wrapper ({len(names)} passes after "
+            f"codegen: {', '.join(names)}); {other} was lowered to its device kernel only"
+        )
     for title, names in (
         (only_a, comparison.removed_passes),
         (only_b, comparison.added_passes),

@@ -186,6 +186,9 @@ def _comparison_document(item: RunComparison, context: int) -> dict[str, Any]:
         "added_passes": list(item.added_passes),
         "moved_passes": list(item.moved_passes),
         "unreached_passes": list(item.unreached_passes),
+        "host_wrapper": None
+        if item.host_wrapper is None
+        else {"run": item.host_wrapper[0], "passes": list(item.host_wrapper[1])},
         "input": None
         if item.input_diff is None
         else {

@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     from tilelang_lsp.worker_client import prestart_worker
 
     prestart_worker()  # tilelang imports in the worker while pygls imports here
+    from tilelang_lsp.api.reading import prefetch
+
+    prefetch()  # TileLang's API read from its source in a thread, while pygls imports
     from tilelang_lsp.app import create_server
 
     server = create_server()

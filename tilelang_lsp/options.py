@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from irtrace.core.targets import TARGETS, known_target_name
+from irtrace.core.targets import DEFAULT_TARGET, TARGETS, known_target_name
 
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
 NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]
@@ -35,7 +35,7 @@ class InitializationOptions(msgspec.Struct, frozen=True, kw_only=True, rename="c
     """Whether the workspace is trusted; analysis executes the user's module only when it is."""
     python: str | None = None
     """Interpreter for the worker (the user's environment); default: the server's own."""
-    default_target: str = "cuda:sm_90"
+    default_target: str = DEFAULT_TARGET
     extra_targets: tuple[str, ...] = ("hip:gfx942",)
     """Targets analyzed in the background for side-by-side layouts in hover."""
     debounce_ms: NonNegativeInt = 150

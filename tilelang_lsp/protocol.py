@@ -16,6 +16,7 @@ import msgspec
 
 from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.resources import KernelResources
+from irtrace.core.targets import DEFAULT_TARGET
 
 Buffer = BufferFact
 """One buffer of a kernel as the compiler sees it after layout inference (hints and hover): the
@@ -160,7 +161,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True, tag_field="method", for
     """The type of the worker's answer."""
     path: str
     text: str
-    default_target: str = "cuda:sm_90"
+    default_target: str = DEFAULT_TARGET
     target: str | None = None
     """Analyze for this target instead of each kernel's own."""
     instance_traces: tuple[str, ...] = ()
@@ -254,7 +255,7 @@ class Failure(msgspec.Struct, frozen=True, kw_only=True, tag="failure", tag_fiel
 
 
 class ApiParameter(msgspec.Struct, frozen=True, kw_only=True):
-    """One parameter of an API function, as ``inspect.signature`` shows it."""
+    """One parameter of an API function, as its ``def`` writes it."""
 
     name: str
     text: str
@@ -271,7 +272,7 @@ class ApiEntry(msgspec.Struct, frozen=True, kw_only=True):
     module: str | None = None
     """For a module: its full name, so that ``tilelang.language.`` completes its names."""
     signature: str | None = None
-    """``(A, B, C, transpose_A=False, ...) -> None`` from ``inspect.signature``."""
+    """``(A, B, C, transpose_A: bool = False, ...) -> None``, as the ``def`` writes it."""
     parameters: tuple[ApiParameter, ...] = ()
     doc: str = ""
     """The docstring's first lines."""
@@ -291,12 +292,12 @@ class ApiModule(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ApiIndex(msgspec.Struct, frozen=True, kw_only=True, tag="apiIndex", tag_field="kind"):
-    """TileLang's public API, introspected once by the worker after ``Ready`` (also printed by
-    ``python -m tilelang_lsp.worker.api_index``), for the server's static features."""
+    """TileLang's public API, read from its source files by the server
+    (``tilelang_lsp.api.source_index``) for its static features, and cached on disk."""
 
     tilelang_version: str
     folder: str
-    """The folder tilelang was imported from (the disk cache's key, with its files' times)."""
+    """The ``tilelang`` package folder it was read from."""
     modules: tuple[ApiModule, ...] = ()
     elapsed_s: float = 0.0
 

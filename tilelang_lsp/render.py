@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from irtrace.core.resources import KernelResources, resource_summary
@@ -135,10 +136,35 @@ def machine_summary(resources: Sequence[KernelResources]) -> str:
     return resource_summary(list(resources))
 
 
+LENS_TEXT_CHARS = 80
+"""How much of a message a code lens shows: more does not fit beside a kernel's line."""
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s:'\"()\[\],]+/)+([^\s:'\"()\[\],]+)")
+"""An absolute path; group 1 is its file name (``/usr/local/cuda/bin/nvcc`` -> ``nvcc``)."""
+_STATIC_ASSERTION = re.compile(r'^static assertion failed with "(.*)"$')
+
+
 def _first_error_line(error: str) -> str:
-    """nvcc's first ``error:`` message, without the header path and line."""
+    """nvcc's first ``error:`` message, without the header path and line, and for a failed
+    ``static_assert`` only its message (``tl::... requires a target with ..., such as sm_90a``)."""
     lines = error.strip().splitlines() or [""]
-    return next((line.split(": error", 1)[1].lstrip(": ") for line in lines if ": error" in line), lines[0])
+    line = next((line.split(": error", 1)[1].lstrip(": ") for line in lines if ": error" in line), lines[0])
+    assertion = _STATIC_ASSERTION.match(line.strip())
+    return assertion[1] if assertion else line
+
+
+def lens_message(text: str, width: int = LENS_TEXT_CHARS) -> str:
+    """A message in at most ``width`` characters for a lens: tools by file name (not a path cut
+    in its middle), and a long message cut in its middle, keeping its start (what failed) and
+    its end, where compilers say what to do (``such as sm_90a``)."""
+    text = " ".join(_ABSOLUTE_PATH.sub(r"\1", text).split())
+    if len(text) <= width:
+        return text
+    head = text[: (width - 3) * 2 // 5]
+    tail = text[len(text) - (width - 3 - len(head)) :]
+    # whole words on both sides of the cut, where the text has spaces to cut at
+    head = head.rsplit(" ", 1)[0] if " " in head else head
+    tail = tail.split(" ", 1)[1] if " " in tail else tail
+    return f"{head} … {tail}"
 
 
 def _wrap_layout(text: str) -> str:
@@ -166,14 +192,14 @@ def lens_title(
     for CUDA, once nvcc compiled the source, ``cuda:sm_90a · 88 passes · 312 ms · regs 240 · spills 0
     · smem 49.0 KiB`` (registers and spills from ptxas, shared memory static plus dynamic)."""
     if kernel.status != OK:
-        return f"{kernel.target} · failed: {(kernel.error or '')[:80]}"
+        return f"{kernel.target} · failed: {lens_message(kernel.error or '')}"
     if summary is not None and summary.status == OK:
         head = f"{kernel.target} · {summary.passes} passes · {summary.lowering_ms:.0f} ms"
         if machine is not None and machine.resources:
             return f"{head} · {machine_summary(machine.resources)}"
         tail = f"{head} · smem {_kib(kernel.shared_bytes)}"
         if machine is not None and machine.error:
-            return f"{tail} · nvcc: {_first_error_line(machine.error)[:80]}"
+            return f"{tail} · nvcc: {lens_message(_first_error_line(machine.error))}"
         if compiling and summary.machine_code is not None and machine is None:
             return f"{tail} · compiling…"
         return tail

@@ -88,7 +88,6 @@ class TileLangLanguageServer(LanguageServer):
             memory_limit_mb=self.options.worker_memory_limit_mb,
             warmup_target=self.options.default_target,
             on_restart=self._report_restart,
-            on_api_index=self.api.receive,
         )
 
     def configure(self, options: InitializationOptions, problems: list[str]) -> None:

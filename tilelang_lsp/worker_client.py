@@ -27,6 +27,7 @@ from typing import Any, overload
 import msgspec
 import psutil
 
+from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_lsp.protocol import (
     AnalysisResult,
     Analyze,
@@ -105,7 +106,7 @@ STREAM_LIMIT = 64 * 2**20
 _prestarted: subprocess.Popen[bytes] | None = None
 
 
-def worker_environment(warmup_target: str = "cuda:sm_90") -> dict[str, str]:
+def worker_environment(warmup_target: str = DEFAULT_TARGET) -> dict[str, str]:
     env = dict(os.environ)
     env["TILELANG_LSP_WARMUP_TARGET"] = warmup_target
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -274,7 +275,7 @@ class WorkerClient:
         python: str | None = None,
         *,
         memory_limit_mb: float = 6144,
-        warmup_target: str = "cuda:sm_90",
+        warmup_target: str = DEFAULT_TARGET,
         on_restart: Callable[[str], None] | None = None,
         on_api_index: Callable[[ApiIndex], None] | None = None,
     ) -> None:

@@ -27,7 +27,7 @@ from irtrace.core.coverage import (
     matrix_document,
     matrix_markdown,
 )
-from irtrace.core.errors import IrtraceError, KernelSourceError
+from irtrace.core.errors import ExitCode, IrtraceError, KernelSourceError
 from irtrace.core.policy import Policy, load_policy
 from irtrace.core.specs import KernelSpec, parse_spec
 from irtrace.core.summary import NEW_STAGE, line_changes
@@ -116,8 +116,10 @@ class JobLimits:
 
 def parse_kernel_spec(text: str) -> KernelSpec:
     """``path.py[::name[(args)]]`` parsed without importing anything; a module name is refused,
-    since only files under the allowed roots may run."""
-    spec = parse_spec(text)
+    since only files under the allowed roots may run. An agent's arguments are literals only
+    (numbers, strings, booleans, None, tuples, lists, dicts, dtype names such as ``T.float16``),
+    as a trace's are: an expression is refused, never evaluated (prompt injection reaches them)."""
+    spec = parse_spec(text, expressions=False)
     if is_module_name(spec.path):
         raise JobError(
             f"{spec.path!r} is a module name; tilelang-mcp takes kernel files only (path.py::name(args))"
@@ -179,6 +181,46 @@ def target_table() -> list[dict[str, Any]]:
         }
         for spec in TARGETS.values()
     ]
+
+
+# ----------------------------------------------------------------------------- traces (server side)
+
+
+def load_trace_bounded(path: Path, limits: JobLimits, store: Path) -> Trace:
+    """The trace at ``path``, read first by a child process under ``limits`` (its memory and
+    time), which writes a copy into ``store``; the server loads only that copy, so a hostile
+    trace (a decompression bomb) costs the child, never the server."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from irtrace.core.errors import TraceFormatError
+
+    with tempfile.TemporaryDirectory(dir=store, prefix="load-") as folder:
+        copy = Path(folder) / "trace.jsonl"
+        command = [
+            sys.executable,
+            "-m",
+            "tilelang_mcp.trace_copy",
+            str(limits.memory_mb),
+            str(path),
+            str(copy),
+        ]
+        try:
+            done = subprocess.run(
+                command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=limits.timeout_s
+            )
+        except subprocess.TimeoutExpired:
+            raise JobError(f"reading {str(path)!r} took longer than {limits.timeout_s:g} s") from None
+        if done.returncode != 0 or not copy.is_file():
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            if done.returncode == ExitCode.TRACE_FORMAT and lines:
+                raise TraceFormatError(lines[-1])
+            why = lines[-1] if lines and done.returncode > 0 else f"exit {done.returncode}"
+            limit = f"--memory-limit {limits.memory_mb} MB"
+            raise JobError(f"{str(path)!r} cannot be loaded within the limits ({limit}): {why}")
+        loaded = load_trace(copy)
+    return replace(loaded, path=str(path))  # the copy is gone: reports name the file given
 
 
 # ----------------------------------------------------------------------------- jobs (worker side)
@@ -259,6 +301,21 @@ def _out_of_memory(message: str, limits: JobLimits) -> str:
     return message
 
 
+def agent_pass_configs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """An agent's pass configs, decoded as a trace's are (``irtrace.recording.trace_configs``):
+    registered configs of their types only; compile flags (nvcc's command line) and options that
+    write files are refused, naming the first."""
+    from irtrace.recording.trace_configs import decode_trace_configs
+
+    given = params.get("pass_configs") or {}
+    if not isinstance(given, Mapping):
+        raise JobError("pass_configs must be an object of config names and values")
+    decoded = decode_trace_configs(dict(given), where="the tool call")
+    if decoded.dropped:
+        raise JobError(f"pass config {decoded.dropped[0]}: tilelang-mcp does not pass it")
+    return decoded.configs
+
+
 def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int]) -> dict[str, Any]:
     """Lower a spec for its targets into ``params["output"]``: the CLI's ``irtrace record``."""
     from irtrace.recording.bench import bench_for
@@ -267,7 +324,7 @@ def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequenc
     request = RecordRequest(
         parse_spec(params["spec"]),
         tuple(params.get("targets") or ()),
-        dict(params.get("pass_configs") or {}),
+        agent_pass_configs(params),
         instances=instance_sources(params),
     )
     machine_code = bool(params.get("machine_code"))

@@ -27,12 +27,13 @@ from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from irtrace import __version__
 from irtrace.core.instances import instance_trace_files
+from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_mcp import backend
 from tilelang_mcp.roots import AllowedRoots, RootError
 from tilelang_mcp.worker_client import WorkerClient, WorkerError
 
-DEFAULT_TARGET = "cuda:sm_90"
 DEFAULT_LINES = 200
 """Lines of IR or diff a call returns unless it asks for another ``limit``."""
 MAX_LINES = 2000
@@ -49,7 +50,7 @@ INSTRUCTIONS = """\
 TileLang's real compiler, for checking kernels you write. A kernel spec is `path.py::factory(args)`
 (e.g. `kernels/gemm.py::matmul(1024, 1024, 1024, block_M=128)`), `path.py::jit_kernel(N=4096)`
 or `path.py` for its module-level PrimFuncs; paths are relative to the first allowed root.
-Targets: `cuda:sm_90`, `hip:gfx942`, `metal`, `ascend`, ... (`list_targets`; `all` for every one).
+Targets: `cuda:sm_90a`, `hip:gfx942`, `metal`, `ascend`, ... (`list_targets`; `all` for every one).
 Start with `lower_kernel`: it returns a trace id (`t1`) that `get_ir`, `diff_passes` and
 `check_trace` accept instead of lowering again. Long texts come in pages: pass `offset` to read on.
 Only files under the folders the user allowed run, each in a child process with a time limit."""
@@ -74,13 +75,15 @@ TraceRef = Annotated[
 Target = Annotated[
     str | None,
     Field(
-        description="Target, e.g. cuda:sm_90, hip:gfx942, metal, ascend (default: cuda:sm_90, ascend for "
-        "tilelang.ascend kernels)."
+        description=f"Target, e.g. {DEFAULT_TARGET}, hip:gfx942, metal, ascend "
+        f"(default: {DEFAULT_TARGET}, ascend for tilelang.ascend kernels)."
     ),
 ]
 Targets = Annotated[
     list[str] | None,
-    Field(description="Targets to lower for (default: cuda:sm_90, or ascend); `all` for every target."),
+    Field(
+        description=f"Targets to lower for (default: {DEFAULT_TARGET}, or ascend); `all` for every target."
+    ),
 ]
 Configs = Annotated[
     dict[str, Any] | None,
@@ -209,6 +212,8 @@ class TileLangMcp:
         self.traces: dict[str, StoredTrace] = {}
         self.recorded = 0
         self.server = FastMCP("tilelang", instructions=INSTRUCTIONS, log_level="WARNING")
+        # FastMCP takes no version and answers `initialize` with the MCP SDK's own: say ours.
+        self.server._mcp_server.version = __version__
         for tool in (
             self.list_targets,
             self.lower_kernel,
@@ -277,12 +282,17 @@ class TileLangMcp:
             },
             timeout_s,
         )
-        trace = await anyio.to_thread.run_sync(backend.load_trace, path)
+        trace = await self.load_file(path)
         stored = StoredTrace(trace_id, path, f"{spec} on {', '.join(names)}")
         self.traces[trace_id] = stored
         self.publish(stored, trace)
         await self.notify_resources()
         return trace_id, trace, answer.get("stopped") if isinstance(answer, dict) else None
+
+    async def load_file(self, path: Path) -> backend.Trace:
+        """A trace file read by a child process under the job limits (``load_trace_bounded``)."""
+        limits = backend.JobLimits(self.config.timeout_s, self.config.memory_mb)
+        return await anyio.to_thread.run_sync(backend.load_trace_bounded, path, limits, self.config.store)
 
     def publish(self, stored: StoredTrace, trace: backend.Trace) -> None:
         """The trace as a resource, ``trace://t1``: its runs in brief and its file."""
@@ -313,7 +323,7 @@ class TileLangMcp:
             recorded = ", ".join(self.traces) or "none yet"
             raise ToolError(f"no trace {reference!r} was recorded in this session (recorded: {recorded})")
         path = stored.path if stored is not None else self.config.roots.check(reference, "trace file")
-        return reference, await anyio.to_thread.run_sync(backend.load_trace, path)
+        return reference, await self.load_file(path)
 
     async def trace_or_spec(
         self, trace: str | None, spec: str | None, target: str | None, timeout_s: float | None
@@ -348,42 +358,57 @@ class TileLangMcp:
         targets: Targets = None,
         pass_configs: Configs = None,
         timeout_s: Timeout = None,
+        pass_list: Annotated[
+            bool | None,
+            Field(
+                description="List each run's passes (time, changed, +/- lines). Default: only when "
+                "one run was lowered; for several targets each run is a one-line summary."
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Lower a kernel through TileLang's real pipeline for one or more targets. Returns each
-        run's passes with their time, whether they changed the IR and +/- lines; for a failure,
-        the failing pass, its error and the IR it received. Returns a trace id for get_ir,
-        diff_passes and check_trace."""
+        run's status, time and pass counts, and for one target (or pass_list=true) its passes with
+        their time, whether they changed the IR and +/- lines; for a failure, the failing pass, its
+        error and the IR it received. Returns a trace id for get_ir, diff_passes and check_trace."""
         trace_id, trace, stopped = await self.record(spec, targets or [], pass_configs, timeout_s)
         runs = []
         lines = []
         rows_left = MAX_PASS_ROWS
+        listed = pass_list if pass_list is not None else len(trace.runs) == 1
         for run in trace.runs:
             data = backend.run_summary(trace, run)
-            rows = backend.pass_rows(trace, run)
-            data["pass_list"] = rows[:rows_left]
-            if len(rows) > rows_left:
-                data["pass_list_note"] = (
-                    f"{len(rows) - rows_left} more passes not listed; call lower_kernel for fewer targets"
-                )
-            rows_left = max(0, rows_left - len(rows))
+            if listed:
+                rows = backend.pass_rows(trace, run)
+                data["pass_list"] = rows[:rows_left]
+                if len(rows) > rows_left:
+                    data["pass_list_note"] = (
+                        f"{len(rows) - rows_left} more passes not listed; call lower_kernel for fewer targets"
+                    )
+                rows_left = max(0, rows_left - len(rows))
             received = backend.failure_input(trace, run)
             if received is not None:
                 label, text = received
-                shown, info = page(
-                    text,
-                    0,
-                    FAILURE_IR_LINES,
+                ask = (
                     f"call get_ir(trace={trace_id!r}, kernel={run.kernel!r}, target={run.target!r}, "
-                    f"pass_name={label!r}, side='before')",
-                    max_chars=MAX_STRING_CHARS // 2,
+                    f"pass_name={label!r}, side='before')"
                 )
-                data["ir_received"] = shown
-                data["ir_received_info"] = info
+                if listed:
+                    shown, info = page(text, 0, FAILURE_IR_LINES, ask, max_chars=MAX_STRING_CHARS // 2)
+                    data["ir_received"] = shown
+                    data["ir_received_info"] = info
+                else:
+                    data["ir_received_info"] = {"note": f"the IR it received: {ask}"}
             runs.append(data)
             lines.append(_run_line(data))
         if stopped:
             lines.append(f"stopped early: {stopped}")
         data = {"trace": trace_id, "resource": f"trace://{trace_id}", "stopped": stopped, "runs": runs}
+        if not listed:
+            data["pass_list_note"] = (
+                f"{len(runs)} runs, so their passes are not listed: call lower_kernel again with "
+                f"pass_list=true or with one target, or get_ir(trace={trace_id!r}, target=..., pass_name=...)"
+            )
+            lines.append(data["pass_list_note"])
         return result("\n".join([*lines, f"trace {trace_id} (resource trace://{trace_id})"]), data)
 
     @tool_errors

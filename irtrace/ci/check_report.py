@@ -24,6 +24,7 @@ from irtrace.core.occupancy import Occupancy
 from irtrace.core.perf import latency_cell
 from irtrace.core.policy import REMOVED
 from irtrace.core.resources import format_bytes
+from irtrace.core.safe_text import xml_safe
 from irtrace.core.targets import TARGETS
 from passdiff.layouts import buffer_document
 
@@ -32,7 +33,6 @@ JSON_SCHEMA = 1
 MARKDOWN_ROWS = 200
 """Rows the Markdown table shows; the JSON document has them all (job summaries are capped at 1 MiB)."""
 
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -298,7 +298,19 @@ def _md(text: str) -> str:
 
 
 def _clean(text: str) -> str:
-    return _XML_ILLEGAL.sub("", _ANSI.sub("", text))
+    return xml_safe(_ANSI.sub("", text))
+
+
+def _xml_safe_tree(root: ElementTree.Element) -> None:
+    """Every attribute and text in the tree made safe for XML 1.0 (``xml_safe``): names, targets
+    and messages come from traces."""
+    for element in root.iter():
+        for key, value in element.attrib.items():
+            element.set(key, xml_safe(value))
+        if element.text is not None:
+            element.text = xml_safe(element.text)
+        if element.tail is not None:
+            element.tail = xml_safe(element.tail)
 
 
 # ----------------------------------------------------------------------------- JUnit
@@ -363,6 +375,7 @@ def render_junit(report: CheckReport) -> str:
     root.set("failures", str(totals["failures"]))
     root.set("errors", "0")
     root.set("time", f"{totals['time']:.3f}")
+    _xml_safe_tree(root)
     ElementTree.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
 

@@ -97,14 +97,19 @@ def reduce_failure(
     *,
     budget_s: float,
     trace_name: str | None = None,
+    compile_flags: bool = False,
 ) -> Reduction:
     """Shrink the module ``run``'s failing pass received; ``ReproError`` when there is no failure
-    to reduce or it does not recur with the pass run alone (the message says why)."""
+    to reduce or it does not recur with the pass run alone (the message says why). The run's pass
+    configs are decoded as ``irtrace repro`` decodes them (``compile_flags`` keeps its flags)."""
     import tilelang  # noqa: F401  (TileLang's TVM)
     import tvm
 
+    from irtrace.recording.trace_configs import run_with_trace_configs
+
     kernel_file = require_rebuildable(run, kernel_file, "reduce")
-    failing = reproducible_pass(run, kernel_file)
+    run, dropped = run_with_trace_configs(run, compile_flags=compile_flags)
+    failing = reproducible_pass(run, kernel_file, dropped)
     module = tvm.ir.load_json(failing.saved.json)
     names = module_names(module)
     signature = failure_signature(failing.outcome, names)
@@ -126,7 +131,7 @@ def reduce_failure(
     name = trace_name or trace.path or "the trace"
     script = render_script(run, failing.record, reduced, failing.target, name, reduced=(before, after))
     recorded, reproduced = (error_headline(mask_targets(e)) for e in (failing.expected_error, outcome))
-    reproducer = Reproducer(run, failing.record, recorded, reproduced, script)
+    reproducer = Reproducer(run, failing.record, recorded, reproduced, script, tuple(dropped))
     return Reduction(reproducer, before, after, tries, timed_out)
 
 

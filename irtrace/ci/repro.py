@@ -58,6 +58,8 @@ class Reproducer:
     reproduced_error: str
     """The headline of the error the pass raised when irtrace ran it alone."""
     script: str
+    dropped_configs: tuple[str, ...] = ()
+    """The trace's pass configs left out (``irtrace.recording.trace_configs``), one line each."""
 
 
 def failed_passes(run: KernelRun) -> list[PassRecord]:
@@ -73,21 +75,32 @@ def default_script_name(run: KernelRun) -> str:
 
 
 def build_reproducer(
-    trace: Trace, run: KernelRun, kernel_file: str | Path | None, *, trace_name: str | None = None
+    trace: Trace,
+    run: KernelRun,
+    kernel_file: str | Path | None,
+    *,
+    trace_name: str | None = None,
+    compile_flags: bool = False,
 ) -> Reproducer:
     """Rebuild the IR before ``run``'s failed pass, check that the pass fails alone, write the script.
 
     ``kernel_file`` is the file to import the kernel from, as the user named it (required once
-    the run is one repro can rebuild): the path in the run's spec is never imported.
+    the run is one repro can rebuild): the path in the run's spec is never imported. The run's
+    pass configs are decoded against TileLang's registered types, and its compile flags kept only
+    with ``compile_flags`` (``run_with_trace_configs``).
     """
+    from irtrace.recording.trace_configs import run_with_trace_configs
+
     kernel_file = require_rebuildable(run, kernel_file, "repro")
+    run, dropped = run_with_trace_configs(run, compile_flags=compile_flags)
     candidates = failed_passes(run)
     recorded = error_headline(mask_targets(candidates[0].error or run.error or ""))
-    failing = reproducible_pass(run, kernel_file)
+    failing = reproducible_pass(run, kernel_file, dropped)
     script = render_script(
         run, failing.record, failing.saved, failing.target, trace_name or trace.path or "the trace"
     )
-    return Reproducer(run, failing.record, recorded, error_headline(mask_targets(failing.outcome)), script)
+    reproduced = error_headline(mask_targets(failing.outcome))
+    return Reproducer(run, failing.record, recorded, reproduced, script, tuple(dropped))
 
 
 def require_rebuildable(run: KernelRun, kernel_file: str | Path | None, command: str) -> str | Path:
@@ -129,10 +142,10 @@ class FailingPass:
     """The error the pass raised when run alone."""
 
 
-def reproducible_pass(run: KernelRun, kernel_file: str | Path) -> FailingPass:
+def reproducible_pass(run: KernelRun, kernel_file: str | Path, dropped: Sequence[str] = ()) -> FailingPass:
     """The innermost failed pass of ``run`` (an outer one when it cannot be run alone) that, run
     alone on the module it received, fails with the recorded error; ``ReproError`` naming why
-    each failed pass did not when none does."""
+    each failed pass did not when none does (and which of the trace's configs were left out)."""
     candidates = failed_passes(run)
     expected = candidates[0].error or run.error or ""
     spec = rebuild_spec(run, kernel_file)
@@ -167,9 +180,11 @@ def reproducible_pass(run: KernelRun, kernel_file: str | Path) -> FailingPass:
             )
             continue
         return FailingPass(record, step, saved, target, expected, outcome)
+    left_out = f" (left out of the trace's pass configs: {'; '.join(dropped)})" if dropped else ""
     raise ReproError(
         f"the failure of {run.kernel} on {run.target} did not recur with one pass run alone: "
         + "; ".join(tried)
+        + left_out
     )
 
 

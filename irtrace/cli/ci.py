@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +44,22 @@ class CheckInputError(IrtraceError):
     exit_code = ExitCode.USAGE
 
 
+def _default_policy_help() -> str:
+    """Which policy applies, and what the default one fails on, from the default itself."""
+    from irtrace.core.policy import CHANGE_KINDS, DEFAULT_FAIL, LATENCY, PERF_KINDS
+
+    kernels = [kind for kind in CHANGE_KINDS if kind in DEFAULT_FAIL and kind not in PERF_KINDS]
+    machine = [kind for kind in PERF_KINDS if kind in DEFAULT_FAIL and kind != LATENCY]
+    return (
+        "policy: --policy FILE, else ./irtrace-policy.toml when present, else the default policy,\n"
+        "which fails on:\n"
+        f"  {', '.join(kernels)} kernels\n"
+        f"  {LATENCY}, where both traces were recorded with --bench\n"
+        f"  {', '.join(machine)}, where both were recorded with --machine-code\n"
+        "(docs/ci.md says how a policy file changes this)"
+    )
+
+
 def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``check``, ``bless`` and ``repro`` to ``irtrace``'s subcommands."""
     check = commands.add_parser(
@@ -53,8 +69,7 @@ def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "added, removed or failing to lower, pass lists (aligned by the pipeline's tree), the first "
         "pass whose normalized IR changed, the kernel source, lowering time and kernel metrics. "
         "A policy file says which changes fail the check.",
-        epilog="policy: --policy FILE, else ./irtrace-policy.toml when present, else fail on removed and "
-        "newly failing kernels only (docs/ci.md)\n\n" + exit_codes_help(CHECK_EXIT_MEANINGS),
+        epilog=_default_policy_help() + "\n\n" + exit_codes_help(CHECK_EXIT_MEANINGS),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("new", metavar="NEW", help="the trace to check")
@@ -112,6 +127,28 @@ def add_failed_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-k", "--kernel", help="the failed kernel (needed when several failed)")
     parser.add_argument("-t", "--target", help="its target")
+    add_trace_compile_flags_option(parser)
+
+
+TRACE_COMPILE_FLAGS_HELP = (
+    "keep the trace's compile flags (tl.device_compile_flags), each checked to be one plain flag with "
+    "no space or shell character; without it they are left out, since they reach the device "
+    "compiler's command line (and nvcc runs its host compiler through a shell)"
+)
+
+
+def add_trace_compile_flags_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace-compile-flags", action="store_true", help=TRACE_COMPILE_FLAGS_HELP)
+
+
+def note_dropped_configs(dropped: Sequence[str]) -> None:
+    """Say on stderr which of the trace's pass configs were left out, and why."""
+    from irtrace.edge.command import echo
+    from irtrace.recording.trace_configs import COMPILE_FLAG_KEYS
+
+    for line in dropped:
+        hint = " (--trace-compile-flags keeps it)" if line.startswith(tuple(COMPILE_FLAG_KEYS)) else ""
+        echo(f"irtrace: note: the trace's pass config {line}; left out{hint}", stderr=True, one_line=True)
 
 
 # ----------------------------------------------------------------------------- check
@@ -206,7 +243,14 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
     trace = load_trace_warning_if_cut(args.trace, "irtrace")
     run = pick_failed_run(trace, args.kernel, args.target, args.trace)
-    reproducer = build_reproducer(trace, run, args.kernel_file, trace_name=Path(args.trace).name)
+    reproducer = build_reproducer(
+        trace,
+        run,
+        args.kernel_file,
+        trace_name=Path(args.trace).name,
+        compile_flags=args.trace_compile_flags,
+    )
+    note_dropped_configs(reproducer.dropped_configs)
     output = args.output or default_script_name(run)
     write_atomically(output, reproducer.script)
     echo(

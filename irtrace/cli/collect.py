@@ -19,7 +19,8 @@ def add_collect_command(commands: Any) -> None:
         description="With IRTRACE=OUT set, each Python process writes its runs to a part file in "
         "OUT.parts/, and the session's first process merges them into OUT when it exits. The parts of "
         "processes still running then stay; once those processes end, this adds their runs to OUT (after "
-        "the runs OUT holds) and removes the parts. Parts of processes still running are left again.",
+        "the runs OUT holds) and removes the parts. Parts of processes still running are left again. "
+        "With no parts left and OUT written, there is nothing to do (exit 0).",
         epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -32,7 +33,11 @@ def cmd_collect(args: argparse.Namespace) -> ExitCode:
     output = Path(args.output)
     folders = session_folders(output)
     if not folders:
-        raise InputError(f"{str(parts_root(output))!r} holds no captured parts to collect")
+        if output.is_file():  # every process ended before the first one: it merged them all
+            echo(f"nothing to collect: every captured run is in {str(output)!r} already", one_line=True)
+            return ExitCode.OK
+        parts = str(parts_root(output))
+        raise InputError(f"{parts!r} holds no captured parts to collect, and there is no {str(output)!r}")
     collected = collect_parts(output, folders, keep_existing=True)
     for warning in collected.warnings:
         echo(f"irtrace: warning: {warning}", stderr=True, one_line=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from irtrace.cli.ci import add_failed_run_arguments
+from irtrace.cli.ci import add_failed_run_arguments, add_trace_compile_flags_option, note_dropped_configs
 from irtrace.core.errors import EXIT_CODE_MEANINGS, ExitCode, exit_codes_help
 
 RESUME_EXIT_MEANINGS: dict[int, str] = {
@@ -68,6 +68,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction[argparse.Argume
     resume.add_argument(
         "-o", "--output", default="resumed.jsonl", help="trace to write (default resumed.jsonl)"
     )
+    add_trace_compile_flags_option(resume)
 
     reduce = commands.add_parser(
         "reduce",
@@ -106,7 +107,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     start = resume_pass(run, args.from_pass)
     module = read_edited_ir(args.ir)
     with TraceWriter(args.output, partial=True) as writer:
-        resumed = resume_lowering(trace, run, start, module, writer)
+        resumed = resume_lowering(trace, run, start, module, writer, compile_flags=args.trace_compile_flags)
+    note_dropped_configs(resumed.dropped_configs)
     new = resumed.run
     if new.status != STATUS_OK:
         echo(
@@ -147,8 +149,14 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     trace = load_trace_warning_if_cut(args.trace, "irtrace")
     run = pick_failed_run(trace, args.kernel, args.target, args.trace)
     reduction = reduce_failure(
-        trace, run, args.kernel_file, budget_s=args.budget, trace_name=Path(args.trace).name
+        trace,
+        run,
+        args.kernel_file,
+        budget_s=args.budget,
+        trace_name=Path(args.trace).name,
+        compile_flags=args.trace_compile_flags,
     )
+    note_dropped_configs(reduction.reproducer.dropped_configs)
     write_atomically(args.output, reduction.reproducer.script)
     before, after = reduction.statements_before, reduction.statements_after
     share = after / max(before, 1)

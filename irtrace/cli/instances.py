@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from irtrace.core.errors import ExitCode, exit_codes_help
@@ -97,6 +98,26 @@ def _tensors(tensors: dict[str, Any]) -> str:
 
 
 def _arguments(args: dict[str, Any]) -> str:
-    positional = [json.dumps(value, default=str) for value in args.get("args", [])]
-    keywords = [f"{key}={json.dumps(value, default=str)}" for key, value in args.get("kwargs", {}).items()]
+    """The call as Python spells it: ``128, block_M=128, trans_A=False, dtype=T.float16``."""
+    positional = [python_spelling(value) for value in args.get("args", [])]
+    keywords = [f"{key}={python_spelling(value)}" for key, value in args.get("kwargs", {}).items()]
     return ", ".join(positional + keywords)
+
+
+_DTYPE = re.compile(r"T\.\w+")
+"""How a run records a dtype argument (``T.float16``): written as code, not as a string."""
+_TENSOR_KEYS = {"shape", "dtype", "device"}
+
+
+def python_spelling(value: Any) -> str:
+    """A recorded argument (JSON) as Python source: ``False`` and ``None``, not ``false`` and
+    ``null``; strings quoted except dtypes; a tensor by its dtype and shape."""
+    if isinstance(value, str):
+        return value if _DTYPE.fullmatch(value) else repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(python_spelling(item) for item in value) + "]"
+    if isinstance(value, dict):
+        if set(value) == _TENSOR_KEYS and isinstance(value["shape"], list):
+            return f"<tensor {value['dtype']}[{', '.join(str(d) for d in value['shape'])}]>"
+        return "{" + ", ".join(f"{key!r}: {python_spelling(item)}" for key, item in value.items()) + "}"
+    return repr(value)

@@ -145,6 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("-t", "--target")
     show.add_argument("--json", action="store_true", help="print the documented JSON document")
     show.add_argument("--by-pass", action="store_true", help="total time per pass name")
+    show.add_argument(
+        "--top",
+        type=_row_count,
+        default=0,
+        metavar="N",
+        help="with --by-pass: only the N passes that took longest, then one line for the rest (0: all)",
+    )
     show.add_argument("--changed", action="store_true", help="only passes that changed the module")
 
     ir = commands.add_parser(
@@ -581,7 +588,7 @@ def cmd_show(args: argparse.Namespace) -> ExitCode:
         print(json.dumps(document, indent=2))
         return ExitCode.OK
     if args.by_pass:
-        _print_totals(totals_by_pass(runs))
+        _print_totals(totals_by_pass(runs), args.top)
     else:
         labels = trace.run_labels()
         for run in runs:
@@ -660,13 +667,22 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
     console.print()
 
 
-def _print_totals(rows: Sequence[Any]) -> None:
+def _row_count(text: str) -> int:
+    """``--top``'s value: a whole number, 0 or more."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rows (0 or more)")
+    return int(text)
+
+
+def _print_totals(rows: Sequence[Any], top: int = 0) -> None:
+    """The time per pass name, longest first; past ``top`` rows (0: none) the rest in one line."""
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("pass", "count", "changed", "total ms", "share"):
         table.add_column(column, justify="left" if column == "pass" else "right")
-    for row in rows:
+    rest = rows[top:] if top else []
+    for row in rows[: top or len(rows)]:
         table.add_row(
             escape(row.name),
             str(row.count),
@@ -675,6 +691,11 @@ def _print_totals(rows: Sequence[Any]) -> None:
             f"{row.share * 100:.1f}%",
         )
     _console().print(table)
+    if rest:
+        share = sum(row.share for row in rest)
+        _console().print(
+            f"... and {len(rest)} more passes, {share * 100:.1f}% of the time (--top 0 lists them all)"
+        )
 
 
 def cmd_ir(args: argparse.Namespace) -> ExitCode:

@@ -4,7 +4,8 @@ A trace is data: its expressions (``_i // 64 * 64 + _j % 8 // 2``, as TileLang p
 parsed with ``ast`` and evaluated by walking a small whitelist of integer arithmetic (``+ - * //
 %``, bit operations, comparisons, ``T.if_then_else``, ``T.min``/``T.max`` and friends). Anything
 else is refused with ``LayoutExpressionError``; no name outside the layout's own variables is
-looked up and nothing is imported or called.
+looked up and nothing is imported or called. The cost is bounded: at most ``MAX_NODES`` operations,
+constants of at most ``MAX_CONSTANT_BITS`` bits, no value wider than ``MAX_VALUE_BITS`` bits.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from irtrace.core.schema import BufferLayout
 
 MAX_EXPRESSION_CHARS = 20_000
 """Longer texts are refused: no layout TileLang prints comes near it."""
+MAX_NODES = 2_000
+"""Most operations in one expression (TileLang's longest swizzles have about a hundred)."""
+MAX_CONSTANT_BITS = 64
+"""Widest integer constant read: index arithmetic is 32- or 64-bit."""
+MAX_VALUE_BITS = 128
+"""Widest value an operation may produce; past it the expression is refused. With constants and
+coordinates this narrow, each operation costs a few machine words, so the node count bounds the
+time (two 10,000-digit constants multiplied would cost a millisecond each)."""
 
 
 class LayoutExpressionError(ValueError):
@@ -103,6 +112,13 @@ def _parse(text: str) -> ast.expr:
         raise LayoutExpressionError("not an expression: nested too deeply") from None
 
 
+def _bounded(value: int) -> int:
+    """``value``, unless it is wider than ``MAX_VALUE_BITS`` bits."""
+    if value.bit_length() > MAX_VALUE_BITS:
+        raise LayoutExpressionError(f"a value wider than {MAX_VALUE_BITS} bits")
+    return value
+
+
 def _call_name(func: ast.expr) -> str | None:
     """``min``, ``T.min``, ``tirx.floordiv``...: the last name of a plain or dotted callee."""
     if isinstance(func, ast.Name):
@@ -120,6 +136,10 @@ def _compile(node: ast.expr) -> Compiled:
     """``node`` as closures, refusing anything outside the whitelist before anything runs."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         value = int(node.value)
+        if value.bit_length() > MAX_CONSTANT_BITS:
+            raise LayoutExpressionError(
+                f"an integer constant of {value.bit_length()} bits (at most {MAX_CONSTANT_BITS})"
+            )
         return lambda env: value
     if isinstance(node, ast.Name):
         name = node.id
@@ -132,7 +152,7 @@ def _compile(node: ast.expr) -> Compiled:
         return lookup
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         binary, left, right = _BINARY[type(node.op)], _compile(node.left), _compile(node.right)
-        return lambda env: binary(left(env), right(env))
+        return lambda env: _bounded(binary(left(env), right(env)))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
         operand = _compile(node.operand)
         if isinstance(node.op, ast.USub):
@@ -169,7 +189,7 @@ def _compile(node: ast.expr) -> Compiled:
         callee = _call_name(node.func)
         if callee is not None and callee in _CALLS and len(node.args) == _ARITY.get(callee, 2):
             call, args = _CALLS[callee], [_compile(arg) for arg in node.args]
-            return lambda env: int(call(*(arg(env) for arg in args)))
+            return lambda env: _bounded(int(call(*(arg(env) for arg in args))))
         if callee in ("int32", "int64", "uint32") and len(node.args) == 1:
             return _compile(node.args[0])
         dtype = node.args[0] if callee == "Cast" and len(node.args) == 2 else None
@@ -182,7 +202,11 @@ def _compile(node: ast.expr) -> Compiled:
 def compiled(text: str) -> Compiled:
     """The expression ``text`` parsed and compiled once (``LayoutExpressionError`` if refused)."""
     try:
-        return _compile(_parse(text))
+        tree = _parse(text)
+        nodes = sum(1 for _ in ast.walk(tree))
+        if nodes > MAX_NODES:
+            raise LayoutExpressionError(f"an expression of {nodes} operations (at most {MAX_NODES})")
+        return _compile(tree)
     except RecursionError:
         raise LayoutExpressionError("an expression nested too deeply") from None
 

@@ -1,7 +1,10 @@
 """Writing output files without ever leaving a destroyed or half-written one in their place.
 
 Every tool writes ``NAME.partial`` beside the output and renames it onto ``NAME`` once it is
-complete, so an existing ``NAME`` stays as it was until then. The partial file is locked while
+complete, so an existing ``NAME`` stays as it was until then. The partial file is never opened
+through a link: it is created new (``O_CREAT|O_EXCL|O_NOFOLLOW``), and a symlink, hard link or
+pipe found at its name is removed (the name only), so a planted ``NAME.partial`` cannot make a
+tool truncate the file it points to. The partial file is locked while
 written: a second writer of the same output fails at once instead of interleaving its lines. A
 symlink is written through (its target is replaced, the link stays); folders, pipes and devices
 are refused (a FIFO would block the writer for good). File names made from a trace's text
@@ -11,6 +14,7 @@ are refused (a FIFO would block the writer for good). File names made from a tra
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -76,10 +80,7 @@ class PartialFile:
 
     def _open_locked(self) -> IO[bytes]:
         for _ in range(100):
-            try:
-                fd = os.open(self.partial, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError as error:
-                raise OutputError(f"cannot write {str(self.partial)!r}: {describe_os_error(error)}") from None
+            fd = self._open_partial()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -93,7 +94,7 @@ class PartialFile:
             # The holder we waited for may have renamed the file we opened onto the output.
             opened = os.fstat(fd)
             try:
-                current = os.stat(self.partial)
+                current = os.lstat(self.partial)
                 same = (current.st_ino, current.st_dev) == (opened.st_ino, opened.st_dev)
             except FileNotFoundError:
                 same = False
@@ -104,11 +105,56 @@ class PartialFile:
             os.close(fd)
         raise OutputError(f"cannot lock {str(self.partial)!r}: other writers keep replacing it")
 
+    def _open_partial(self) -> int:
+        """``NAME.partial`` opened as a regular file of one link, never through a link: created
+        new (``O_CREAT|O_EXCL|O_NOFOLLOW``), or a partial file a killed writer left. Anything else
+        there (a symlink a cloned repository planted, a hard link, a pipe) is removed, the name
+        only: the file it points to is never opened."""
+        flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
+        for _ in range(100):
+            try:
+                return os.open(self.partial, flags | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                pass
+            except OSError as error:
+                raise OutputError(f"cannot write {str(self.partial)!r}: {describe_os_error(error)}") from None
+            try:
+                fd = os.open(self.partial, flags | os.O_NONBLOCK)
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                if error.errno != errno.ELOOP:  # ELOOP: a symbolic link, which O_NOFOLLOW refused
+                    raise OutputError(
+                        f"cannot write {str(self.partial)!r}: {describe_os_error(error)}"
+                    ) from None
+                self._remove_planted()
+                continue
+            found = os.fstat(fd)
+            if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
+                os.set_blocking(fd, True)
+                return fd
+            os.close(fd)
+            self._remove_planted()
+        raise OutputError(f"cannot create {str(self.partial)!r}: something keeps replacing it")
+
+    def _remove_planted(self) -> None:
+        try:
+            os.unlink(self.partial)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            raise OutputError(
+                f"{str(self.partial)!r} is in the way and cannot be removed: {describe_os_error(error)}"
+            ) from None
+
     def commit(self) -> None:
         """Make the written file the output, in one rename."""
         try:
             self.handle.flush()
             os.fsync(self.handle.fileno())
+            written, there = os.fstat(self.handle.fileno()), os.lstat(self.partial)
+            if (written.st_ino, written.st_dev) != (there.st_ino, there.st_dev):
+                raise OSError(f"{str(self.partial)!r} was replaced while it was written")
             os.replace(self.partial, self.target)
         except OSError as error:
             self.discard()
@@ -118,7 +164,7 @@ class PartialFile:
     def discard(self) -> None:
         """Remove the partial file; the output stays as it was."""
         with contextlib.suppress(OSError):
-            if os.stat(self.partial).st_ino == os.fstat(self.handle.fileno()).st_ino:
+            if os.lstat(self.partial).st_ino == os.fstat(self.handle.fileno()).st_ino:
                 os.unlink(self.partial)
         with contextlib.suppress(OSError):
             self.handle.close()
@@ -127,6 +173,22 @@ class PartialFile:
         """Stop writing and leave the partial file for the user (an interrupted recording)."""
         with contextlib.suppress(OSError):
             self.handle.close()
+
+
+def create_empty(path: str | os.PathLike[str]) -> None:
+    """Make ``path`` a new, empty regular file, never through a link: whatever is at that name (a
+    symlink planted beside an output, a stale file) is removed first, the name only."""
+    for _ in range(100):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        try:
+            os.close(
+                os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            )
+            return
+        except FileExistsError:
+            continue
+    raise OutputError(f"cannot create {str(path)!r}: something keeps replacing it")
 
 
 def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> Path:

@@ -162,7 +162,8 @@ class PolicyFile(Struct, forbid_unknown_fields=True, frozen=True):
 
 @dataclass(frozen=True)
 class Policy:
-    """What fails a check; the defaults fail on removed and newly failing kernels only."""
+    """What fails a check; the defaults fail on removed and newly failing kernels and on the
+    performance kinds (latency, registers, spills, shared memory, occupancy)."""
 
     fail_on: frozenset[str] = DEFAULT_FAIL
     """Change kinds (``CHANGE_KINDS``) that fail the check."""

@@ -32,3 +32,16 @@ def terminal_safe(text: str, *, newlines: bool = True) -> str:
     if pattern.search(text) is None:  # the common case: nothing to copy
         return text
     return pattern.sub(_visible, text)
+
+
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""What XML 1.0 allows in no document: C0 controls but tab, newline and carriage return; lone
+surrogates (which UTF-8 cannot hold); U+FFFE and U+FFFF."""
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 forbids written as its Python escape, so a name
+    with control characters makes a document that parses and still shows what it held."""
+    if _XML_FORBIDDEN.search(text) is None:
+        return text
+    return _XML_FORBIDDEN.sub(_visible, text)

@@ -151,6 +151,7 @@ def _run_document(trace: Trace, run: KernelRun, count: LineCounter) -> dict[str,
         "resources": resources_to_json(run.resources),
         "bench": run.bench.to_json() if run.bench is not None else None,
         "launches": msgspec.to_builtins(list(run.launches)),
+        "instance": msgspec.to_builtins(run.instance) if run.instance is not None else None,
         "passes": [
             {
                 "index": row.record.index,

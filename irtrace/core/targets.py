@@ -111,9 +111,13 @@ TARGETS: dict[str, TargetSpec] = {
     )
 }
 ALL = "all"
-DEFAULT_TARGET = "cuda:sm_90"
+DEFAULT_TARGET = "cuda:sm_90a"
+"""The target when none is given: what TileLang itself picks for an H100 or H200 (its CUDA
+target detector names compute capability 9.0 ``sm_`` + ``nvcc.get_target_arch((9, 0))``, which
+is ``sm_90a``). Plain ``sm_90`` lacks wgmma and setmaxnreg, so TileLang's own warp-specialized
+GEMM fails at machine-code time there."""
 ALIASES = {
-    "cuda": "cuda:sm_90",
+    "cuda": DEFAULT_TARGET,
     "hip": "hip:gfx942",
     "rocm": "hip:gfx942",
     "cpu": "c",
@@ -121,7 +125,7 @@ ALIASES = {
     "cuda:turing": "cuda:sm_75",
     "cuda:ampere": "cuda:sm_80",
     "cuda:ada": "cuda:sm_89",
-    "cuda:hopper": "cuda:sm_90",
+    "cuda:hopper": "cuda:sm_90a",
     "cuda:blackwell": "cuda:sm_100a",
     "cuda:rtx-blackwell": "cuda:sm_120",
     "hip:mi250x": "hip:gfx90a",
@@ -201,7 +205,7 @@ def get_target(name: str) -> TargetSpec:
 
 
 def default_target(dialect: str) -> TargetSpec:
-    """The target used when none is given: Ascend kernels get ``ascend``, others ``cuda:sm_90``."""
+    """The target used when none is given: Ascend kernels get ``ascend``, others ``DEFAULT_TARGET``."""
     return TARGETS["ascend"] if dialect == ASCEND else TARGETS[DEFAULT_TARGET]
 
 

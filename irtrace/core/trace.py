@@ -265,9 +265,22 @@ class Trace:
         matches = self.select(kernel, target)
         if len(matches) == 1 or (kernel and target):
             return matches[-1]
-        raise NotInTraceError(
-            f"several runs match; name --kernel and --target. The trace holds: {self._contents()}"
-        )
+        raise NotInTraceError(f"several runs match; {self._what_to_name(matches)}")
+
+    def _what_to_name(self, matches: Sequence[KernelRun]) -> str:
+        """The option that tells ``matches`` apart: ``--target`` when they are one kernel on
+        several targets, ``--kernel`` when several kernels on one target, else both."""
+        kernels = list(dict.fromkeys(run.kernel for run in matches))
+        targets = list(dict.fromkeys(run.target for run in matches))
+        if len(kernels) == 1 and len(targets) > 1:
+            return f"name --target: {kernels[0]} was recorded for {', '.join(targets)}"
+        if len(targets) == 1 and len(kernels) > 1:
+            labels = self.run_labels()
+            names = ", ".join(labels[run.run_id] for run in matches)
+            return f"name --kernel: the trace holds {names} on {targets[0]}"
+        if len(kernels) == 1:  # one kernel on one target, recorded more than once
+            return f"name --kernel {kernels[0]}#N: the trace holds it {len(matches)} times on {targets[0]}"
+        return f"name --kernel and --target. The trace holds: {self._contents()}"
 
     def _contents(self) -> str:
         labels = self.run_labels()

@@ -56,6 +56,15 @@ _SHA_END = len(_IR_PREFIX) + 64
 _SHA = re.compile(r"[0-9a-f]{64}\Z")
 MAX_DECOMPRESSED = 8 << 30
 """Largest text a ``.gz`` trace may decompress to."""
+MAX_RATIO = 128
+"""Most bytes of text per compressed byte (irtrace's own traces compress about 16:1; a
+decompression bomb about 1000:1)."""
+RATIO_FLOOR = 32 << 20
+"""Text any ``.gz`` trace may decompress to, whatever its ratio (small files compress less)."""
+_GUNZIP_CHUNK = 1 << 20
+MIN_BYTES_PER_LINE = 8
+"""A trace's lines are records of at least ``{"record":...}``: a file of mostly empty lines
+(whose line list would cost far more memory than its text) is no trace."""
 _AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _MISSING = re.compile(r"Object missing required field `(?P<key>[^`]+)`")
 
@@ -212,7 +221,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         raise InputError(f"{str(file)!r} is a device, not a trace file")
     try:
         with open(file, "rb") as handle:
-            data = handle.read()
+            data: bytes | bytearray = handle.read()
     except OSError as error:
         raise TraceFormatError(
             f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
@@ -227,32 +236,51 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         raise TraceFormatError(f"{str(file)!r} is not a trace: not UTF-8 text ({error.reason})") from None
     if decoder.getstate()[0]:
         cut = True  # the file ends inside a character: cut short
-    text = text.removeprefix("\ufeff")  # a byte-order mark, added by some Windows editors
-    return parse_trace_lines(text.split("\n"), str(file), cut=cut)
+    del data  # the bytes go before the lines are made: memory stays about the text's size
+    if text.count("\n") > len(text) // MIN_BYTES_PER_LINE + 1000:
+        raise TraceFormatError(f"{str(file)!r} is not a trace: mostly empty lines")
+    lines = text.removeprefix("\ufeff").split("\n")  # a byte-order mark, added by some Windows editors
+    del text
+    return parse_trace_lines(lines, str(file), cut=cut)
 
 
-def _gunzip(data: bytes, where: str) -> tuple[bytes, bool]:
-    """Decompress every gzip member; a stream that stops early (a killed writer) is not an error."""
-    parts: list[bytes] = []
-    total = 0
-    while data:
+def _gunzip(data: bytes | bytearray, where: str) -> tuple[bytearray, bool]:
+    """Decompress every gzip member, a chunk at a time into one buffer, up to ``MAX_RATIO`` times
+    the file's size (``RATIO_FLOOR`` at least) and ``MAX_DECOMPRESSED``: a bomb is refused once it
+    passes the bound, having cost about that much memory. A stream that stops early (a killed
+    writer) is not an error."""
+    limit = min(MAX_DECOMPRESSED, max(RATIO_FLOOR, MAX_RATIO * len(data)))
+    out = bytearray()
+    rest: bytes | bytearray = data
+    while rest:
         stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            chunk = stream.decompress(data, MAX_DECOMPRESSED - total + 1)
-        except zlib.error as error:
-            if parts or total:
-                return b"".join(parts), True
-            raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
-        total += len(chunk)
-        if total > MAX_DECOMPRESSED:
-            raise TraceFormatError(f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB")
-        parts.append(chunk)
+        pending = rest
+        while True:
+            try:
+                chunk = stream.decompress(pending, _GUNZIP_CHUNK)
+            except zlib.error as error:
+                if out:
+                    return out, True
+                raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
+            out += chunk
+            if len(out) > limit:
+                raise TraceFormatError(_too_big(where, limit, len(data)))
+            pending = stream.unconsumed_tail
+            if stream.eof or (not pending and not chunk):
+                break
         if not stream.eof:
-            if stream.unconsumed_tail:
-                raise TraceFormatError(f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB")
-            return b"".join(parts), True  # no end-of-stream marker: the writer was killed
-        data = stream.unused_data
-    return b"".join(parts), False
+            return out, True  # no end-of-stream marker: the writer was killed
+        rest = stream.unused_data
+    return out, False
+
+
+def _too_big(where: str, limit: int, size: int) -> str:
+    if limit == MAX_DECOMPRESSED:
+        return f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB"
+    return (
+        f"{where!r} decompresses to more than {limit >> 20} MB, over {MAX_RATIO} times its {size} bytes "
+        "(a decompression bomb, not a trace)"
+    )
 
 
 @dataclass

@@ -17,6 +17,7 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -194,7 +195,7 @@ def collect_parts(
     from irtrace.recording.capture import _is_locked
 
     result = Collected()
-    parts = sorted((part for folder in folders for part in folder.glob("*.jsonl")), key=lambda p: p.name)
+    parts = sorted((part for folder in folders for part in _part_files(folder)), key=lambda p: p.name)
     deadline = time.monotonic() + grace_s
     while any(_is_locked(part) for part in parts) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -224,7 +225,8 @@ def collect_parts(
         result.written = True
     for part in merged:
         with contextlib.suppress(OSError):
-            part.unlink()
+            if _is_regular(part):  # still the part file it read, not a link put there since
+                part.unlink()
     result.processes = len(merged)
     for folder in folders:
         with contextlib.suppress(OSError):
@@ -235,11 +237,34 @@ def collect_parts(
 
 
 def session_folders(output: Path) -> list[Path]:
-    """Every session's part folder for ``output``, oldest first (session names start with the time)."""
+    """Every session's part folder for ``output``, oldest first (session names start with the time).
+    Only real folders count: a symbolic link (to the folder, or to a session in it) is never
+    followed, so collecting cannot merge and delete traces in a folder a link points to."""
     root = parts_root(output)
-    if not root.is_dir():
+    if not _is_folder(root):
         return []
-    return sorted((path for path in root.iterdir() if path.is_dir()), key=lambda path: path.name)
+    return sorted((path for path in root.iterdir() if _is_folder(path)), key=lambda path: path.name)
+
+
+def _part_files(folder: Path) -> list[Path]:
+    """The part files of a session folder: regular ``*.jsonl`` files, never a link to one."""
+    if not _is_folder(folder):
+        return []
+    return [part for part in folder.glob("*.jsonl") if _is_regular(part)]
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _finish_root(output: Path, folder: Path, root_pid: int, status: int = 0) -> int:

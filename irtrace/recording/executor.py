@@ -48,6 +48,7 @@ from typing import Any
 
 from irtrace.core import interrupts, native_log
 from irtrace.core.errors import ExitCode, IrtraceError, OutputError
+from irtrace.core.output import create_empty
 from irtrace.core.trace import (
     STATUS_FAILED,
     STATUS_INCOMPLETE,
@@ -317,7 +318,7 @@ class WorkerPool:
             worker.task = None
             return
         worker.task = self._pending.popleft()
-        self._scratch(worker.task).write_bytes(b"")  # there before the worker starts: no stale lines
+        create_empty(self._scratch(worker.task))  # there before the worker starts, and never a link
         self._started.add(worker.task)
         worker.started = time.monotonic()
         mode = " crash-safe" if worker.task in self._crash_safe else ""

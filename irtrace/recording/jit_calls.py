@@ -10,6 +10,7 @@ asks ``current_instance()`` when a compilation starts.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import sysconfig
@@ -36,6 +37,8 @@ class JitCall:
     tensors: dict[str, TensorArg] = field(default_factory=dict)
     definition: str | None = None
     """``path:line`` of the kernel's Python function."""
+    function: str | None = None
+    """The name of that function: a ``@tilelang.jit`` function's or a factory's (``matmul``)."""
 
 
 _CALLS = threading.local()
@@ -78,6 +81,26 @@ def _call_json(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _named_arguments(
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call with its positional arguments named by the function's parameters, in order
+    (``block_M=128`` reads better than a bare ``128``); unchanged when one cannot be named
+    (``*args``, positional-only parameters)."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return args, kwargs
+    if len(args) > len(parameters):
+        return args, kwargs
+    named = {}
+    for parameter, value in zip(parameters, args, strict=False):
+        if parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD or parameter.name in kwargs:
+            return args, kwargs
+        named[parameter.name] = value
+    return (), {**named, **kwargs}
+
+
 def _note_template(template: Any, given_tensors: dict[str, Any], kwargs: dict[str, Any], func: Any) -> None:
     """Fill the current call's sizes from an eager kernel's phase-2 instantiation: ``T.const``
     values as TileLang bound them, ``T.dynamic`` ones from the call's tensors."""
@@ -115,11 +138,13 @@ def _factory_call(frame: FrameType | None) -> JitCall | None:
     """The call of the function running in ``frame`` (a kernel factory), as a ``JitCall``."""
     if frame is None or frame.f_code.co_filename.startswith("<"):
         return None
+    if not frame.f_code.co_name.isidentifier():  # ``<module>``: a module-level PrimFunc has no factory
+        return None
     code = frame.f_code
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     kwargs = {name: frame.f_locals[name] for name in names if name in frame.f_locals}
     where = f"{_shown_path(os.path.realpath(code.co_filename))}:{code.co_firstlineno}"
-    return JitCall(_call_json((), kwargs), definition=where)
+    return JitCall(_call_json((), kwargs), definition=where, function=code.co_name)
 
 
 def factory_call(func: Any) -> JitCall | None:
@@ -193,7 +218,15 @@ def observe_jit_calls() -> Iterator[None]:
 
     def compile_noting_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         stack = _call_stack()
-        stack.append(JitCall(_call_json(args, kwargs), definition=definition_of(self.func)))
+        function = getattr(self.func, "orig_func", self.func)
+        named_args, named_kwargs = _named_arguments(function, args, kwargs)
+        stack.append(
+            JitCall(
+                _call_json(named_args, named_kwargs),
+                definition=definition_of(self.func),
+                function=getattr(function, "__name__", None),
+            )
+        )
         try:
             return original_compile(self, *args, **kwargs)
         finally:

@@ -70,8 +70,8 @@ class CudaTools:
     """The CUDA programs machine code runs."""
 
     nvcc: str
-    disassembler: str
-    """nvdisasm, else cuobjdump."""
+    disassembler: str = ""
+    """nvdisasm, else cuobjdump; empty where none was looked for (ptxas's figures only)."""
 
     @property
     def disassembler_name(self) -> str:
@@ -115,10 +115,11 @@ def _cuda_home() -> str | None:
     return "/usr/local/cuda" if Path("/usr/local/cuda").exists() else None
 
 
-def find_cuda_tools() -> CudaTools:
+def find_cuda_tools(*, disassembler: bool = True) -> CudaTools:
     """nvcc as TileLang finds it (``CUDA_HOME``, ``PATH``, the ``nvidia-cuda-nvcc`` package), and a
-    disassembler beside it, on ``PATH`` or from its PyPI package. Raises ``MachineCodeError``
-    saying what is missing and how to get it."""
+    disassembler beside it, on ``PATH`` or from its PyPI package (unless ``disassembler`` is
+    False: ptxas's resource figures need nvcc only). Raises ``MachineCodeError`` saying what is
+    missing and how to get it."""
     home = _cuda_home()
     nvcc = None
     if home is not None and os.access(Path(home, "bin", "nvcc"), os.X_OK):
@@ -129,6 +130,8 @@ def find_cuda_tools() -> CudaTools:
             "machine code needs CUDA's nvcc, and there is none in CUDA_HOME, on PATH or from the "
             f"nvidia-cuda-nvcc package; install the CUDA toolkit or `{INSTALL_HINT}`"
         )
+    if not disassembler:
+        return CudaTools(nvcc)
     folders = [Path(nvcc).parent] + ([Path(home, "bin")] if home else [])
     for program in ("nvdisasm", "cuobjdump"):
         for folder in folders:

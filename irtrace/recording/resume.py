@@ -37,6 +37,8 @@ class ResumedRun:
     start: PassRecord
     """The recorded pass the lowering was resumed at (it ran on the edited module)."""
     kernel_source: str | None
+    dropped_configs: tuple[str, ...] = ()
+    """The recorded pass configs left out (``irtrace.recording.trace_configs``), one line each."""
 
 
 def resume_pass(run: KernelRun, name: str) -> PassRecord:
@@ -72,18 +74,28 @@ def read_edited_ir(path: str | Path) -> Any:
 
 
 def resume_lowering(
-    trace: Trace, run: KernelRun, start: PassRecord, module: Any, writer: TraceWriter
+    trace: Trace,
+    run: KernelRun,
+    start: PassRecord,
+    module: Any,
+    writer: TraceWriter,
+    *,
+    compile_flags: bool = False,
 ) -> ResumedRun:
     """Lower ``module`` for ``run``'s target from ``start`` on, recording the new run in ``writer``.
 
-    The new run keeps the original's kernel name, target, arguments and pass configs; its spec is
+    The new run keeps the original's kernel name, target and arguments, and its pass configs as
+    decoded from the trace (compile flags only with ``compile_flags``); its spec is
     ``resumed:SPEC@PASS`` so that tools rebuilding a kernel from its spec (``irtrace repro``) refuse it.
     """
     from irtrace.core.compat import require_supported_tilelang
     from irtrace.core.targets import get_target
     from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.trace_configs import run_with_trace_configs
 
     require_supported_tilelang()
+    original = run
+    run, dropped = run_with_trace_configs(run, compile_flags=compile_flags)
 
     skipper = SkipUntil(run, start)
     tvm_target = recorded_target(run)
@@ -105,7 +117,7 @@ def resume_lowering(
         raise ResumeError(
             f"the lowering never reached {start.name}: the pipeline ran differently from the recording"
         )
-    return ResumedRun(recorded.run, run, start, recorded.kernel_source)
+    return ResumedRun(recorded.run, original, start, recorded.kernel_source, tuple(dropped))
 
 
 def recorded_target(run: KernelRun) -> Any:

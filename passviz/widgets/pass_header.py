@@ -28,6 +28,10 @@ class PassHeader(Static):
     ) -> None:
         text = Text()
         text.append(f"{run.kernel} @ {run.target}", style="bold")
+        failed = entry.record.failed if entry is not None else bool(not run.passes and run.status != "ok")
+        # a narrow screen keeps the header short, except the error of a failed pass: the IR below
+        # it is the IR the pass received, and the error is what to read first (app.tcss)
+        self.set_class(failed, "-failed")
         if entry is None:
             if not run.passes and run.status != "ok":
                 text.append(f"  {run.status.upper()} before its first pass", style="bold white on red")

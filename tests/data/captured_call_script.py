@@ -33,15 +33,19 @@ with open(sys.argv[1], "w") as out:
     json.dump(
         {
             "source": kernel.get_kernel_source(),
-            "args": [
-                {
-                    "shape": list(t.shape),
-                    "dtype": str(t.dtype).removeprefix("torch."),
-                    "device": str(t.device),
-                }
-                for t in (x, y)
-            ],
-            "kwargs": {"factor": 3.0},
+            # the call, its positional arguments named by row_scale's parameters
+            "args": [],
+            "kwargs": {
+                **{
+                    name: {
+                        "shape": list(t.shape),
+                        "dtype": str(t.dtype).removeprefix("torch."),
+                        "device": str(t.device),
+                    }
+                    for name, t in (("X", x), ("Y", y))
+                },
+                "factor": 3.0,
+            },
             "constants": {"N": x.shape[1]},
             "dynamic": {"M": x.shape[0]},
         },

@@ -17,10 +17,10 @@ CLEAR_LINE = "T.clear(C_local)"
 """Deleting this line from the example makes a kernel the compiler flags (``buffer-init``)."""
 HINT_LINES = {
     "A_shared": ("[128, 32]", "×3", "float16", "shared.dyn", "swizzle 64B"),
-    "B_shared": ("[32, 128]", "×3", "float16", "shared.dyn", "swizzle 128B"),
+    "B_shared": ("[128, 32]", "×3", "float16", "shared.dyn", "swizzle 64B"),
     "C_local": ("[128, 128]", "float32", "local.fragment", "128 thr, 128 elem/thr"),
 }
-"""Per buffer of the example GEMM (default arguments, cuda:sm_90): shape, stages, dtype, scope, layout."""
+"""Per buffer of the example GEMM (default arguments, cuda:sm_90a): shape, stages, dtype, scope, layout."""
 
 
 def server_command() -> list[str]:

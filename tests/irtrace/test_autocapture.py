@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from collections import Counter
 from pathlib import Path
@@ -173,7 +174,11 @@ def test_a_process_outliving_the_first_is_left_in_its_part_and_collected_later(t
     assert captured_shas(load_trace(tmp_path / "out.jsonl")) == Counter([sha])
     assert not (tmp_path / "out.jsonl.parts").exists()
     again = subprocess.run(collect, cwd=tmp_path, env=clean, capture_output=True, text=True)
-    assert again.returncode == 3 and "no captured parts" in again.stderr
+    assert again.returncode == 0 and again.stdout.startswith("nothing to collect"), again.stderr
+    assert captured_shas(load_trace(tmp_path / "out.jsonl")) == Counter([sha])  # untouched
+    (tmp_path / "out.jsonl").unlink()
+    neither = subprocess.run(collect, cwd=tmp_path, env=clean, capture_output=True, text=True)
+    assert neither.returncode == 3 and "no captured parts" in neither.stderr
 
 
 # ----------------------------------------------------------------------------- costs nothing unset
@@ -271,3 +276,44 @@ def test_without_irtrace_importable_the_hook_warns_and_the_program_runs(tmp_path
     assert (done.returncode, done.stdout) == (3, "ran\n")
     (line,) = done.stderr.splitlines()
     assert line.startswith(WARNING) and "irtrace cannot be imported" in line
+
+
+# ----------------------------------------------------------------------------- as installed
+
+INSTALLED_SCRIPT = """
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+import tilelang
+from tilelang.backend.target import determine_target
+from misbehaving import copy
+
+target = determine_target({"kind": "cuda", "arch": "sm_90a"}, return_object=True)
+with target:
+    source = tilelang.lower(copy(8192, 128), target=target).kernel_source
+print("lowered", hashlib.sha256(source.encode("utf-8")).hexdigest())
+"""
+
+
+def test_the_environment_make_setup_builds_captures_with_nothing_but_irtrace_set(tmp_path: Path) -> None:
+    """The README's first step: in the venv ``make setup`` builds (an editable install, this test's
+    own interpreter), ``IRTRACE=cap.jsonl python script.py`` captures with no ``PYTHONPATH`` or
+    ``sitecustomize`` of the test's: the hook is in that venv's site-packages, where setup.py's
+    ``editable_wheel`` put it. Oracle: the kernel source's hash the script printed."""
+    site_packages = Path(sysconfig.get_paths()["purelib"])
+    assert (site_packages / HOOK.name).read_bytes() == HOOK.read_bytes()
+    script = tmp_path / "script.py"
+    script.write_text(INSTALLED_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("IRTRACE", "PYTHON"))}
+    done = subprocess.run(
+        [sys.executable, str(script), str(DATA)],
+        cwd=tmp_path,
+        env={**env, "IRTRACE": "cap.jsonl"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    (sha,) = re.findall(r"^lowered ([0-9a-f]{64})$", done.stdout, re.MULTILINE)
+    trace = load_trace(tmp_path / "cap.jsonl")
+    assert captured_shas(trace) == Counter([sha])
+    assert [run.kernel for run in trace.runs] == ["misbehaving_copy"]

@@ -121,7 +121,7 @@ def test_sizes_from_a_captured_calls_tensors(lowered: Lowered) -> None:
 
     tensors = {
         name: tensor_arg(torch.empty(*shape, dtype=torch.bfloat16))
-        for name, shape in (("X", (300, 1024)), ("W", (1024, 4096)), ("Y", (300, 4096)))
+        for name, shape in (("X", (300, 1024)), ("W", (4096, 1024)), ("Y", (300, 4096)))
     }
     instance = Instance(process="pid 1", pid=1, tensors={k: v for k, v in tensors.items() if v is not None})
     func = lowered.prepared.built.func  # type: ignore[union-attr]

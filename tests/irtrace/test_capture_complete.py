@@ -96,8 +96,7 @@ def test_arguments_and_sizes_are_the_scripts_call(captured: Any) -> None:
     assert instance.constants == oracle["constants"]
     assert instance.dynamic == oracle["dynamic"]
     assert {name: [t.shape, t.dtype, t.device] for name, t in instance.tensors.items()} == {
-        name: [t["shape"], t["dtype"], t["device"]]
-        for name, t in zip(("X", "Y"), oracle["args"], strict=True)
+        name: [t["shape"], t["dtype"], t["device"]] for name, t in oracle["kwargs"].items() if name in "XY"
     }
 
 
@@ -132,6 +131,22 @@ def test_instances_query_gives_the_scripts_call(captured: Any) -> None:
     assert instance["targets"] == ["cuda:sm_90a"]
     shown = irtrace("instances", "t.jsonl", cwd=folder)
     assert "sizes:     N=256" in shown.stdout and f"test:      {TEST_ID}" in shown.stdout
+    # named as the call's parameters, in Python's spelling (the script called compile(x, y, factor=3.0))
+    assert "arguments: X=<tensor float16[48, 256]>, Y=<tensor float16[48, 256]>, factor=3.0" in shown.stdout
+
+
+def test_show_json_holds_the_instance(captured: Any) -> None:
+    """``irtrace show --json`` carries each captured run's instance: the test id the session had
+    and the script's own line that compiled the kernel (oracles: the environment the fixture set,
+    the script's text)."""
+    _, oracle, folder = captured
+    done = irtrace("show", "t.jsonl", "--json", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    line = next(i for i, text in enumerate(SCRIPT.read_text().splitlines(), 1) if ".compile(" in text)
+    instance = run["instance"]
+    assert (instance["test_id"], instance["call_site"]) == (TEST_ID, f"{os.path.realpath(SCRIPT)}:{line}")
+    assert (instance["constants"], instance["dynamic"]) == (oracle["constants"], oracle["dynamic"])
 
 
 def test_pass_configs_keep_their_types(captured: Any) -> None:
@@ -253,3 +268,25 @@ def test_irtrace_run_hooks_tilelang_only_while_the_script_runs(tmp_path: Path) -
     main(["run", "-q", "-o", str(tmp_path / "t.jsonl"), "--", "python", str(script), str(seen)])
     assert seen.read_text() == "irtrace.recording.jit_calls irtrace.recording.jit_calls"
     assert (JITImpl.compile, TirTemplate.get_tir) == before
+
+
+def test_a_prim_func_called_main_is_recorded_under_its_factorys_name(tmp_path: Path) -> None:
+    """``@T.prim_func def main`` inside a factory or a ``@tilelang.jit`` function goes by that
+    function's name; a module-level ``main`` keeps its own. ``irtrace instances`` shows each call's
+    arguments named, in Python's spelling (``double=False``). Oracle: the names and calls the
+    script printed itself (its functions' ``__name__`` and ``inspect.signature(...).bind``)."""
+    script = DATA / "main_factories.py"
+    done = irtrace("run", "-o", "t.jsonl", "--", "python", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    calls = [line.split(" ", 2)[1:] for line in done.stdout.splitlines() if line.startswith("called ")]
+    assert [name for name, *_ in calls] == ["scale", "main", "shift"]
+    trace = load_trace(tmp_path / "t.jsonl")
+    assert [run.kernel for run in trace.runs] == [name for name, *_ in calls]
+    shown = irtrace("instances", "t.jsonl", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    headings = [line.split()[1] for line in shown.stdout.splitlines() if line[:1].isdigit()]
+    assert headings == [name for name, *_ in calls]
+    for _, *arguments in calls:
+        if arguments:
+            assert f"   arguments: {arguments[0]}\n" in shown.stdout
+    assert "false" not in shown.stdout and "null" not in shown.stdout

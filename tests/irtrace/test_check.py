@@ -358,3 +358,18 @@ def test_implicit_policy_file_in_the_current_folder(traces: Traces, tmp_path: Pa
     (tmp_path / "irtrace-policy.toml").write_text("[fail]\nir = true\n", encoding="utf-8")
     done = irtrace("check", traces.changed, "--baseline", traces.baseline, cwd=tmp_path)
     assert done.returncode == 1 and "irtrace-policy.toml" in done.stdout
+
+
+def test_check_help_names_every_kind_the_default_policy_fails_on() -> None:
+    """The help said the default failed "on removed and newly failing kernels only"; it gates
+    latency and resources too. Oracle: ``Policy()`` deciding each kind."""
+    from irtrace.core.policy import CHANGE_KINDS
+
+    done = subprocess.run(
+        [sys.executable, "-m", "irtrace.cli", "check", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    section = done.stdout.split("\npolicy: ", 1)[1].split("\n\n", 1)[0]
+    named = {kind for kind in CHANGE_KINDS if kind in section.replace(",", " ").split()}
+    assert named == {kind for kind in CHANGE_KINDS if Policy().fails(kind)}
+    assert {"latency", "registers"} <= named and "only" not in section

@@ -383,3 +383,17 @@ def test_show_warns_about_a_cut_short_trace(
     first, running = err.strip().splitlines()
     assert first == f"irtrace: warning: {short} was cut short; using what it holds"
     assert running.startswith("irtrace: warning: matmul on cuda:sm_90 stopped while pass ")
+
+
+def test_ir_asks_for_the_option_that_tells_the_runs_apart(
+    capsys: pytest.CaptureFixture[str], gemm_trace: Trace
+) -> None:
+    """One kernel on two targets: ``ir --source`` asks for ``--target`` (naming the targets),
+    never for a ``--kernel`` that would not help. Oracle: the kernels and targets the trace holds."""
+    assert len(gemm_trace.kernels()) == 1 and len(gemm_trace.targets()) == 2
+    code, out, err = run_cli(capsys, "ir", gemm_trace.path, "--source")
+    assert code == ExitCode.NOT_FOUND and not out
+    assert "name --target" in err and "--kernel" not in err
+    assert all(target in err for target in gemm_trace.targets())
+    code, _, _ = run_cli(capsys, "ir", gemm_trace.path, "--source", "-t", gemm_trace.targets()[0])
+    assert code == ExitCode.OK

@@ -74,13 +74,16 @@ def test_unedited_ir_gives_the_recorded_source(fragment_trace: Trace, tmp_path: 
     ("edit", "message"),
     [
         (lambda t: 'import os\nos.system("touch pwned")\n' + t, "only one `@I.ir_module` class"),
-        (lambda t: t.replace("T.float32(2.0)", 'open("pwned", "w")'), "'open' is a Python builtin"),
-        (lambda t: t.replace("T.float32(2.0)", "T.float32.__class__"), "starts with '_'"),
-        (lambda t: t.replace("T.float32(2.0)", "(lambda: 2)()"), "Lambda is not TVMScript"),
+        (
+            lambda t: t.replace("T.float32(2.0)", 'open("pwned", "w")'),
+            "only T.NAME, I.NAME, the module's functions and range can be called",
+        ),
+        (lambda t: t.replace("T.float32(2.0)", "T.float32.__class__"), "an attribute is read only of T, I"),
+        (lambda t: t.replace("T.float32(2.0)", "(lambda: 2)()"), "edited.py:24: only T.NAME"),
         (lambda t: t.replace("T.float32(2.0)", "T.float32(2.0 +"), "edited.py:24: not valid Python syntax"),
         (
             lambda t: t.replace("T.float32(2.0)", "undefined_v"),
-            "edited.py:24: TVMScript parser: Undefined variable: undefined_v",
+            "edited.py:24: the name 'undefined_v' is not bound in this function",
         ),
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from irtrace.core.errors import UsageError
@@ -86,13 +87,13 @@ def test_every_target_is_named_back_from_its_tvm_target() -> None:
     ("text", "expected"),
     [
         ("cuda:sm_90a", "cuda:sm_90a"),
-        (" cuda ", "cuda:sm_90"),
+        (" cuda ", "cuda:sm_90a"),
         ("sm_80", "cuda:sm_80"),
         ("hip:mi300x", "hip:gfx942"),
         ("cuda -arch=sm_90a", "cuda:sm_90a"),
         ("cuda -keys=cuda,gpu -arch=sm_86", "cuda:sm_86"),
         ("cuda -arch=sm_89a", "cuda:sm_89"),
-        ("cuda -arch=sm_87", "cuda:sm_90"),
+        ("cuda -arch=sm_87", "cuda:sm_90a"),
         ("rocm -mcpu=gfx90a", "hip:gfx90a"),
         ("hip -mcpu=gfx1030", "hip:gfx942"),
         ("metal", "metal"),
@@ -123,3 +124,28 @@ def test_dialect_from_the_text_agrees_with_the_imported_module() -> None:
     assert dialect_of_source("from tilelang.ascend import language as T\n") == ASCEND
     assert dialect_of_source("import numpy as np, tilelang.ascend.language as T\n") == ASCEND
     assert dialect_of_source("import tilelang.ascendant\n# import tilelang.ascend\n") == PORTABLE
+
+
+def test_the_default_target_is_the_one_tilelang_picks_for_a_hopper_gpu() -> None:
+    """Oracle: TileLang's own CUDA target detector names a GPU of compute capability 9.0 (H100,
+    H200) ``sm_`` + ``nvcc.get_target_arch``; every default (``record``, ``run``, the language
+    server, the MCP server, the ``cuda`` alias) is that target."""
+    from tilelang.contrib import nvcc
+
+    from irtrace.core.targets import DEFAULT_TARGET, default_target, get_target
+    from irtrace.recording.capture import GPU_SCRIPT_TARGET
+    from tilelang_lsp.options import InitializationOptions
+    from tilelang_lsp.protocol import Request
+
+    tilelangs = f"cuda:sm_{nvcc.get_target_arch((9, 0))}"
+    assert tilelangs == "cuda:sm_90a"
+    assert tilelangs == DEFAULT_TARGET and DEFAULT_TARGET in TARGETS
+    assert (
+        default_target("tilelang").name
+        == get_target("cuda").name
+        == get_target("cuda:hopper").name
+        == tilelangs
+    )
+    assert tilelangs == GPU_SCRIPT_TARGET
+    assert InitializationOptions().default_target == tilelangs
+    assert {f.name: f.default for f in msgspec.structs.fields(Request)}["default_target"] == tilelangs

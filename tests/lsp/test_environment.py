@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import site
 import subprocess
 import sys
@@ -55,3 +56,17 @@ async def test_analysis_runs_in_the_environment_the_python_option_names(
     status = await client.protocol.send_request_async("tilelang/workerStatus", {})
     assert Path(status.prefix).resolve() == other_venv.resolve()
     assert Path(status.prefix).resolve() != Path(sys.prefix).resolve()
+
+
+async def test_the_api_index_is_read_from_the_tilelang_the_python_option_imports(
+    client: LanguageClient,
+) -> None:
+    """Found by running that interpreter (``python -P -m tilelang_lsp.api.installed``), which only
+    locates the package; the oracle is the folder the worker imported tilelang from."""
+    deadline = asyncio.get_running_loop().time() + 180
+    while True:
+        status = await client.protocol.send_request_async("tilelang/workerStatus", {})
+        if (status.tilelang and status.apiIndex) or asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    assert Path(status.apiIndex.tilelang).resolve() == Path(status.tilelang).resolve()

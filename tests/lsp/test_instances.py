@@ -247,7 +247,7 @@ async def test_the_mcp_server_and_the_language_server_use_the_same_instance_and_
     uri, got = await compiled_hints(client, path)
     from_mcp: list[tuple[int, str]] = []
     for kernel in kernels:
-        answer = mcp_server.ok("buffer_facts", spec=f"{name}::{kernel}", target="cuda:sm_90")
+        answer = mcp_server.ok("buffer_facts", spec=f"{name}::{kernel}", target="cuda:sm_90a")
         (entry,) = answer["kernels"]
         instance = entry["instance"]
         message = await summary(client, uri, kernel)

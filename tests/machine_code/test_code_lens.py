@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,38 @@ async def test_code_lens_shows_ptxas_resources(
     assert title.startswith("cuda:sm_90a · ") and " passes · " in title
     assert title.endswith(f" ms · regs {expected['registers']} · spills {spills} · smem {smem_kib:.1f} KiB")
     assert titles[1:] == ["Trace", "IR after pass…"]
+
+
+async def test_an_nvcc_error_in_the_lens_keeps_what_to_do(client: LanguageClient, tmp_path: Path) -> None:
+    """The example GEMM for plain ``cuda:sm_90``: nvcc rejects TileLang's warp-specialized code,
+    and its message ends with what to do (``such as sm_90a``). The lens used to cut it at 80
+    characters, before that; it keeps the start and the end. Oracle: nvcc's own message,
+    from ``irtrace record --machine-code`` of the same kernel and target."""
+    import subprocess
+    import sys
+
+    from irtrace.core.trace_reader import load_trace
+
+    out = tmp_path / "sm90.jsonl"
+    spec = f"{EXAMPLES / 'gemm.py'}::matmul()"
+    record = [sys.executable, "-m", "irtrace.cli", "record", "--machine-code", spec]
+    subprocess.run([*record, "-t", "cuda:sm_90", "-o", str(out), "-q"], capture_output=True)
+    (run,) = load_trace(out).runs
+    found = re.search(r'static assertion failed with "([^"]+)"', run.error or "")
+    assert found is not None, run.error
+    nvcc_says = found[1]
+    assert nvcc_says.endswith("such as sm_90a") and len(nvcc_says) > 80
+
+    text = (
+        (EXAMPLES / "gemm.py")
+        .read_text()
+        .replace("def matmul(", "# tilelang: target=cuda:sm_90\ndef matmul(")
+    )
+    path = tmp_path / "gemm_sm90.py"
+    path.write_text(text)
+    uri, version = open_fresh(client, path)
+    await wait_published(client, uri, version)
+    title = (await lens_titles(client, uri, until="nvcc: "))[0]
+    message = title.split(" · nvcc: ", 1)[1]
+    assert len(message) <= 80 and message.endswith("such as sm_90a")
+    assert message.startswith(nvcc_says.split()[0])  # what failed: tl::warpgroup_reg_dealloc

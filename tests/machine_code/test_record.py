@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, text_sha256
+from irtrace.core.targets import DEFAULT_TARGET
+from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, STATUS_OK, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.recording.machine_code import find_cuda_tools
 
-from ..conftest import EXAMPLES, ROOT
+from ..conftest import DATA, EXAMPLES, ROOT
 from .conftest import CASES, Recorded, oracle_resources, ptxas_verbose
 
 pytestmark = pytest.mark.slow
@@ -186,6 +187,12 @@ def test_missing_tools_are_named_with_the_way_to_get_them(tmp_path: Path) -> Non
     assert done.stdout.startswith(
         f"machine code needs nvdisasm or cuobjdump to print SASS; nvcc is {bin_dir}"
     )
+    # ptxas's figures alone (the language server's lens) need nvcc and nothing else
+    lens = code.replace("find_cuda_tools()", "find_cuda_tools(disassembler=False).nvcc")
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", lens], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == str(bin_dir / "nvcc")
 
 
 def test_record_stops_before_lowering_without_tools(tmp_path: Path) -> None:
@@ -336,3 +343,23 @@ def test_the_same_source_gives_the_same_ptx(recorded: Recorded) -> None:
     internal = ",".join(str(byte) for byte in b"_INTERNAL_")  # the debug info spells names as .b8 bytes
     assert first.ptx is not None and internal in first.ptx, first.error
     assert first.ptx == second.ptx
+
+
+def test_the_default_target_compiles_tilelangs_own_gemm_to_machine_code(tmp_path: Path) -> None:
+    """TileLang's own GEMM example (eager ``@tilelang.jit``, warp-specialized on Hopper) recorded
+    with no ``-t``: the default target is the one its code needs (wgmma, setmaxnreg), so nvcc
+    compiles it and the run carries ptxas's figures. Plain ``sm_90`` fails there at stage ptx."""
+    irtrace = Path(sys.executable).with_name("irtrace")
+    sizes = "M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32"
+    spec = f"{DATA / 'tilelang_example_gemm.py'}::matmul({sizes})"
+    out = tmp_path / "gemm.jsonl"
+    done = subprocess.run(
+        [str(irtrace), "record", "--machine-code", spec, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run,) = load_trace(out).runs
+    assert run.target == DEFAULT_TARGET and run.status == STATUS_OK
+    assert run.passes[-1].name == "sass" and run.resources and run.resources[0].registers > 0

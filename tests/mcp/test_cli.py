@@ -14,6 +14,8 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+import irtrace
+
 from ..conftest import EXAMPLES, ROOT
 
 
@@ -76,7 +78,9 @@ def test_the_documented_client_configuration_starts_a_server() -> None:
     async def session() -> tuple[set[str], Path]:
         params = StdioServerParameters(command=command, args=args, env=env)
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
-            await client.initialize()
+            started = await client.initialize()
+            # the server says its own version, not the MCP SDK's
+            assert (started.serverInfo.name, started.serverInfo.version) == ("tilelang", irtrace.__version__)
             lowered = await client.call_tool("lower_kernel", {"spec": "gemm.py::matmul(256, 256, 256)"})
             assert not lowered.isError and lowered.structuredContent is not None
             trace = await client.read_resource(lowered.structuredContent["resource"])

@@ -371,3 +371,19 @@ def test_bad_requests_are_tool_errors(mcp_server: McpServer) -> None:
     assert "t99" in mcp_server.error("get_ir", trace="t99", pass_name="tl.LayoutInference")
     # the server is still there
     assert mcp_server.ok("list_targets")["targets"]
+
+
+def test_several_targets_answer_in_summaries_with_the_passes_on_request(mcp_server: McpServer) -> None:
+    """An all-targets answer was 41 KB of pass rows: for several targets each run is a summary
+    (status, time, pass counts) and a note says how to ask for the rows; ``pass_list=true`` lists
+    them, as many as each summary counts."""
+    targets = ["cuda:sm_90", "hip:gfx942"]
+    short = mcp_server.call("lower_kernel", spec=GEMM, targets=targets)
+    data = short.structuredContent
+    assert not short.isError and data is not None
+    assert [(run["target"], run["status"]) for run in data["runs"]] == [(t, "ok") for t in targets]
+    assert all("pass_list" not in run and run["passes"] > 0 for run in data["runs"])
+    assert "pass_list=true" in data["pass_list_note"]
+    assert len(json.dumps(data)) < 3000
+    full = mcp_server.ok("lower_kernel", spec=GEMM, targets=targets, pass_list=True)
+    assert [len(run["pass_list"]) for run in full["runs"]] == [run["passes"] for run in data["runs"]]

@@ -13,6 +13,7 @@ import asyncio
 import os
 import signal
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -44,6 +45,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     marker = outside / "marker.txt"
     (outside / "evil.py").write_text(HOSTILE.format(marker=str(marker)))
     (outside / "trace.jsonl").write_text("")
+    (outside / "secret").write_text("TOP-SECRET-VALUE")
     (root / "linked.py").symlink_to(outside / "evil.py")
     return root, outside
 
@@ -70,6 +72,70 @@ def test_files_outside_the_roots_are_refused(guarded: McpServer, folders: tuple[
     trace = str(outside / "trace.jsonl")
     assert "outside the allowed roots" in guarded.error("check_trace", trace=trace, baseline=trace)
     assert not (outside / "marker.txt").exists()
+
+
+def test_a_kernel_spec_from_an_agent_is_literals_only(guarded: McpServer, folders: tuple[Path, Path]) -> None:
+    """Prompt injection reaches an agent's arguments: an expression is refused before anything
+    is imported, so it neither runs a command nor reads a file outside the roots into an answer."""
+    _, outside = folders
+    marker = outside / "spec-marker"
+    kernel = TEST_DATA / "fragment_scale.py"
+    run_command = f"{kernel}::scale_rows(256 + 0*__import__('os').system('touch {marker}'))"
+    read_secret = f"{kernel}::scale_rows(int(open({str(outside / 'secret')!r}).read()))"
+    for spec in (run_command, read_secret):
+        for tool, extra in (("lower_kernel", {}), ("buffer_facts", {}), ("diagnostics", {})):
+            message = guarded.error(tool, spec=spec, **extra)
+            assert "is not a literal" in message and "TOP-SECRET-VALUE" not in message, message
+    assert not marker.exists()
+
+
+def test_pass_configs_from_an_agent_reach_no_command_line_and_write_no_file(
+    guarded: McpServer, folders: tuple[Path, Path]
+) -> None:
+    """nvcc runs its host compiler through a shell: compile flags from an agent are refused, as
+    are options that make TileLang write files where they say; other configs are type-checked."""
+    _, outside = folders
+    marker = outside / "flags-marker"
+    spec = f"{TEST_DATA / 'fragment_scale.py'}::scale_rows()"
+    flags = {"tl.device_compile_flags": [f"-Xcompiler=-DX;touch${{IFS}}{marker};"]}
+    for tool in ("lower_kernel", "machine_code"):
+        message = guarded.error(tool, spec=spec, pass_configs=flags)
+        assert "tl.device_compile_flags: reaches the device compiler's command line" in message, message
+    dump = {"tl.enable_dump_ir": True, "tl.dump_ir_path": str(outside / "dumped")}
+    assert "only makes TileLang write files" in guarded.error("lower_kernel", spec=spec, pass_configs=dump)
+    wrong = {"tl.disable_warp_specialized": "$(touch x)"}
+    assert "not a value of its type" in guarded.error("lower_kernel", spec=spec, pass_configs=wrong)
+    assert not marker.exists() and not (outside / "dumped").exists()
+
+
+def server_pid() -> int:
+    """The ``python -m tilelang_mcp`` this test process started (not its worker)."""
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            words = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if words[1:3] == [b"-m", b"tilelang_mcp"]:
+                return int(child)
+    raise AssertionError("no tilelang_mcp server among this process's children")
+
+
+def peak_memory_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+
+def test_a_hostile_trace_is_loaded_outside_the_server(guarded: McpServer, folders: tuple[Path, Path]) -> None:
+    """A 1 MB .gz decompression bomb under a root: read in a limited child, refused in one line;
+    the server's own peak memory does not move."""
+    root, _ = folders
+    bomb = root / "bomb.jsonl.gz"
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    member = compressor.compress(b"a" * (1 << 20)) + compressor.flush()
+    bomb.write_bytes(member * 1024)
+    pid = server_pid()
+    before = peak_memory_mb(pid)
+    message = guarded.error("check_trace", trace=str(bomb), baseline=str(bomb))
+    assert "decompression bomb" in message and "\n" not in message, message
+    assert peak_memory_mb(pid) - before < 32, (before, peak_memory_mb(pid))
 
 
 @pytest.mark.sweep  # 16-20 s on 2 cores: with the sweeps, to keep make test within 10 minutes

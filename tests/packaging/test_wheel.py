@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -254,3 +255,49 @@ def test_pip_install_into_an_env_with_tilelang_and_torch_changes_neither(
         == captured.stdout.strip().splitlines()[-1]
         == untraced.stdout.strip().splitlines()[-1]
     )
+
+
+def test_an_editable_install_into_a_fresh_venv_captures_with_irtrace_set(tmp_path: Path) -> None:
+    """``pip install -e .`` (any, not only ``make setup``'s) puts the startup hook in the new venv's
+    site-packages, listed in its RECORD so that uninstalling removes it. The venv borrows the
+    dependencies from this test's environment (a path entry, which runs none of its ``.pth``
+    files); the capture's oracle is the kernel source's hash the script printed."""
+    (tmp_path / "source").mkdir()
+    source = copy_source(tmp_path / "source")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=OUTSIDE, check=True)
+    _pip(venv, "--no-deps", "-e", str(source))
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        env=OUTSIDE,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    site_packages = Path(purelib)
+    assert (site_packages / STARTUP_HOOK).read_bytes() == (ROOT / STARTUP_HOOK).read_bytes()
+    (record,) = site_packages.glob("tilelang_devtools-*.dist-info/RECORD")
+    assert f"{STARTUP_HOOK}," in record.read_text()
+    (site_packages / "borrowed-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+    work = tmp_path / "work"
+    work.mkdir()
+    captured = subprocess.run(
+        [str(python), "-c", _UNTRACED_SOURCE, str(EXAMPLES / "gemm.py")],
+        cwd=work,
+        env={**OUTSIDE, "IRTRACE": "captured.jsonl"},
+        capture_output=True,
+        text=True,
+    )
+    assert captured.returncode == 0, captured.stderr
+    shown = subprocess.run(
+        [str(venv / "bin" / "irtrace"), "show", "captured.jsonl", "--json"],
+        cwd=work,
+        env=OUTSIDE,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (run,) = json.loads(shown.stdout)["runs"]
+    assert (run["status"], run["source_sha256"]) == ("ok", captured.stdout.strip().splitlines()[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,53 @@ def test_html_side_by_side_gives_the_width_to_the_code_columns(
     assert table.index("<colgroup>") < table.index("<tr")
     assert table.count('<col class="no">') == 2 and table.count('<col class="code">') == 2
     assert "col.no { width: 4.5em; }" in page
+
+
+_COMPILING_SCRIPT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import tilelang
+from misbehaving import copy
+tilelang.compile(copy(8192, 128), target={"kind": "cuda", "arch": "sm_90a"})
+"""
+
+
+def test_targets_on_a_captured_run_leaves_its_host_wrapper_out_of_the_pipelines_passes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``irtrace run -t hip:gfx942`` on a program that compiles a kernel: the captured CUDA run
+    also compiled the host wrapper, the HIP run is lowered to its device kernel only. The passes
+    only on CUDA must be the pipeline's, the same as between two runs ``irtrace record`` lowered
+    (the oracle, by another route); the host wrapper's passes are named as such."""
+    from ..conftest import DATA
+
+    script = tmp_path / "compile_copy.py"
+    script.write_text(_COMPILING_SCRIPT)
+    irtrace = [sys.executable, "-m", "irtrace.cli"]
+    ran = subprocess.run(
+        [*irtrace, "run", "-t", GFX, "-o", "run.jsonl", "-q", "--", "python", str(script), str(DATA)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stderr
+    spec = f"{DATA / 'misbehaving.py'}::copy(8192, 128)"
+    recorded = subprocess.run(
+        [*irtrace, "record", spec, "-t", "cuda:sm_90a", "-t", GFX, "-o", "record.jsonl", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert recorded.returncode == 0, recorded.stderr
+
+    def only_on_cuda(trace: str) -> tuple[str, str]:
+        code, out, _ = run_cli(capsys, "targets", tmp_path / trace, "cuda:sm_90a", GFX)
+        assert code in (0, 1), out
+        lines = [line.strip() for line in out.splitlines()]
+        return next((line for line in lines if line.startswith("passes only on cuda")), ""), out
+
+    captured, captured_out = only_on_cuda("run.jsonl")
+    expected, _ = only_on_cuda("record.jsonl")
+    assert captured == expected
+    assert "host codegen" not in captured
+    assert "also compiled its program's host wrapper" in captured_out and "host codegen" in captured_out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 from pathlib import Path
 
@@ -282,3 +284,29 @@ async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(
         counts = app._counts[app.run_ref]
         expected = diff_texts(trace.ir_before(lower), trace.ir_after(lower))
         assert counts[lower.index] == (expected.added, expected.removed)
+
+
+def screen_text(app: PassvizApp) -> str:
+    """What the terminal shows, as text (from Textual's own screenshot of the screen)."""
+    svg = app.export_screenshot()
+    rows = re.findall(r"<text[^>]*>(.*?)</text>", svg, re.DOTALL)
+    return html.unescape("".join(rows)).replace("\xa0", " ")
+
+
+async def test_a_failed_passs_error_is_on_screen_at_80x24(three_target_trace: Trace) -> None:
+    """At 80x24 the header has three lines beside the 40-column lists: the error of a failed pass
+    must still be readable in full where the IR would be (oracle: the error the trace recorded)."""
+    ascend = run_of(three_target_trace, "ascend")
+    failed = next(p for p in ascend.passes if p.failed)
+    assert failed.error
+    app = PassvizApp([three_target_trace], show_times=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("t", "t", "home", "e")
+        await pilot.pause()
+        assert app.selected_record == failed and app.view_mode == "ir"
+        shown = " ".join(screen_text(app).split())
+        first = " ".join(failed.error.splitlines()[0].split())
+        words = first.split()
+        # the whole first line of the error, however the 40-odd columns wrap it
+        assert all(word in shown for word in words), (first, shown)

@@ -100,7 +100,7 @@ async def test_fragment_cells_on_screen_are_tilelangs_threads(layouts_trace: Tra
 
 
 async def test_shared_buffer_cells_on_screen_are_banks(layouts_trace: Trace) -> None:
-    live = oracle_layouts("matmul", "cuda:sm_90")["B_shared"]  # [3, 32, 128], swizzle 128B
+    live = oracle_layouts("matmul", "cuda:sm_90")["B_shared"]  # [3, 128, 32], swizzle 64B
     app = PassvizApp([layouts_trace], show_times=False)
     async with app.run_test(size=SMALL) as pilot:
         await pick(pilot, "matmul", "cuda:sm_90", "B_shared")

@@ -1,64 +1,53 @@
-"""The server's copy of TileLang's API index: where it comes from, how names resolve, the disk cache.
+"""The server's copy of TileLang's API index: where it comes from, and how names resolve.
 
-The index is made by introspecting the installed tilelang (``tilelang_lsp.worker.api_index``); the
-server only holds it. It arrives from the trusted worker once (an ``ApiIndex`` event), from a cache
-file written by an earlier session for the same tilelang installation, or, in an untrusted
-workspace with no cache, from a one-off ``python -P -m tilelang_lsp.worker.api_index`` run with the
-server's own interpreter (it imports tilelang and nothing of the workspace).
+The index is read from the installed tilelang's source files (``tilelang_lsp.api.source_index``),
+never by importing it, by a child process (``tilelang_lsp.api.reading``: started at launch for the
+server's own environment, adopted when the client's options name it), or taken from the cache an
+earlier session wrote for the same installation (``tilelang_lsp.api.cache``).
+Modules arrive one by one, ``tilelang.language`` first, so ``T.`` completes while the rest is read;
+a request waits for the module it needs (``lookup``), never answers from half an index.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import importlib.metadata
 import logging
-import os
-import sys
-import tempfile
-from pathlib import Path
+import time
 
-import msgspec
-
-from tilelang_lsp.protocol import ApiEntry, ApiIndex
+from tilelang_lsp.api.installed import Installation, find_installation
+from tilelang_lsp.api.reading import reading_for
+from tilelang_lsp.protocol import ApiEntry, ApiIndex, ApiModule
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
-"""Bumped when ``ApiIndex`` changes shape, so an old cache file is never read as a new one."""
-JOB_TIMEOUT_S = 180.0
-"""Importing tilelang on a loaded machine."""
+WAIT_S = 30.0
+"""The longest a request waits for the index (reading it takes about a second)."""
 
 Resolved = ApiEntry | str
 """An API entry, or the name of an indexed module (``tilelang.language``)."""
 
 
 class ApiCatalog:
-    """TileLang's public names by module, once an index is in."""
+    """TileLang's public names by module, as they arrive."""
 
     def __init__(self) -> None:
         self.index: ApiIndex | None = None
+        """The whole index, once every module is in."""
         self.origin: str | None = None
-        """``worker``, ``cache`` or ``job``: where the index came from."""
+        """``cache`` or ``source``: where the index came from."""
+        self.installation: Installation | None = None
         self.modules: dict[str, dict[str, ApiEntry]] = {}
-        self.job: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.done = asyncio.Event()
+        """Set once loading ended (with an index or without: no tilelang here)."""
+        self._arrived = asyncio.Event()
+        """Set (and replaced) each time a module arrives."""
 
     @property
     def ready(self) -> bool:
         return self.index is not None
 
-    def receive(self, index: ApiIndex, origin: str = "worker") -> None:
-        """Take an index (the worker's replaces any other) and keep it on disk for the next start."""
-        if self.origin == "worker" and origin != "worker":
-            return
-        modules: dict[str, dict[str, ApiEntry]] = {}
-        for module in index.modules:
-            source = modules.get(module.same_as) if module.same_as else None
-            modules[module.name] = source if source is not None else {e.name: e for e in module.entries}
-        self.index, self.origin, self.modules = index, origin, modules
-        if origin != "cache":
-            save_cache(index)
+    # --- names -------------------------------------------------------------------------------
 
     def members(self, module: str) -> dict[str, ApiEntry]:
         return self.modules.get(module, {})
@@ -89,113 +78,50 @@ class ApiCatalog:
             current = entry.module if entry.kind == "module" and entry.module in self.modules else entry
         return current
 
+    async def lookup(self, path: list[str]) -> Resolved | None:
+        """``resolve``, waiting while the modules that could answer are still being read."""
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            found = self.resolve(path)
+            if found is not None or self.done.is_set() or self.task is None:
+                return found
+            arrived = self._arrived
+            waits = [asyncio.ensure_future(arrived.wait()), asyncio.ensure_future(self.done.wait())]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return found
+            _, pending = await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in pending:
+                waiter.cancel()
+
     # --- loading ---------------------------------------------------------------------------
 
-    def load_cached(self) -> bool:
-        """The cached index of the tilelang this server's environment has, if one was written."""
-        if self.ready:
-            return True
-        folder = installed_tilelang()
-        if folder is None:
-            return False
-        path = cache_path(folder)
-        if path is None or not path.is_file():
-            return False
+    def start(self, python: str | None) -> None:
+        """Find the tilelang ``python`` would import and read its API (or its cache), in the
+        background; ``python`` is the worker's interpreter, ``None`` for the server's own."""
+        if self.task is None:
+            self.task = asyncio.ensure_future(self._load(python))
+
+    async def _load(self, python: str | None) -> None:
         try:
-            index = msgspec.json.decode(path.read_bytes(), type=ApiIndex)
-        except (OSError, msgspec.DecodeError) as error:
-            log.warning("ignoring the API index cache %s: %s", path, error)
-            return False
-        self.receive(index, "cache")
-        return True
-
-    def start_job(self) -> None:
-        """Index the server's own tilelang in a short process (untrusted workspace, no cache)."""
-        if self.ready or self.job is not None:
-            return
-        self.job = asyncio.ensure_future(self._run_job())
-
-    async def _run_job(self) -> None:
-        with tempfile.TemporaryDirectory(prefix="tilelang-lsp-api-") as folder:
-            try:
-                process = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-P",  # no working folder on sys.path: a workspace's own `tilelang/` never imports
-                    "-m",
-                    "tilelang_lsp.worker.api_index",
-                    cwd=folder,
-                    env=_job_environment(),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.DEVNULL,
-                    limit=64 * 2**20,
-                )
-            except OSError as error:
-                log.warning("cannot index TileLang's API: %s", error)
+            self.installation = await find_installation(python)
+            if self.installation is None:
+                log.warning("no tilelang found for %s: no completion of its API", python or "this server")
                 return
-            try:
-                output, _ = await asyncio.wait_for(process.communicate(), JOB_TIMEOUT_S)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-                return
-        try:
-            index = msgspec.json.decode(output.strip() or b"null", type=ApiIndex)
-        except msgspec.DecodeError as error:
-            log.warning("the API index job answered badly (exit %s): %s", process.returncode, error)
-            return
-        self.receive(index, "job")
+            reading = reading_for(self.installation)
+            loop = asyncio.get_running_loop()
+            finished = asyncio.Event()
+            reading.listen(
+                lambda module: loop.call_soon_threadsafe(self._add, module),
+                lambda: loop.call_soon_threadsafe(finished.set),
+            )
+            await finished.wait()
+            self.index, self.origin = reading.index, reading.origin
+        finally:
+            self.done.set()
 
-
-def _job_environment() -> dict[str, str]:
-    """This process's environment, with this copy of tilelang_lsp first on the job's path."""
-    import tilelang_lsp
-
-    env = dict(os.environ)
-    ours = str(Path(tilelang_lsp.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ours, env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def installed_tilelang() -> str | None:
-    """The folder of the tilelang this process's environment has, read from its package metadata
-    (importing it is the worker's business)."""
-    try:
-        folder = importlib.metadata.distribution("tilelang").locate_file("tilelang")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    return str(folder) if Path(str(folder)).is_dir() else None
-
-
-def cache_path(folder: str) -> Path | None:
-    """The cache file of the index of the tilelang in ``folder``: named by the folder and the times
-    of its package files, so an upgrade or an edited checkout gets a new one."""
-    stamps = [os.path.realpath(folder), str(CACHE_FORMAT)]
-    for name in ("__init__.py", "language/__init__.py"):
-        try:
-            stamps.append(str(os.stat(os.path.join(folder, name)).st_mtime_ns))
-        except OSError:
-            return None
-    key = hashlib.sha256("\0".join(stamps).encode()).hexdigest()[:24]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tilelang-lsp" / "api" / f"{key}.json"
-
-
-def save_cache(index: ApiIndex) -> None:
-    """Write the index whole (``.partial``, then renamed); a failure only costs the next cold start."""
-    path = cache_path(index.folder)
-    if path is None:
-        return
-    partial = path.with_name(path.name + f".{os.getpid()}.partial")
-    try:
-        data = msgspec.json.encode(index)
-        if path.is_file() and path.read_bytes() == data:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_bytes(data)
-        os.replace(partial, path)
-    except OSError as error:
-        log.warning("cannot write the API index cache %s: %s", path, error)
-        with contextlib.suppress(OSError):
-            partial.unlink()
+    def _add(self, module: ApiModule) -> None:
+        source = self.modules.get(module.same_as) if module.same_as else None
+        self.modules[module.name] = source if source is not None else {e.name: e for e in module.entries}
+        arrived, self._arrived = self._arrived, asyncio.Event()
+        arrived.set()

@@ -9,10 +9,11 @@ from tilelang_lsp.api.context import expand, import_aliases, name_at
 from tilelang_lsp.protocol import ApiEntry
 
 
-def entry_at(catalog: ApiCatalog, text: str, position: types.Position) -> tuple[str, Resolved, bool] | None:
-    """``(dotted name as written, what it names, whether the word is an attribute)`` at the cursor."""
-    if not catalog.ready:
-        return None
+async def entry_at(
+    catalog: ApiCatalog, text: str, position: types.Position
+) -> tuple[str, Resolved, bool] | None:
+    """``(dotted name as written, what it names, whether the word is an attribute)`` at the cursor;
+    waits for the index while it is being read (only for names the file imports from TileLang)."""
     lines = text.splitlines()
     if position.line >= len(lines):
         return None
@@ -21,7 +22,7 @@ def entry_at(catalog: ApiCatalog, text: str, position: types.Position) -> tuple[
         return None
     parts, attribute = found
     path = expand(import_aliases(text), parts)
-    resolved = catalog.resolve(path) if path is not None else None
+    resolved = await catalog.lookup(path) if path is not None else None
     if resolved is None:
         return None
     return ".".join(parts), resolved, attribute
@@ -44,12 +45,12 @@ def declaration(written: str, entry: ApiEntry) -> str:
     return f"{keyword}{written}{entry.signature or ''}"
 
 
-def api_hover(
+async def api_hover(
     catalog: ApiCatalog, text: str, position: types.Position, *, attribute_only: bool
 ) -> types.Hover | None:
     """The API docs of the name under the cursor; with ``attribute_only`` only for ``T.gemm``'s
     ``gemm`` (an attribute is never a buffer of the kernel, so no compiled fact could answer)."""
-    found = entry_at(catalog, text, position)
+    found = await entry_at(catalog, text, position)
     if found is None or (attribute_only and not found[2]):
         return None
     written, resolved, _ = found

@@ -1,6 +1,8 @@
 """``textDocument/completion``: TileLang's names after ``T.``, ``tilelang.`` and in ``from tilelang… import``.
 
-From the API index the worker introspected (or its cache): no trust needed, no worker round trip.
+From the API index read from TileLang's source (or its cache): no trust needed, no worker round
+trip. The first answer waits for the module it lists (``tilelang.language`` is read first, in well
+under a second), so it is never a partial list; items sort by ``tilelang_lsp.api.ranking``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from lsprotocol import types
 
 from tilelang_lsp.api.context import completion_context, expand, import_aliases
 from tilelang_lsp.api.lookup import entry_markdown
+from tilelang_lsp.api.ranking import sort_text
 from tilelang_lsp.protocol import ApiEntry
 
 if TYPE_CHECKING:
@@ -27,7 +30,9 @@ _KINDS = {
 }
 
 
-def handle(server: TileLangLanguageServer, params: types.CompletionParams) -> types.CompletionList | None:
+async def handle(
+    server: TileLangLanguageServer, params: types.CompletionParams
+) -> types.CompletionList | None:
     """The members of the TileLang module before the dot that start with what is typed."""
     doc = server.documents.get(params.text_document.uri)
     if doc is None:
@@ -39,10 +44,8 @@ def handle(server: TileLangLanguageServer, params: types.CompletionParams) -> ty
     if context is None:
         return None
     parts, prefix, from_import = context
-    if not server.api.ready:  # the index is on its way: ask again
-        return types.CompletionList(is_incomplete=True, items=[])
     path = parts if from_import else expand(import_aliases(doc.text), parts)
-    module = server.api.resolve(path) if path is not None else None
+    module = await server.api.lookup(path) if path is not None else None
     if not isinstance(module, str):
         return None
     written = ".".join(parts)
@@ -68,9 +71,11 @@ def _item(
         if markdown
         else entry.doc or None
     )
+    folder = server.api.installation.folder if server.api.installation is not None else None
     return types.CompletionItem(
         label=entry.name,
         kind=_KINDS[entry.kind],
+        sort_text=sort_text(entry, folder),
         detail=f"{entry.name}{entry.signature}" if entry.signature else entry.module or entry.kind,
         documentation=documentation,
     )

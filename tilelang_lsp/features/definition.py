@@ -1,5 +1,5 @@
 """``textDocument/definition``: from ``T.gemm`` to the ``def`` in TileLang's installed Python source
-(the file and line the API index read with ``inspect``). No trust, no worker round trip."""
+(the file and line of the ``def`` the API index read from that source). No trust, no worker round trip."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ if TYPE_CHECKING:
 METHOD = types.TEXT_DOCUMENT_DEFINITION
 
 
-def handle(server: TileLangLanguageServer, params: types.DefinitionParams) -> types.Location | None:
+async def handle(server: TileLangLanguageServer, params: types.DefinitionParams) -> types.Location | None:
     """Where the TileLang name under the cursor is defined, when its source is a Python file."""
     doc = server.documents.get(params.text_document.uri)
     if doc is None:
         return None
-    found = entry_at(server.api, doc.text, params.position)
+    found = await entry_at(server.api, doc.text, params.position)
     if found is None:
         return None
     resolved = found[1]

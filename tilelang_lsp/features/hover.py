@@ -27,7 +27,7 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
     before = server.documents.get(params.text_document.uri)
     if before is None or not before.uses_tilelang:
         return None
-    api = api_hover(server.api, before.text, params.position, attribute_only=True)
+    api = await api_hover(server.api, before.text, params.position, attribute_only=True)
     if api is not None:
         return api  # `T.gemm`: an attribute, never a buffer; answered without waiting
     doc = await server.analyzed(before.uri, wait=False)  # what is known now; never waits on the worker
@@ -43,7 +43,9 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
     found = find_buffer(doc, word, line + 1)
     if found is None:
         source = _source_hover(server, doc, word, line + 1)
-        return source or api_hover(server.api, doc.text, params.position, attribute_only=False)
+        if source is not None:
+            return source
+        return await api_hover(server.api, doc.text, params.position, attribute_only=False)
     kernel, fact = found
     others = _other_targets(doc, kernel, fact)
     value = hover_markdown(fact, kernel, others)

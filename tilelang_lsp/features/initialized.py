@@ -24,7 +24,6 @@ def handle(server: TileLangLanguageServer, params: types.InitializedParams) -> N
                 message="tilelang-lsp: " + "; ".join(server.option_problems),
             )
         )
-    server.api.load_cached()  # completion and hover answer before the worker is up
     if server.options.trusted:
         # Nothing awaits this start (the first request waits for the worker itself), so a
         # failure is reported here rather than lost as an unretrieved task exception.
@@ -32,7 +31,6 @@ def handle(server: TileLangLanguageServer, params: types.InitializedParams) -> N
         server.worker_start.add_done_callback(lambda task: _report_failed_start(server, task))
     else:
         discard_prestarted()
-        server.api.start_job()  # the API without trust: TileLang imported, nothing of the workspace
 
 
 def _report_failed_start(server: TileLangLanguageServer, task: asyncio.Task[None]) -> None:

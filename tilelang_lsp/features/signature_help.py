@@ -17,16 +17,18 @@ METHOD = types.TEXT_DOCUMENT_SIGNATURE_HELP
 OPTIONS = types.SignatureHelpOptions(trigger_characters=["(", ","], retrigger_characters=[")"])
 
 
-def handle(server: TileLangLanguageServer, params: types.SignatureHelpParams) -> types.SignatureHelp | None:
+async def handle(
+    server: TileLangLanguageServer, params: types.SignatureHelpParams
+) -> types.SignatureHelp | None:
     """The callee's signature with its parameters as ranges of the label and the active one."""
     doc = server.documents.get(params.text_document.uri)
-    if doc is None or not server.api.ready:
+    if doc is None:
         return None
     call = call_context(doc.text, params.position.line, params.position.character)
     if call is None:
         return None
     path = expand(import_aliases(doc.text), call.callee)
-    entry = server.api.resolve(path) if path is not None else None
+    entry = await server.api.lookup(path) if path is not None else None
     if not isinstance(entry, ApiEntry) or entry.signature is None:
         return None
     label = ".".join(call.callee) + entry.signature

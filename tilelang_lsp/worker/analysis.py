@@ -16,7 +16,7 @@ from typing import Any
 from msgspec.structs import replace
 
 from irtrace.core.errors import IrtraceError, KernelSourceError
-from irtrace.core.targets import TargetSpec, get_target
+from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import analyze_kernel
 from irtrace.recording.facts import (
@@ -66,7 +66,7 @@ def analyze(
     path: str,
     text: str,
     *,
-    default_target: str = "cuda:sm_90",
+    default_target: str = DEFAULT_TARGET,
     override_target: str | None = None,
     full: bool = False,
     race_check: bool = True,

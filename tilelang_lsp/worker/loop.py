@@ -3,8 +3,7 @@
 It imports tilelang once, warms up with a small kernel and answers the messages of
 ``tilelang_lsp.protocol``, one JSON object per line on stdin and stdout: each ``Call`` gets a
 ``Result`` or a ``Failure``; a ``Cancel`` asks a call to stop after the pass it is in; ``Ready``
-(tilelang imported), ``ApiIndex`` (TileLang's public API, sent once when first idle), ``Warm``
-and ``Progress`` (before each kernel is built) are events. A request
+(tilelang imported), ``Warm`` and ``Progress`` (before each kernel is built) are events. A request
 that does not follow the protocol is answered with a ``Failure`` saying which field is wrong.
 tilelang's own prints go to stderr: stdout carries only the protocol.
 
@@ -28,6 +27,7 @@ from typing import IO
 
 import msgspec
 
+from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_lsp.protocol import (
     Analyze,
     Call,
@@ -108,7 +108,7 @@ class Worker:
         # and PyTorch imports torch._dynamo on the first meta operation (1-6 s)
         warm_meta_tensors()
         import_s = time.perf_counter() - started
-        default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", "cuda:sm_90")
+        default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", DEFAULT_TARGET)
         self.send(
             Ready(
                 pid=os.getpid(),
@@ -117,17 +117,12 @@ class Worker:
                 tilelang=os.path.dirname(tilelang.__file__ or ""),
             )
         )
-        warm = indexed = False
+        warm = False
         while True:
             try:
                 # Warm up only while idle: a request already waiting warms the process itself.
-                idle_work = not warm or not indexed
-                message = self.requests.get(timeout=IDLE_BEFORE_WARMUP_S if idle_work else None)
+                message = self.requests.get(timeout=IDLE_BEFORE_WARMUP_S if not warm else None)
             except queue.Empty:
-                if not indexed:  # first: completion and hover need it, and it is short (~1 s)
-                    indexed = True
-                    self.send_api_index()
-                    continue
                 warm = True
                 self.send(Warm(warmup_s=self.warm_up(default)))
                 continue
@@ -135,15 +130,6 @@ class Worker:
                 return
             warm = True
             self.handle(message)
-
-    def send_api_index(self) -> None:
-        """TileLang's public API, introspected once, for the server's static features."""
-        from tilelang_lsp.worker.api_index import build_api_index
-
-        try:
-            self.send(build_api_index())
-        except Exception:
-            traceback.print_exc()
 
     def warm_up(self, target: str) -> float:
         """Lower a tiny GEMM once: the first lowering in a process costs about a second more."""

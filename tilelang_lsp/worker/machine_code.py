@@ -21,6 +21,7 @@ from irtrace.recording.machine_code import (
     MachineCodeError,
     compile_source,
     dynamic_smem_from_module,
+    find_cuda_tools,
     plan_compile,
 )
 from tilelang_lsp.protocol import CompiledKernel, CompileInput, CompileJob, encode
@@ -29,7 +30,9 @@ from tilelang_lsp.protocol import CompiledKernel, CompileInput, CompileJob, enco
 def compile_input(recorded: Any) -> tuple[CompileInput | None, str | None]:
     """What the job needs to compile a recorded CUDA run's source, or why it cannot (no nvcc)."""
     try:
-        plan = plan_compile(recorded.run.target_detail, recorded.run.pass_configs)
+        # the lens shows ptxas's figures only: nvcc is all it needs (no disassembler)
+        tools = find_cuda_tools(disassembler=False)
+        plan = plan_compile(recorded.run.target_detail, recorded.run.pass_configs, tools)
     except MachineCodeError as error:
         return None, error.message
     return (

@@ -20,5 +20,6 @@ return {
     params.initializationOptions = options
   end,
   commands = tilelang.commands,
+  handlers = { ['workspace/inlayHint/refresh'] = tilelang.on_inlay_hint_refresh },
   on_attach = tilelang.attach,
 }

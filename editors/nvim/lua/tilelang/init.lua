@@ -257,6 +257,27 @@ function M.trace_kernel(opts)
   end)
 end
 
+--- `workspace/inlayHint/refresh` for the tilelang client: hints asked for again from a clean state.
+---
+--- Neovim 0.11's own handler keeps the hints it has and marks their lines to be drawn again before
+--- it asks; a redraw that comes before the answer (one the diagnostics just published schedule,
+--- say) draws the old hints and marks the lines as drawn for this buffer version, so the new hints
+--- are stored but never drawn: the editor keeps "source only: analyzing" until the next edit. It
+--- also skips buffers not shown in a window. Enabling again drops the stored hints (a redraw before
+--- the answer leaves the old ones on screen and marks nothing) and asks at once.
+function M.on_inlay_hint_refresh(err, _, ctx)
+  if err then
+    return vim.NIL
+  end
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  for bufnr in pairs(client and client.attached_buffers or {}) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.lsp.inlay_hint.is_enabled({ bufnr = bufnr }) then
+      vim.lsp.inlay_hint.enable(true, { bufnr = bufnr })
+    end
+  end
+  return vim.NIL
+end
+
 --- Client-side handlers for the commands the code lenses carry ({uri, kernel, target}).
 M.commands = {
   ['tilelang.showIrAfterPass'] = function(command)
