@@ -75,9 +75,13 @@ class KernelAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     args_origin: str
     args_from_project: tuple[str, ...] = ()
     """Parameters filled from ``[tool.tilelang-lsp]`` in pyproject.toml."""
-    args_missing: tuple[str, ...] = ()
     args_symbolic: tuple[str, ...] = ()
-    """``T.const`` sizes nobody gave a value for, analyzed as symbolic sizes."""
+    """Parameters and ``T.const`` sizes nobody gave a value for, analyzed as symbols of their names."""
+    args_unknown: tuple[str, ...] = ()
+    """Parameters a real run passed something that cannot be made again here (an object)."""
+    needs_values: tuple[str, ...] = ()
+    """Parameters without a value that the kernel cannot take as symbols: a directive or a
+    recorded run would give them (its hints stay source-only and say so)."""
     args_autotune: dict[str, str] = {}
     """Parameters taken from the first ``@autotune`` config, each value's ``repr``."""
     args: dict[str, str] = {}

@@ -11,6 +11,8 @@ from tilelang_lsp.protocol import OK, Buffer, CompiledKernel, KernelAnalysis
 from tilelang_lsp.source.buffers import ASCEND_SCOPE_NAMES, SourceBuffer
 
 SOURCE_ONLY = "source only"
+NEEDS_VALUES_HINT = "a `# tilelang: args(...)` directive or a recorded run (irtrace run, IRTRACE=) gives it"
+"""What would give a kernel the values nobody gives (the words of irtrace's resolver)."""
 
 
 def scope_name(scope: str, target: str | None) -> str:
@@ -117,10 +119,12 @@ def provenance(kernel: KernelAnalysis) -> str:
         text += f" From the first @autotune config: {values}."
     if kernel.args_from_project:
         text += f" From pyproject.toml: {', '.join(kernel.args_from_project)}."
+    if kernel.args_unknown:
+        text += f" Unknown (the run passed what cannot be made here): {', '.join(kernel.args_unknown)}."
     if kernel.args_symbolic:
-        text += f" Symbolic (T.const with no value found): {', '.join(kernel.args_symbolic)}."
-    if kernel.args_missing:
-        text += f" Unknown: {', '.join(kernel.args_missing)}."
+        text += f" Symbolic (no value found): {', '.join(kernel.args_symbolic)}."
+    if kernel.needs_values:
+        text += f" No value for {', '.join(kernel.needs_values)}: {NEEDS_VALUES_HINT}."
     others = [label for label in kernel.instances if label != kernel.args_origin]
     if others:
         text += f" Other instances (code lens): {', '.join(others)}."

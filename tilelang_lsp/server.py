@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from irtrace.core.instances import instance_trace_files
 from irtrace.core.targets import dialect_of_source
 from tilelang_lsp import __version__
 from tilelang_lsp.api.catalog import ApiCatalog
@@ -190,7 +191,7 @@ class TileLangLanguageServer(LanguageServer):
                 for p in self.options.instance_traces
             ]
         elif root is not None:
-            paths = [root / "irtrace.jsonl", *sorted((root / ".irtrace").glob("*.jsonl"))]
+            return instance_trace_files(root)
         else:
             paths = []
         return tuple(str(p) for p in paths if p.is_file())

@@ -43,6 +43,7 @@ from irtrace.recording.api import (
 )
 from irtrace.recording.executor import run_tasks
 from irtrace.recording.facts import (
+    CompilerDiagnostic,
     buffer_facts,
     capture_native_stderr,
     error_diagnostics,
@@ -51,6 +52,9 @@ from irtrace.recording.facts import (
     reached,
 )
 from irtrace.recording.loader import is_module_name
+from irtrace.recording.resolve.candidates import InstanceSources
+from irtrace.recording.resolve.resolver import NEEDS_VALUES
+from irtrace.recording.resolve.resolver import describe as describe_instance
 from passdiff import (
     NormalizeRules,
     RunComparison,
@@ -318,7 +322,10 @@ def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequenc
     from irtrace.recording.machine_code import machine_code_for
 
     request = RecordRequest(
-        parse_spec(params["spec"]), tuple(params.get("targets") or ()), agent_pass_configs(params)
+        parse_spec(params["spec"]),
+        tuple(params.get("targets") or ()),
+        agent_pass_configs(params),
+        instances=instance_sources(params),
     )
     machine_code = bool(params.get("machine_code"))
     bench = bool(params.get("bench"))
@@ -365,10 +372,58 @@ def _analysis_job(
     return result
 
 
+def instance_sources(params: Mapping[str, Any]) -> InstanceSources:
+    """Where a kernel named without arguments finds its instance: the language server's resolver
+    (``irtrace.recording.resolve``), with the root's recorded traces (``instance_traces``)."""
+    root = params.get("manifest_root")
+    return InstanceSources(
+        traces=tuple(str(t) for t in params.get("instance_traces") or ()),
+        manifest_root=str(root) if root else None,
+    )
+
+
 def _units(params: Mapping[str, Any]) -> Iterator[Any]:
     target = params.get("target")  # None: the dialect's default
-    request = RecordRequest(parse_spec(params["spec"]), (target,) if target else ())
+    request = RecordRequest(
+        parse_spec(params["spec"]), (target,) if target else (), instances=instance_sources(params)
+    )
     return lowering_units(request)
+
+
+def _analyze_unit(unit: Any, **options: Any) -> Any:
+    """``analyze_kernel`` on a unit; a kernel that needs a value nobody gives says what gives it."""
+    try:
+        return analyze_kernel(
+            unit.loaded,
+            unit.kernel,
+            unit.spec,
+            unit.target,
+            TraceWriter(None),
+            tvm_target=unit.tvm_target,
+            symbolic=unit.resolved is not None and bool(unit.resolved.symbolic),
+            **options,
+        )
+    except IrtraceError as error:
+        resolved = unit.resolved
+        if resolved is None or not resolved.symbolic:
+            raise
+        raise JobError(
+            f"{unit.kernel.name}: no value for {', '.join(resolved.symbolic)} (as symbols it does not build: "
+            f"{error.message.splitlines()[0][:160]}); {NEEDS_VALUES}"
+        ) from None
+
+
+def _not_reached(recorded: Any) -> str | None:
+    if recorded is None:
+        return "not lowered: a tile's shape holds a symbol (TileLang's layout inference crashes on it)"
+    return error_headline(str(recorded.error)) if recorded.error is not None else None
+
+
+def _instance(unit: Any) -> dict[str, Any]:
+    """The instance a unit was analyzed with, in the resolver's words."""
+    if unit.resolved is not None:
+        return dict(describe_instance(unit.resolved))
+    return {"call": unit.spec.text.partition("::")[2] or unit.kernel.name, "origin": "the spec"}
 
 
 def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -378,28 +433,20 @@ def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
     kernels = []
     for unit in _units(params):
         stop = layout_stop_pass(unit.target)
-        analyzed = analyze_kernel(
-            unit.loaded,
-            unit.kernel,
-            unit.spec,
-            unit.target,
-            TraceWriter(None),
-            tvm_target=unit.tvm_target,
-            stop_after=stop,
-            capture_ir=False,
-        )
+        analyzed = _analyze_unit(unit, stop_after=stop, capture_ir=False)
         recorded = analyzed.recorded
-        ok = recorded.error is None and reached(recorded.run.passes, stop)
-        facts = buffer_facts(analyzed.built.func, recorded.stopped_module if ok else None)
+        ok = recorded is not None and recorded.error is None and reached(recorded.run.passes, stop)
+        facts = buffer_facts(analyzed.built.func, recorded.stopped_module if ok and recorded else None)
         buffers = [msgspec.to_builtins(fact) for fact in facts if line is None or fact.line == line]
         kernels.append(
             {
                 "kernel": unit.kernel.name,
                 "spec": unit.spec.text,
+                "instance": _instance(unit),
                 "target": unit.target.name,
                 "stop_pass": stop,
                 "reached": ok,
-                "error": error_headline(str(recorded.error)) if recorded.error is not None else None,
+                "error": _not_reached(recorded),
                 "buffers": buffers,
             }
         )
@@ -422,23 +469,18 @@ def _diagnostics(params: Mapping[str, Any]) -> dict[str, Any]:
         kernels.append(entry)
         with capture_native_stderr() as log:
             try:
-                analyzed = analyze_kernel(
-                    unit.loaded,
-                    unit.kernel,
-                    unit.spec,
-                    unit.target,
-                    TraceWriter(None),
-                    tvm_target=unit.tvm_target,
-                    pass_configs={RACE_CHECK_CONFIG: False},
-                    capture_ir=False,
-                )
-            except IrtraceError as error:
+                analyzed = _analyze_unit(unit, pass_configs={RACE_CHECK_CONFIG: False}, capture_ir=False)
+            except (IrtraceError, JobError) as error:
                 entry["status"] = "failed"
-                found.append(asdict(error_diagnostics(error, file, code="frontend")))
+                if isinstance(error, JobError):
+                    warning = CompilerDiagnostic(str(error), "warning", "arguments", file=str(file))
+                    found.append(asdict(warning))
+                else:
+                    found.append(asdict(error_diagnostics(error, file, code="frontend")))
                 continue
         recorded = analyzed.recorded
         found.extend(asdict(d) for d in native_log_diagnostics(log.text, file))
-        if recorded.error is not None:
+        if recorded is not None and recorded.error is not None:
             failed = next((p for p in recorded.run.passes if p.failed), None)
             code = "lowering" if failed is not None else "semantic-check"
             if failed is not None and "LayoutInference" in failed.name:
@@ -502,6 +544,8 @@ def run_summary(trace: Trace, run: KernelRun) -> dict[str, Any]:
         data["resources"] = [item.to_json() | {"function": item.function} for item in run.resources]
     if run.bench is not None:
         data["bench"] = run.bench.to_json()
+    if run.launches:  # what a captured program passed at launch, by distinct signature
+        data["launches"] = msgspec.to_builtins(list(run.launches))
     return data
 
 

@@ -28,6 +28,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from irtrace import __version__
+from irtrace.core.instances import instance_trace_files
 from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_mcp import backend
 from tilelang_mcp.roots import AllowedRoots, RootError
@@ -230,12 +231,18 @@ class TileLangMcp:
     # --- helpers ------------------------------------------------------------------------------
 
     def kernel_spec(self, text: str) -> str:
-        """The spec with its file checked against the roots and made absolute; a kernel named
-        without arguments gets those its project's ``irtrace.toml`` records, if it has them."""
+        """The spec with its file checked against the roots and made absolute. A kernel named
+        without arguments gets its instance in the job, from the resolver the language server uses
+        (docs/lsp.md, "Which kernel, which arguments, which target")."""
         spec = backend.parse_kernel_spec(text)
         file = self.config.roots.check(spec.path, "kernel file")
-        recorded = backend.recorded_call(spec, file, self.config.roots.root_of(file))
-        return backend.with_path(recorded or spec, file)
+        return backend.with_path(spec, file)
+
+    def instance_params(self, checked: str) -> dict[str, Any]:
+        """Where the resolver may look for a checked spec's instance: the recorded traces of its
+        root (``irtrace.jsonl``, ``.irtrace/*.jsonl``), and no manifest above that root."""
+        root = self.config.roots.root_of(Path(backend.parse_kernel_spec(checked).path))
+        return {"instance_traces": list(instance_trace_files(root)), "manifest_root": str(root)}
 
     def timeout(self, asked: float | None) -> float:
         return min(asked, self.config.timeout_s) if asked else self.config.timeout_s
@@ -266,6 +273,7 @@ class TileLangMcp:
             "record",
             {
                 "spec": checked,
+                **self.instance_params(checked),
                 "targets": names,
                 "pass_configs": pass_configs or {},
                 "output": str(path),
@@ -584,9 +592,14 @@ class TileLangMcp:
         """The buffers of a kernel as the compiler sees them after layout inference (as the language
         server's hover shows): shape, allocated shape (pipeline stages), dtype, scope, inferred layout
         (fragment threads and elements per thread, or the swizzle) and bytes."""
-        answer = await self.job(
-            "facts", {"spec": self.kernel_spec(spec), "target": self._target(target), "line": line}, timeout_s
-        )
+        checked = self.kernel_spec(spec)
+        params = {
+            "spec": checked,
+            **self.instance_params(checked),
+            "target": self._target(target),
+            "line": line,
+        }
+        answer = await self.job("facts", params, timeout_s)
         lines = []
         for kernel in answer["kernels"]:
             head = f"{kernel['kernel']} on {kernel['target']}"
@@ -605,9 +618,9 @@ class TileLangMcp:
         """Errors and warnings from TileLang's real frontend and pipeline for a kernel file (its
         module-level PrimFuncs) or one kernel spec: syntax and import errors, build errors, the
         failing pass, and the warnings TileLang's checks log (buffer read before written, data race)."""
-        answer = await self.job(
-            "diagnostics", {"spec": self.kernel_spec(spec), "target": self._target(target)}, timeout_s
-        )
+        checked = self.kernel_spec(spec)
+        params = {"spec": checked, **self.instance_params(checked), "target": self._target(target)}
+        answer = await self.job("diagnostics", params, timeout_s)
         found = answer["diagnostics"]
         lines = [
             f"{Path(d['file'] or '?').name}:{d['line'] or '?'}: {d['severity']} [{d['code']}] "

@@ -31,9 +31,11 @@ def warm_up() -> float:
     from irtrace.core.specs import parse_spec
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest, record_kernels
+    from irtrace.recording.resolve.entry_point import warm_meta_tensors
     from irtrace.recording.warmup import WARMUP_KERNEL
 
     began = time.perf_counter()
+    warm_meta_tensors()  # what the resolver's entry-point runs use
     with tempfile.TemporaryDirectory(prefix="tilelang-mcp-warmup-") as folder:
         path = Path(folder) / "tilelang_mcp_warmup.py"
         path.write_text(WARMUP_KERNEL, encoding="utf-8")

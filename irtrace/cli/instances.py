@@ -65,7 +65,25 @@ def _describe(number: int, instance: KernelInstance) -> str:
     ):
         if value:
             lines.append(f"   {label + ':':<10} {value}")
+    for signature in instance.launches:
+        lines.append(f"   {'launch:':<10} {_launch(signature)}")
     return "\n".join(lines)
+
+
+def _launch(signature: dict[str, Any]) -> str:
+    """``×3 A float16[96, 64]/[64, 1], num_chunks=3``: one launch signature and its count."""
+    parts = []
+    for arg in signature.get("args", []):
+        name = arg.get("param") or "?"
+        if arg.get("shape") is not None:
+            dims = ", ".join(str(d) for d in arg["shape"])
+            strides = ", ".join(str(d) for d in arg.get("strides") or [])
+            parts.append(f"{name} {arg.get('dtype', '?')}[{dims}]/[{strides}]")
+        elif "value" in arg:
+            parts.append(f"{name}={arg['value']!r}")
+        else:
+            parts.append(f"{name} {arg.get('kind', '?')}")
+    return f"×{signature.get('count', 0)} " + ", ".join(parts)
 
 
 def _pairs(values: dict[str, Any]) -> str:

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from irtrace.core.schema import Instance, KernelRun
+
+INSTANCE_TRACES = ("irtrace.jsonl", ".irtrace/*.jsonl")
+"""Where the tools look, in a workspace's root, for traces of real runs whose instances they use."""
 
 FORMAT = "irtrace-instances/1"
 """The ``format`` of the JSON document; a change that breaks readers gets a new number."""
@@ -47,6 +51,10 @@ class KernelInstance(msgspec.Struct, frozen=True, kw_only=True):
     """the targets it was lowered for, in the trace's order"""
     runs: list[int]
     """the trace's run ids"""
+    launches: list[Any] = []
+    """what the program passed at each launch of the compiled kernel, by distinct signature
+    (`LaunchSignature`: `args`, each a tensor's `shape`, `dtype`, `strides` or a scalar's
+    `value`, and `count`), from the instance's first run that has them"""
 
 
 def _identity(run: KernelRun, instance: Instance) -> str:
@@ -89,8 +97,11 @@ def kernel_instances(runs: Iterable[KernelRun], kernel: str | None = None) -> li
                 "processes": [],
                 "targets": [],
                 "runs": [],
+                "launches": [],
             },
         )
+        if run.launches and not group["launches"]:
+            group["launches"] = msgspec.to_builtins(list(run.launches))
         for key, value in (("processes", instance.process), ("targets", run.target)):
             if value not in group[key]:
                 group[key].append(value)
@@ -101,3 +112,10 @@ def kernel_instances(runs: Iterable[KernelRun], kernel: str | None = None) -> li
 def instances_document(instances: list[KernelInstance]) -> dict[str, Any]:
     """The JSON document ``irtrace instances --json`` prints."""
     return {"format": FORMAT, "instances": msgspec.to_builtins(instances)}
+
+
+def instance_trace_files(root: Path) -> tuple[str, ...]:
+    """The trace files of real runs in ``root`` the tools take instances from (``INSTANCE_TRACES``),
+    those that exist."""
+    paths = [root / "irtrace.jsonl", *sorted((root / ".irtrace").glob("*.jsonl"))]
+    return tuple(str(p) for p in paths if p.is_file())

@@ -247,6 +247,47 @@ class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="rec
     """the GPU's clocks when measured: `sm`, `memory` (current), `sm_max` (MHz)"""
 
 
+class LaunchArg(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One argument of a launch of a captured kernel: a tensor's shape, dtype and strides, or a
+    scalar's value."""
+
+    param: str = ""
+    """the kernel parameter it was passed to (`""` when not known)"""
+    shape: list[Id] | None = None
+    """a tensor's shape"""
+    dtype: str = ""
+    """a tensor's dtype, torch's name without `torch.` (`float16`)"""
+    strides: list[int] | None = None
+    """a tensor's strides, in elements"""
+    value: int | float | bool | None = None
+    """a scalar's value (`num_chunks`)"""
+    kind: str = ""
+    """the Python type of an argument that is neither (its value is not kept)"""
+
+
+class LaunchSignature(Struct, frozen=True, kw_only=True):
+    """Launches of a captured kernel with the same arguments' shapes, dtypes, strides and scalars."""
+
+    args: list[LaunchArg]
+    """`LaunchArg` objects, one per positional argument"""
+    count: Id
+    """how many launches passed these"""
+
+
+class LaunchesRecord(Struct, frozen=True, kw_only=True, tag="launches", tag_field="record"):
+    """What the program passed each time it launched a kernel it compiled while captured
+    (`irtrace run`, `IRTRACE=`): its distinct launch signatures, with counts. Written when the
+    capture ends, after the run's `end`; older readers skip it.
+    """
+
+    run: Id
+    """the run"""
+    signatures: list[LaunchSignature] = []
+    """distinct `LaunchSignature` objects, most launched first"""
+    dropped: Id = 0
+    """launches not counted because the kernel had more distinct signatures than are kept"""
+
+
 class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field="record"):
     """The run's kernel source compiled by nvcc: its two stages and what each kernel function uses.
     Written after the run's `end` (the compile overlaps the next kernel's lowering), so runs of other
@@ -482,6 +523,8 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """The buffers' layouts after the layout pass and each later pass that changed them."""
     source_maps: tuple[SourceMapRecord, ...] = ()
     """Which IR lines come from which Python line, per module recorded (``srcmap`` records)."""
+    launches: tuple[LaunchSignature, ...] = ()
+    """What the program passed at each launch, by distinct signature (``irtrace run``)."""
 
     def __post_init__(self) -> None:
         for key, kind, expected in (("args", list, "a list"), ("kwargs", dict, "an object")):
@@ -655,6 +698,7 @@ Record: TypeAlias = (
     | SourceMapRecord
     | MachineRecord
     | BenchRecord
+    | LaunchesRecord
     | IrRecord
     | FooterRecord
 )

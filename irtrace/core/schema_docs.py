@@ -29,6 +29,7 @@ RECORDS: tuple[type[msgspec.Struct], ...] = (
     schema.FooterRecord,
     schema.MachineRecord,
     schema.BenchRecord,
+    schema.LaunchesRecord,
 )
 """The record kinds, in the order a file holds them."""
 OBJECTS: tuple[type[msgspec.Struct], ...] = (
@@ -36,6 +37,8 @@ OBJECTS: tuple[type[msgspec.Struct], ...] = (
     schema.TensorArg,
     schema.BufferLayout,
     schema.ResourceCounts,
+    schema.LaunchSignature,
+    schema.LaunchArg,
 )
 """The objects records hold (a field of type object names them), documented after the records."""
 BEGIN = (

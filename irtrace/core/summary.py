@@ -150,6 +150,7 @@ def _run_document(trace: Trace, run: KernelRun, count: LineCounter) -> dict[str,
         "source_sha256": run.source_sha256,
         "resources": resources_to_json(run.resources),
         "bench": run.bench.to_json() if run.bench is not None else None,
+        "launches": msgspec.to_builtins(list(run.launches)),
         "instance": msgspec.to_builtins(run.instance) if run.instance is not None else None,
         "passes": [
             {

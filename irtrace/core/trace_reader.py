@@ -28,6 +28,7 @@ from irtrace.core.schema import (
     FooterRecord,
     IrRecord,
     KernelRun,
+    LaunchesRecord,
     LayoutRecord,
     MachineRecord,
     PassRecord,
@@ -454,6 +455,9 @@ def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> No
         if isinstance(record, BenchRecord):
             parsed.runs[run_id] = replace(run, bench=bench_of(record))
             return
+        if isinstance(record, LaunchesRecord):
+            parsed.runs[run_id] = replace(run, launches=tuple(record.signatures))
+            return
         for item in record.passes:
             if item.index in parsed.passes[run_id]:
                 raise TraceFormatError(
@@ -470,7 +474,8 @@ def _orphan(
     | LayoutRecord
     | SourceMapRecord
     | MachineRecord
-    | BenchRecord,
+    | BenchRecord
+    | LaunchesRecord,
     where: str,
     number: int,
     parsed: _Parsed,

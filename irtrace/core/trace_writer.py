@@ -30,6 +30,8 @@ from irtrace.core.schema import (
     HeaderRecord,
     IrRecord,
     KernelRun,
+    LaunchesRecord,
+    LaunchSignature,
     LayoutRecord,
     MachineRecord,
     PassRecord,
@@ -280,6 +282,15 @@ class TraceWriter:
         run = self._runs[run_id] = replace(self._runs[run_id], bench=bench)
         return run
 
+    def add_launches(self, run_id: int, signatures: Sequence[LaunchSignature], dropped: int = 0) -> KernelRun:
+        """Add what the program passed at a captured kernel's launches, after the run's ``end``;
+        ``KeyError`` for a run this writer does not hold."""
+        if run_id not in self._runs:
+            raise KeyError(run_id)
+        self._write(LaunchesRecord(run=run_id, signatures=list(signatures), dropped=dropped))
+        run = self._runs[run_id] = replace(self._runs[run_id], launches=tuple(signatures))
+        return run
+
     def add_run(self, run: KernelRun, texts: Mapping[str, str]) -> KernelRun:
         """Copy a run (and the texts it needs) from another trace."""
         for sha in shas_of(run):
@@ -317,6 +328,8 @@ class TraceWriter:
             ended = self.add_machine_code(started.run_id, machine, run.resources)
         if run.bench is not None:
             ended = self.add_bench(started.run_id, run.bench)
+        if run.launches:
+            ended = self.add_launches(started.run_id, run.launches)
         return ended
 
     @property

@@ -46,6 +46,8 @@ from irtrace.recording.recorder import (
     record_failure,
     record_lowering,
 )
+from irtrace.recording.resolve.candidates import InstanceSources
+from irtrace.recording.resolve.resolver import NEEDS_VALUES, ResolvedInstance, resolve_kernels
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 from irtrace.recording.warmup import warm_error_path
 
@@ -66,6 +68,10 @@ class RecordRequest:
     """Folder that a relative spec path is relative to (a manifest's folder)."""
     bench_shape: Mapping[str, int] = field(default_factory=dict)
     """The manifest's ``bench_shape``: sizes of symbolic dimensions for ``--bench``."""
+    instances: InstanceSources | None = None
+    """Where a kernel named without arguments finds its instance (``irtrace.recording.resolve``:
+    a directive, recorded runs, the entry point, a call in the file, then symbols); ``None``: its
+    defaults, as the CLI's ``irtrace record`` takes it."""
 
 
 @dataclass
@@ -102,6 +108,8 @@ class LoweringUnit:
     """The request's spec, naming this kernel."""
     target: TargetSpec
     tvm_target: Any
+    resolved: ResolvedInstance | None = None
+    """The instance the resolver found, for a kernel named without arguments (``instances``)."""
 
 
 @contextmanager
@@ -134,10 +142,21 @@ def lowering_units(request: RecordRequest) -> Iterator[LoweringUnit]:
         loaded = load_spec_module(request.spec.path, request.base_dir)
     kernels = select_kernels(loaded, request.spec)
     targets = resolve_targets(request.targets, loaded.dialect)
+    text = source_as_imported(loaded.path) if request.instances is not None else None
     for kernel in kernels:
         spec = replace(request.spec, name=kernel.name)
         for target in targets:
-            yield LoweringUnit(request, loaded, kernel, spec, target, make_tvm_target(target))
+            tvm_target = make_tvm_target(target)
+            if text is None or request.spec.called or not kernel.kind.takes_arguments:
+                yield LoweringUnit(request, loaded, kernel, spec, target, tvm_target)
+                continue
+            assert request.instances is not None
+            with running_kernel_code(loaded.path, f"finding the instance of {kernel.name}"):
+                resolved = resolve_kernels(
+                    loaded.path, text, [kernel], request.instances, target.name, tvm_target=tvm_target
+                )[kernel.name]
+            resolved_spec = replace(resolved.spec, path=request.spec.path)
+            yield LoweringUnit(request, loaded, kernel, resolved_spec, target, tvm_target, resolved)
 
 
 def bind_unit(unit: LoweringUnit) -> KernelCall:
@@ -159,6 +178,14 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
     except KernelSourceError as raised:
         interrupts.raise_if_requested()  # a Ctrl-C inside the factory is not the factory's error
         error = raised
+    if built is not None and unit.resolved is not None and unit.resolved.symbolic:
+        tiles = symbolic_tiles(built.func)
+        if tiles:  # TileLang's layout inference would crash the process on them
+            error = KernelSourceError(
+                f"{unit.kernel.name}: not lowered: tile(s) {', '.join(tiles)} take their shape from "
+                f"{', '.join(unit.resolved.symbolic)}, which nobody gives ({NEEDS_VALUES})"
+            )
+            built = None
     configs = {**(built.pass_configs if built else {}), **unit.request.pass_configs}
     name = unit.request.name or unit.kernel.name
     return PreparedLowering(
@@ -465,9 +492,29 @@ class AnalyzedKernel:
     """One kernel built and lowered (up to a pass) for one target."""
 
     built: BuiltKernel
-    recorded: RecordedLowering
+    recorded: RecordedLowering | None
+    """``None`` when the kernel was built but not lowered (``symbolic_tiles``)."""
     build_s: float
     """Seconds the factory or jit kernel took to give its PrimFunc."""
+
+
+def symbolic_tiles(func: Any) -> list[str]:
+    """The allocated buffers (tiles) of ``func`` whose shape holds a symbol. TileLang 0.1.15's
+    layout inference crashes the process on a copy into such a tile (``Copy::InferBulkLayout``,
+    a segmentation fault, measured on a ``[64, N]`` shared tile), so a kernel built with symbols
+    for sizes nobody gave is not lowered when it has one: its declared facts are what is known."""
+    from tvm import tirx
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    found: list[str] = []
+
+    def visit(node: Any) -> None:
+        for buffer in getattr(node, "alloc_buffers", None) or ():
+            if any(not isinstance(dim, tirx.IntImm) for dim in buffer.shape):
+                found.append(str(buffer.name))
+
+    post_order_visit(func.body, visit)
+    return found
 
 
 def analyze_kernel(
@@ -482,12 +529,15 @@ def analyze_kernel(
     pass_configs: Mapping[str, Any] | None = None,
     should_stop: Callable[[], bool] | None = None,
     capture_ir: bool = True,
+    symbolic: bool = False,
 ) -> AnalyzedKernel:
     """Build ``kernel`` with ``spec``'s arguments for ``target`` and lower it up to ``stop_after``
     (the whole pipeline when ``None``), recording into ``writer``.
 
     A kernel that cannot be built raises ``IrtraceError``; a lowering failure is in the result.
     ``pass_configs`` are defaults under the kernel's own; ``should_stop`` cancels between passes.
+    ``symbolic`` (the spec passes symbols for sizes nobody gave): a kernel with a tile of
+    symbolic size is built and not lowered (``symbolic_tiles``).
     """
     tvm_target = tvm_target or make_tvm_target(target)
     began = time.perf_counter()
@@ -495,6 +545,8 @@ def analyze_kernel(
         call = bind_call(kernel, spec, loaded.path)
     built = build_primfunc(kernel, spec, tvm_target, loaded.path, call)
     build_s = time.perf_counter() - began
+    if symbolic and symbolic_tiles(built.func):
+        return AnalyzedKernel(built, None, build_s)
     recorded = record_lowering(
         built.func,
         target,

@@ -6,7 +6,7 @@ compiles (neither needs a GPU); ``launch_bench`` launches. tilelang and torch ar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from irtrace.core.bench_shapes import (
 )
 from irtrace.core.errors import IrtraceError
 from irtrace.core.resources import BenchResult
-from irtrace.core.schema import Instance
+from irtrace.core.schema import Instance, LaunchArg, LaunchSignature
 from irtrace.core.trace import KernelRun, text_sha256
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.recorder import describe_error
@@ -76,8 +76,9 @@ class BenchInput:
     """The parameter's buffer name (``A`` for ``A_handle``), or a scalar parameter's name."""
     param: Any
     """TileLang's ``KernelParam`` with every dimension a number (``None`` for a scalar)."""
-    scalar: int | None = None
-    """A scalar parameter's value: the size of the symbolic dimension it names."""
+    scalar: int | float | bool | None = None
+    """A scalar parameter's value: the size of the symbolic dimension it names, or what the most
+    launched signature passed it."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -116,14 +117,50 @@ def symbolic_dims(func: Any) -> list[str]:
     return list(dict.fromkeys(str(var.name) for var in _shape_vars(func)))
 
 
-def captured_sizes(func: Any, instance: Instance | None) -> dict[str, int]:
+def _launch_args(func: Any, launches: Sequence[LaunchSignature]) -> dict[str, LaunchArg]:
+    """The most launched signature's arguments, by the name of the parameter each went to (the
+    buffer's name too)."""
+    if not launches:
+        return {}
+    by_name = {arg.param: arg for arg in launches[0].args if arg.param}
+    for param in func.params:
+        buffer = func.buffer_map.get(param)
+        if buffer is not None and str(param.name) in by_name:
+            by_name.setdefault(str(buffer.name), by_name[str(param.name)])
+    return by_name
+
+
+def launch_scalars(func: Any, launches: Sequence[LaunchSignature]) -> dict[str, Any]:
+    """The scalar parameters' values at the most launched signature (``num_chunks``)."""
+    args = _launch_args(func, launches)
+    return {
+        str(p.name): args[str(p.name)].value
+        for p in func.params
+        if func.buffer_map.get(p) is None and str(p.name) in args and args[str(p.name)].value is not None
+    }
+
+
+def captured_sizes(
+    func: Any, instance: Instance | None, launches: Sequence[LaunchSignature] = ()
+) -> dict[str, int]:
     """The sizes a captured call gave the symbolic dimensions: ``T.dynamic`` values as TileLang bound
-    them, and any other dimension read from the call's tensor of that parameter."""
+    them, any other dimension read from the call's tensor of that parameter, and, for a kernel
+    compiled from plain numbers that sees its tensors only at launch, the tensors of its most
+    launched signature."""
     from tvm import tirx
 
+    sizes: dict[str, int] = {}
+    for name, arg in _launch_args(func, launches).items():
+        param = next((p for p in func.params if str(p.name) == name), None)
+        buffer = func.buffer_map.get(param) if param is not None else None
+        if buffer is None or arg.shape is None or len(arg.shape) != len(buffer.shape):
+            continue
+        for dim, size in zip(buffer.shape, arg.shape, strict=True):
+            if isinstance(dim, tirx.Var):
+                sizes.setdefault(str(dim.name), int(size))
     if instance is None:
-        return {}
-    sizes = {name: int(size) for name, size in instance.dynamic.items()}
+        return sizes
+    sizes = {**sizes, **{name: int(size) for name, size in instance.dynamic.items()}}
     for param in func.params:
         buffer = func.buffer_map.get(param)
         # an eager kernel's parameter is named as the Python argument; a PrimFunc's buffer may be
@@ -145,6 +182,7 @@ def plan_inputs(
     command_line: CommandLineShapes,
     manifest: Mapping[str, int] | None = None,
     instance: Instance | None = None,
+    launches: Sequence[LaunchSignature] = (),
 ) -> BenchPlan:
     """Bind the kernel's symbolic dimensions and describe its inputs as TileLang's profiler makes
     them (``KernelParam`` of each parameter, every dimension a number). Needs no GPU and no compile;
@@ -157,20 +195,22 @@ def plan_inputs(
         symbolic_dims(func),
         command_line=command_line.for_kernel(kernel),
         manifest=manifest or {},
-        captured=captured_sizes(func, instance),
+        captured=captured_sizes(func, instance, launches),
     )
+    scalars = launch_scalars(func, launches)
     by_var = {var: tirx.IntImm(var.dtype, shape[str(var.name)]) for var in _shape_vars(func)}
     analyzer = arith.Analyzer()
     inputs = []
     for param in func.params:
         buffer = func.buffer_map.get(param)
         if buffer is None:
-            if str(param.name) not in shape:
+            value = shape.get(str(param.name), scalars.get(str(param.name)))
+            if value is None:
                 raise BenchError(
-                    f"not benched: {kernel} takes the scalar parameter {param.name}, which --bench "
-                    "cannot give a value (only tensors and symbolic dimensions' sizes)"
+                    f"not benched: {kernel} takes the scalar parameter {param.name}, which no launch "
+                    "was captured with (--bench gives tensors and symbolic dimensions' sizes)"
                 )
-            inputs.append(BenchInput(str(param.name), None, shape[str(param.name)]))
+            inputs.append(BenchInput(str(param.name), None, value))
             continue
         dims = [int(analyzer.simplify(tirx.stmt_functor.substitute(dim, by_var))) for dim in buffer.shape]
         inputs.append(BenchInput(str(buffer.name), KernelParam(buffer.dtype, dims)))

@@ -36,6 +36,7 @@ from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
+from irtrace.recording.launches import observe_launches, write_launches
 from irtrace.recording.loader import CapturedKernel, KernelCall
 from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
 from irtrace.recording.tvm_targets import auto_target_fallback
@@ -81,6 +82,8 @@ class CaptureSession:
         self.runs: list[KernelRun] = []
         self.kernels: dict[int, CapturedKernel] = {}
         """The kernel of each run this process lowered, by run id (``--bench`` compiles it again)."""
+        self.launched: dict[int, Any] = {}
+        """The compiled kernels whose launches are counted (``observe_launches``), for a part capture."""
 
     def make_tool(self) -> CaptureRecorder:
         return CaptureRecorder(self)
@@ -218,6 +221,7 @@ class ProcessCapture:
             self.lock = None
         self.session.runs.clear()
         self.session.captured.clear()
+        self.session.launched.clear()  # the parent's kernels: their launches are the parent's
         if not self.folder.is_dir():  # started after the script ended: nowhere left to merge from
             self.session.writer.restart_in_child(os.devnull)
             return
@@ -227,7 +231,10 @@ class ProcessCapture:
         fcntl.flock(self.lock, fcntl.LOCK_EX)
 
     def finish_child(self) -> None:
-        """End this process's part with its footer: the process is ending."""
+        """End this process's part with what its kernels were launched with and its footer: the
+        process is ending."""
+        with contextlib.suppress(Exception):
+            write_launches(self.session.writer, self.session.launched)
         with contextlib.suppress(Exception):
             self.session.writer.close()
 
@@ -359,6 +366,8 @@ def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
     capture = ProcessCapture(folder, session, owner_pid)
     capture.start_child()
     _SPAWNED_CONTEXT.enter_context(observe_jit_calls())  # the calls' arguments, for the whole process
+    launched = _SPAWNED_CONTEXT.enter_context(observe_launches(lambda: set(session.kernels)))
+    session.launched = launched  # the same dict, filled as kernels are compiled
     register_pass_instrumentation_tool(TOOL_NAME, session.make_tool)
     _CAPTURE = capture
     _install_process_hooks()
@@ -469,6 +478,9 @@ def run_script(
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     stack = contextlib.ExitStack()
 
+    launched: list[dict[int, Any]] = []
+    """The kernels ``observe_launches`` counts launches of (one dict, once entered)."""
+
     def stop_capturing() -> None:
         global _CAPTURE
         _CAPTURE = None
@@ -476,6 +488,10 @@ def run_script(
         stack.close()
         unregister_pass_instrumentation_tool(TOOL_NAME)
         sys.argv, sys.path[:] = saved_argv, saved_path
+        for kernels in launched:  # what each kernel was launched with
+            written = write_launches(writer, kernels)
+            session.runs[:] = [written.get(run.run_id, run) for run in session.runs]
+        launched.clear()
 
     def outcome(error: BaseException | None) -> ScriptOutcome:
         child_runs, warnings = capture.merge_into(writer)
@@ -500,6 +516,7 @@ def run_script(
     try:
         stack.enter_context(auto_target_fallback(fallback))
         stack.enter_context(observe_jit_calls())
+        launched.append(stack.enter_context(observe_launches(lambda: set(session.kernels))))
         stack.enter_context(_spawned_processes_captured(capture.folder, fallback, capture.owner_pid))
     except BaseException:
         stop_capturing()

@@ -82,7 +82,11 @@ def unlaunched_bench(
         return BenchResult(latency_ms=None, device="", error=why)
     try:
         plan = plan_inputs(
-            captured_func(kernel), run.kernel, command_line=settings.shapes, instance=run.instance
+            captured_func(kernel),
+            run.kernel,
+            command_line=settings.shapes,
+            instance=run.instance,
+            launches=run.launches,
         )
     except Exception as error:
         return failed_bench(error, "")
@@ -97,7 +101,9 @@ def prepare_captured_bench(
     from tilelang import tvm
 
     func = captured_func(kernel)
-    plan = plan_inputs(func, run.kernel, command_line=settings.shapes, instance=run.instance)
+    plan = plan_inputs(
+        func, run.kernel, command_line=settings.shapes, instance=run.instance, launches=run.launches
+    )
     target = tvm.target.Target(json.loads(run.target_detail))
     return compile_for_bench(func, target, run.pass_configs, plan)
 

@@ -147,6 +147,12 @@ def _factory_call(frame: FrameType | None) -> JitCall | None:
     return JitCall(_call_json((), kwargs), definition=where, function=code.co_name)
 
 
+def factory_call(func: Any) -> JitCall | None:
+    """The factory call that built the PrimFunc ``func`` (while ``observe_factories`` is entered)."""
+    noted = _FACTORY_CALLS.get(id(getattr(func, "orig_func", None)))
+    return noted[1] if noted is not None else None
+
+
 def _lowering_noting_factory(original: Any) -> Any:
     """``tilelang.lower``/``tilelang.compile`` that note the factory call behind the PrimFunc they
     are given (outside a ``@tilelang.jit`` compilation, which notes its own)."""

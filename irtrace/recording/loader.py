@@ -12,6 +12,7 @@ kernel module's namespace (the module has been executed anyway).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -75,11 +76,19 @@ def package_root(file: Path, source: str | None = None) -> tuple[Path, str]:
     return folder, ".".join(parts)
 
 
+@functools.lru_cache(maxsize=8)
+def parse_source(text: str) -> ast.Module:
+    """The syntax tree of ``text``, parsed once per text: the loader, the instance resolver and
+    the entry point all read the same document version (an edit parsed it about six times).
+    Raises ``SyntaxError``/``ValueError``; callers must not change the tree."""
+    return ast.parse(text)
+
+
 def _relative_import_depth(file: Path, source: str | None) -> int:
     """The largest ``level`` of the module's relative imports (0 when none, or unreadable)."""
     try:
         text = source if source is not None else file.read_text(encoding="utf-8")
-        tree = ast.parse(text)
+        tree = parse_source(text)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return 0
     levels = [node.level for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]

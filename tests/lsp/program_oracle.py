@@ -3,7 +3,12 @@
 TEST_ID`` (one test), it wraps TileLang's ``tilelang.lower``, ``tilelang.compile`` and
 ``JITImpl.compile``; at the program's first compilation it lowers that very PrimFunc with the
 plain instrument of ``oracle.py`` and prints ``[[line, hint], ...]`` as JSON, then ends the process.
-Nothing here uses irtrace or tilelang_lsp.
+
+``python program_oracle.py --all FILE`` goes on through the whole program instead: each
+compilation (and each ``@autotune`` call, as its first config: ``AutoTuneImpl.jit_impl``) is
+lowered, and the program gets a kernel that does nothing, with a profiler that checks nothing;
+``cuda`` tensors are made on the CPU and ``torch.testing.assert_close`` checks nothing. It prints
+the hints of the first instance of each kernel. Nothing here uses irtrace or tilelang_lsp.
 """
 
 from __future__ import annotations
@@ -36,7 +41,124 @@ def report(func: Any) -> None:
     os._exit(0)
 
 
+class DoesNothing:
+    """What a compilation gives the program under ``--all``: no GPU work, no checks, 0 ms."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        self.config = config or {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return DoesNothing()
+
+    def __getattr__(self, name: str) -> Any:
+        return DoesNothing()
+
+    def __format__(self, spec: str) -> str:
+        return "0"
+
+
+def run_all(path: str) -> None:
+    """Every kernel the program compiles, lowered; the hints of each kernel's first instance."""
+    import tilelang
+    import torch
+    from tilelang.autotuner.tuner import AutoTuneImpl
+    from tilelang.jit import JITImpl
+    from torch.overrides import TorchFunctionMode
+
+    seen: dict[int, list[tuple[int, str]]] = {}
+    real_lower = tilelang.lower
+
+    def lower(func: Any) -> None:
+        tilelang.lower = real_lower  # the oracle's own lowering
+        try:
+            buffers = compiler_buffers(func, TARGET)
+        finally:
+            tilelang.lower = compile_entry
+        hints = sorted((b.line, expected_hint(b, TARGET)) for b in buffers if b.line is not None)
+        if hints:
+            seen.setdefault(hints[0][0], hints)  # a kernel's buffers start at its first line
+
+    def compile_entry(func: Any, *args: Any, **kwargs: Any) -> Any:
+        lower(func)
+        return DoesNothing()
+
+    def jit_compile(self: Any, *args: Any, **kwargs: Any) -> Any:
+        lower(self.get_tir(*args, **kwargs))
+        return DoesNothing()
+
+    def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("__return_kernel", None)
+        configs = self.configs(*args, **kwargs) if callable(self.configs) else self.configs
+        first = dict(next(iter(configs)))
+        lower(self.jit_impl.get_tir(*args, **{**kwargs, **first}))
+        return DoesNothing(first)
+
+    class CudaOnCpu(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = dict(kwargs or {})
+            if func is torch.Tensor.cuda:
+                return args[0]
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "cpu"
+            return func(*args, **kwargs)
+
+    tilelang.compile = tilelang.lower = compile_entry
+    JITImpl.compile = jit_compile  # type: ignore[method-assign]
+    AutoTuneImpl.__call__ = tune  # type: ignore[method-assign]
+    torch.testing.assert_close = lambda *args, **kwargs: None
+    torch.cuda.synchronize = lambda *args, **kwargs: None
+    sys.argv = [path]
+    sys.path.insert(0, str(Path(path).resolve().parent))
+    with CudaOnCpu():
+        runpy.run_path(path, run_name="__main__")
+    print(json.dumps(sorted(hint for hints in seen.values() for hint in hints)))
+
+
+def run_symbolic(path: str, factory: str, symbols: list[str]) -> None:
+    """The factory built as TileLang builds a kernel with dynamic sizes: each of ``symbols`` a
+    ``T.dynamic`` of its name, the other parameters their defaults; its hints."""
+    import tilelang.language as T
+
+    declared_only = "--declared" in symbols  # TileLang's layout inference crashes on a symbolic tile
+    symbols = [name for name in symbols if name != "--declared"]
+    namespace = runpy.run_path(path, run_name="factories_under_test")
+    func = namespace[factory](**{name: T.dynamic(name) for name in symbols})
+    buffers = declared_buffers(func) if declared_only else compiler_buffers(func, TARGET)
+    print(json.dumps(sorted((b.line, expected_hint(b, TARGET)) for b in buffers if b.line)))
+
+
+def declared_buffers(func: Any) -> list[Any]:
+    """The buffers as the built PrimFunc declares them, before any pass."""
+    from oracle import CompilerBuffer
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    found = [func.buffer_map[p] for p in func.params if p in func.buffer_map]
+    post_order_visit(func.body, lambda node: found.extend(getattr(node, "alloc_buffers", None) or ()))
+
+    def dims(shape: Any) -> tuple[Any, ...]:
+        return tuple(int(d) if d.__class__.__name__ == "IntImm" else str(d) for d in shape)
+
+    return [
+        CompilerBuffer(
+            str(b.name),
+            b.span.line if b.span else None,
+            dims(b.shape),
+            dims(b.shape),
+            str(b.dtype),
+            str(b.scope()),
+            None,
+        )
+        for b in found
+    ]
+
+
 def main() -> None:
+    if sys.argv[1] == "--all":
+        run_all(sys.argv[2])
+        return
+    if sys.argv[1] == "--symbolic":
+        run_symbolic(sys.argv[2], sys.argv[3], sys.argv[4:])
+        return
     import tilelang
     from tilelang.jit import JITImpl
 

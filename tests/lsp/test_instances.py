@@ -12,7 +12,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -20,6 +22,7 @@ from pytest_lsp import LanguageClient
 
 from tests.irtrace.test_autocapture import SUITE, hooked_env
 from tests.lsp.conftest import DATA, ROOT, hints, open_fresh, wait_published, whole_file_server
+from tests.mcp.conftest import McpServer, start_server
 
 INSTANCES = DATA / "instances"
 ORACLE = Path(__file__).resolve().parent / "program_oracle.py"
@@ -68,7 +71,7 @@ async def test_argparse_program_gets_the_size_it_sets_after_parsing(client: Lang
     assert "arguments from __main__" in await summary(client, uri, "matmul")
 
 
-async def test_a_program_that_cannot_reach_its_call_shows_unknown_never_the_parser_default(
+async def test_a_program_that_cannot_reach_its_call_shows_symbols_never_the_parser_default(
     client: LanguageClient, tmp_path: Path
 ) -> None:
     text = (INSTANCES / "argparse_gemm.py").read_text()
@@ -79,7 +82,8 @@ async def test_a_program_that_cannot_reach_its_call_shows_unknown_never_the_pars
     uri, got = await compiled_hints(client, path)
     assert not any("1024" in label and "source only" not in label for _, label in got)
     message = await summary(client, uri, "matmul")
-    assert "Unknown: M, N, K" in message, message
+    assert "Symbolic (no value found): M, N, K" in message, message
+    assert (13, "[M, K] float16 global") in got  # the sizes nobody gives keep their names
 
 
 async def test_eager_kernel_called_with_cuda_tensors_works_without_a_gpu(
@@ -171,3 +175,82 @@ async def test_the_entry_point_run_writes_nothing_beside_the_program(
     assert "arguments from __main__" in await summary(client, uri, "matmul")  # it did run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["argparse_gemm.py"]
     assert not (Path.cwd() / "side_effect.log").exists()  # nor in the folder the server runs in
+
+
+async def test_a_program_checking_each_kernel_on_the_gpu_gives_every_kernel_its_instance(
+    client: LanguageClient,
+) -> None:
+    """TileLang's examples check and bench each kernel on the GPU before building the next: the run
+    goes on past each one (a stand-in kernel, meta tensors), so every kernel gets the program's
+    instance, the ``@autotune`` one with its first config."""
+    path = INSTANCES / "checked_kernels.py"
+    uri, got = await compiled_hints(client, path)
+    assert got == program_hints("--all", str(path))
+    assert (80, "[32, 256] float16 shared.dyn") in got  # tuned_copy(N, K): the first config's block_M
+    for kernel in ("naive_gemv", "row_sum", "scale_rows", "tuned_copy"):
+        assert "arguments from __main__" in await summary(client, uri, kernel), kernel
+
+
+async def test_factories_nobody_calls_show_symbols_exactly_where_the_file_gives_no_value(
+    client: LanguageClient,
+) -> None:
+    """A module of factories with no entry point: the sizes nobody gives are lowered as symbols, so
+    the buffers that depend only on defaults are exact and the others show the parameter's name;
+    a factory that needs a number says what would give it, never "did not build"."""
+    path = INSTANCES / "factories.py"
+    uri, got = await compiled_hints(client, path)
+    gemm = program_hints("--symbolic", str(path), "gemm_relu", "M", "N", "K")
+    # a tile of symbolic size crashes TileLang's layout inference (a segfault): declared facts
+    rows = program_hints("--symbolic", str(path), "row_tiles", "M", "N", "--declared")
+    assert sorted(gemm + rows) == [(line, label) for line, label in got if line < 40]
+    # which buffers show a symbol: exactly those whose shape uses a size nobody gives
+    shows_symbol = {line for line, label in got if line < 40 and any(n in label.split("]")[0] for n in "MNK")}
+    assert shows_symbol == {11, 32, 34}  # A, B, C; X, Y; the row tile [64, N]
+    assert (34, "[64, N] float32 shared.dyn") in got
+    assert (13, "[128, 32] ×2 float16 shared.dyn · swizzle 64B") in got
+    assert "Symbolic (no value found): M, N, K" in await summary(client, uri, "gemm_relu")
+    needs = [label for line, label in got if line > 40]
+    assert needs and all("no value for batch, heads, dim" in label for label in needs), needs
+    assert not any("did not build" in label for _, label in got)
+
+
+@pytest.fixture(scope="module")
+def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
+    """tilelang-mcp, allowed to run the instance test files."""
+    with open(tmp_path_factory.mktemp("mcp") / "stderr.txt", "w+", encoding="utf-8") as log:
+        yield from start_server(["--root", str(INSTANCES)], log)
+
+
+def mcp_hint(buffer: dict[str, Any]) -> str:
+    """A buffer of the MCP server's ``buffer_facts`` as the editor's hint writes it."""
+    shape, allocated = list(buffer["shape"]), list(buffer["allocated_shape"])
+    text = "[" + ", ".join(str(d) for d in shape) + "]"
+    if len(allocated) == len(shape) + 1 and allocated[1:] == shape:
+        text += f" ×{allocated[0]}"
+    text += f" {buffer['dtype']} {buffer['scope']}"
+    return text + (f" · {buffer['layout_short']}" if buffer.get("layout_short") else "")
+
+
+@pytest.mark.parametrize(
+    ("name", "kernels"),
+    [
+        ("checked_kernels.py", ("naive_gemv", "row_sum", "scale_rows", "tuned_copy")),
+        ("factories.py", ("gemm_relu", "row_tiles")),
+    ],
+)
+async def test_the_mcp_server_and_the_language_server_use_the_same_instance_and_facts(
+    client: LanguageClient, mcp_server: McpServer, name: str, kernels: tuple[str, ...]
+) -> None:
+    """The same file, nothing written: a kernel named without arguments gets from the MCP server
+    the instance the editor shows (the same resolver, the same words) and the same buffers."""
+    path = INSTANCES / name
+    uri, got = await compiled_hints(client, path)
+    from_mcp: list[tuple[int, str]] = []
+    for kernel in kernels:
+        answer = mcp_server.ok("buffer_facts", spec=f"{name}::{kernel}", target="cuda:sm_90a")
+        (entry,) = answer["kernels"]
+        instance = entry["instance"]
+        message = await summary(client, uri, kernel)
+        assert f"Analyzed `{instance['call']}` — arguments from {instance['origin']};" in message
+        from_mcp += [(b["line"], mcp_hint(b)) for b in entry["buffers"]]
+    assert sorted(from_mcp) == [(line, label) for line, label in got if "source only" not in label]

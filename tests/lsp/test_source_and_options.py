@@ -8,15 +8,15 @@ from pathlib import Path
 
 from irtrace.core.specs import DtypeName, Expression
 from irtrace.core.targets import TARGETS
-from tilelang_lsp.source.arguments import (
+from irtrace.recording.resolve.arguments import (
     ArgumentChoice,
     ProjectConfig,
     read_project_config,
     resolve_arguments,
     resolve_target,
 )
+from irtrace.recording.resolve.source import scan_kernels
 from tilelang_lsp.source.buffers import SourceBuffer, source_buffers
-from tilelang_lsp.source.kernels import scan_kernels
 from tilelang_lsp.source.text import imports_tilelang, looks_like_tilelang, syntax_problem, uses_tilelang
 
 KERNEL = """
@@ -224,7 +224,7 @@ def test_source_hints_read_eager_declarations() -> None:
 
 def test_a_kernel_recorded_in_irtrace_toml_takes_its_spec_arguments() -> None:
     """examples/fp8_quant.py has no call; examples/irtrace.toml records it with expressions."""
-    from tilelang_lsp.worker.analysis import manifest_call
+    from irtrace.recording.resolve.resolver import manifest_call
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     recorded = manifest_call(examples / "fp8_quant.py", "per_token_quant")

@@ -107,13 +107,23 @@ def test_lower_kernel_passes_are_the_pipelines(sm90: dict[str, Any], oracle_sm90
 
 
 def test_a_kernel_named_without_arguments_gets_its_recorded_instance(mcp_server: McpServer) -> None:
-    """``gemm.py::matmul`` is lowered with the arguments examples/irtrace.toml records it with."""
+    """``fp8_quant.py::per_token_quant`` (a file with no entry point and no call of it) is lowered
+    with the arguments examples/irtrace.toml records it with, as the language server does."""
     import tomllib
 
     entries = tomllib.loads((EXAMPLES / "irtrace.toml").read_text())["kernel"]
-    (recorded,) = [e["spec"] for e in entries if e["spec"].startswith("gemm.py::matmul(")]
-    (run,) = mcp_server.ok("lower_kernel", spec="gemm.py::matmul")["runs"]
+    (recorded,) = [e["spec"] for e in entries if e["spec"].startswith("fp8_quant.py::per_token_quant(")]
+    (run,) = mcp_server.ok("lower_kernel", spec="fp8_quant.py::per_token_quant")["runs"]
     assert run["spec"] == f"{EXAMPLES / recorded}" and run["status"] == "ok"
+    facts = mcp_server.ok("buffer_facts", spec="fp8_quant.py::per_token_quant")["kernels"][0]
+    assert facts["instance"]["origin"] == f"the spec in {EXAMPLES / 'irtrace.toml'}"
+
+
+def test_a_kernel_named_without_arguments_gets_its_programs_instance(mcp_server: McpServer) -> None:
+    """``gemm.py::matmul``: the program's own call in its ``__main__`` block comes before the
+    manifest, as in the editor (the resolver's order)."""
+    facts = mcp_server.ok("buffer_facts", spec="gemm.py::matmul")["kernels"][0]
+    assert facts["instance"]["origin"] == "__main__", facts["instance"]
 
 
 def test_get_ir_is_what_the_pass_printed(

@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from tilelang_lsp.document import Document
 from tilelang_lsp.protocol import AnalysisResult, KernelAnalysis
-from tilelang_lsp.render import hint_label, source_hint_label
+from tilelang_lsp.render import NEEDS_VALUES_HINT, hint_label, source_hint_label
 from tilelang_lsp.source.buffers import hint_column, source_buffers
 
 if TYPE_CHECKING:
@@ -75,7 +75,11 @@ def _build_hints(server: TileLangLanguageServer, doc: Document) -> list[types.In
             broken = _kernel_above(failed, analysis, buffer.line)
             if broken is None:
                 continue
-            why = f"source only: {broken.name} did not build"
+            why = (
+                f"source only: no value for {', '.join(broken.needs_values)}: {NEEDS_VALUES_HINT}"
+                if broken.needs_values
+                else f"source only: {broken.name} did not build"
+            )
         hints.append(
             _hint(buffer.line, buffer.end_column, source_hint_label(buffer, options, why), buffer.role)
         )

@@ -16,7 +16,6 @@ from typing import Any
 from msgspec.structs import replace
 
 from irtrace.core.errors import IrtraceError, KernelSourceError
-from irtrace.core.specs import KernelSpec, format_value
 from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import analyze_kernel
@@ -29,24 +28,14 @@ from irtrace.recording.facts import (
     native_log_diagnostics,
     reached,
 )
-from irtrace.recording.loader import (
-    bind_call,
-    describe_value,
-    find_kernels,
-    load_kernel_module,
-    target_context,
-)
+from irtrace.recording.loader import find_kernels, load_kernel_module
+from irtrace.recording.resolve.arguments import ProjectConfig, read_project_config, resolve_target
+from irtrace.recording.resolve.candidates import Candidate, InstanceSources
+from irtrace.recording.resolve.resolver import NEEDS_VALUES, instance_candidates, resolve_instance
+from irtrace.recording.resolve.source import KernelSource, scan_kernels
 from tilelang_lsp.protocol import FAILED, AnalysisResult, Diagnostic, IrText, KernelAnalysis
-from tilelang_lsp.source.arguments import (
-    ProjectConfig,
-    read_project_config,
-    resolve_arguments,
-    resolve_target,
-)
-from tilelang_lsp.source.kernels import CallSite, KernelSource, scan_kernels
 from tilelang_lsp.source.text import uses_tilelang
 from tilelang_lsp.worker.facts import buffer_message, diagnostic_message, shared_memory_bytes
-from tilelang_lsp.worker.instances import Candidate, InstanceSources, kernel_candidates
 from tilelang_lsp.worker.machine_code import compile_input
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
@@ -188,7 +177,7 @@ def _analyze_module(
         return None
     # the program runs as on the machine the analysis is for: an extra target, else the project's
     run_target = override_target or resolve_target(None, loaded.dialect, default_target, project)[0]
-    candidates = kernel_candidates(file, text, list(sources.values()), instances, run_target)
+    candidates = instance_candidates(file, text, list(sources.values()), instances, run_target)
     try:
         for kernel in find_kernels(loaded):
             source = sources.get(kernel.name)
@@ -242,83 +231,37 @@ def _analyze_kernel(
     pick: str | None,
 ) -> KernelAnalysis:
     file = loaded.path
-    chosen = next((c for c in candidates if c.label == pick), candidates[0] if candidates else None)
-    choice = None
-    if source is not None:
-        instance = (
-            CallSite(0, chosen.args, dict(chosen.kwargs), origin=chosen.label) if chosen is not None else None
-        )
-        unknown = chosen.unknown if chosen is not None else ()
-        choice = resolve_arguments(source, project, manifest_call(file, kernel.name), instance, unknown)
     target_name, target_origin = resolve_target(source, loaded.dialect, default_target, project)
     if override_target is not None:
         target_name, target_origin = override_target, "extra target"
     target = get_target(target_name)
-    args = choice.args if choice else ()
-    kwargs = dict(choice.kwargs) if choice else {}
-    symbolic = list(choice.symbolic) if choice else []
-    if symbolic:
-        from tvm import tirx
-
-        # A T.const nobody gave a value: TileLang substitutes whatever is passed, so a variable
-        # of the same name keeps the size symbolic, as T.dynamic would.
-        kwargs.update({name: tirx.Var(name, "int32") for name in symbolic})
-    spec = KernelSpec(str(file), kernel.name, args, kwargs, called=kernel.kind.takes_arguments)
-    shown = {k: v for k, v in kwargs.items() if k not in symbolic}
-    call_text = ", ".join(
-        [*(format_value(a) for a in args), *(f"{k}={format_value(v)}" for k, v in shown.items())]
+    resolved = resolve_instance(
+        kernel, source, file, project, candidates, pick=pick, tvm_target=tvm_target(target)
     )
+    spec = resolved.spec
     summary = KernelAnalysis(
         name=kernel.name,
         kind=str(kernel.kind),
         line=line,
         target=target.name,
         target_origin=target_origin,
-        call=f"{kernel.name}({call_text})" if spec.called else kernel.name,
-        args_origin=choice.origin if choice else "module-level PrimFunc",
-        args_from_project=tuple(choice.from_project) if choice else (),
-        args_missing=tuple(choice.missing) if choice else (),
-        args_symbolic=tuple(symbolic),
-        args={k: format_value(v) for k, v in shown.items()},
+        call=resolved.call,
+        args_origin=resolved.origin,
+        args_from_project=resolved.from_project,
+        args_symbolic=resolved.symbolic,
+        args_unknown=resolved.unknown,
+        args_autotune=resolved.autotune,
+        args=resolved.shown,
         full=full,
-        instances=tuple(c.label for c in candidates),
+        instances=resolved.instances,
     )
-    missing = list(choice.missing) if choice else []
-    if kernel.kind.tunes:
-        # What TileLang would tune over, the first config stands in for: the parameters the
-        # arguments found leave out come from it (irtrace.recording.loader.bind_call).
-        try:
-            with target_context(tvm_target(target)):
-                call = bind_call(kernel, spec, file)
-        except IrtraceError as error:
-            if not missing:  # else a configs function wanting the missing ones raised: say what is missing
-                diagnostics.append(diagnostic_message(error_diagnostics(error, file, code="arguments"), line))
-                return replace(summary, status=FAILED, error=error.message)
-        else:
-            missing = [name for name in missing if name not in call.autotune_defaults]
-            summary = replace(
-                summary,
-                args_autotune={k: repr(describe_value(v)) for k, v in call.autotune_defaults.items()},
-                args_missing=tuple(missing),
-            )
-    if missing:
+    if resolved.error is not None:
         diagnostics.append(
             diagnostic_message(
-                CompilerDiagnostic(
-                    message=(
-                        f"{kernel.name}: no value for parameter(s) {', '.join(missing)}; add a "
-                        "`# tilelang: args(...)` directive above it, a call in this file, a default, "
-                        "or [tool.tilelang-lsp.args] in pyproject.toml"
-                    ),
-                    severity="warning",
-                    code="arguments",
-                    line=line,
-                    file=str(file),
-                ),
-                line,
+                CompilerDiagnostic(message=resolved.error, code="arguments", line=line, file=str(file)), line
             )
         )
-        return replace(summary, status=FAILED, error=f"no value for {', '.join(missing)}")
+        return replace(summary, status=FAILED, error=resolved.error)
     if source is not None and source.directive is not None and source.directive.error:
         diagnostics.append(
             diagnostic_message(
@@ -348,13 +291,43 @@ def _analyze_kernel(
                     should_stop=should_stop,
                     # hints need no IR text; a trace file (trace and IR commands) does
                     capture_ir=trace_path is not None,
+                    symbolic=bool(resolved.symbolic),
                 )
             except IrtraceError as error:
+                if resolved.symbolic:
+                    # the kernel needs a number where the source gives none: say what would give it
+                    message = (
+                        f"{kernel.name}: no value for {', '.join(resolved.symbolic)} (as symbols it does "
+                        f"not build: {error.message.splitlines()[0][:160]}); {NEEDS_VALUES}"
+                    )
+                    diagnostics.append(
+                        diagnostic_message(
+                            CompilerDiagnostic(
+                                message=message,
+                                severity="warning",
+                                code="arguments",
+                                line=line,
+                                file=str(file),
+                            ),
+                            line,
+                        )
+                    )
+                    return replace(
+                        summary,
+                        status=FAILED,
+                        error=f"no value for {', '.join(resolved.symbolic)}",
+                        needs_values=resolved.symbolic,
+                    )
                 diagnostics.append(diagnostic_message(error_diagnostics(error, file, code="frontend"), line))
                 return replace(summary, status=FAILED, error=error.message)
     finally:
         writer.close()
     built, recorded = analyzed.built, analyzed.recorded
+    symbols = source.symbols if source is not None else {}
+    if recorded is None:  # a tile of symbolic size: TileLang's layout inference would crash on it
+        summary = replace(summary, build_ms=analyzed.build_s * 1000, stop_pass=None if full else stop)
+        facts = buffer_facts(built.func, None)
+        return replace(summary, buffers=tuple(buffer_message(f, symbols) for f in facts))
     if recorded.cancelled:
         raise Cancelled("cancelled by a newer edit")
     passes = recorded.run.passes
@@ -390,39 +363,11 @@ def _analyze_kernel(
             summary = replace(summary, machine_code=plan, machine_code_error=problem)
         return summary
     facts = buffer_facts(built.func, stopped)
-    symbols = source.symbols if source is not None else {}
     return replace(
         summary,
         buffers=tuple(buffer_message(f, symbols) for f in facts),
         shared_bytes=sum(f.bytes or 0 for f in facts if f.role == "alloc" and f.scope.startswith("shared")),
     )
-
-
-MANIFEST = "irtrace.toml"
-
-
-def manifest_call(file: Path, kernel: str) -> CallSite | None:
-    """The kernel's spec in the nearest ``irtrace.toml`` above ``file`` (the arguments the project
-    records it with; expressions allowed), or ``None``. A manifest that does not parse is ignored."""
-    from irtrace.core.errors import IrtraceError as ManifestError
-    from irtrace.recording.manifest import load_manifest
-
-    folder = file.resolve().parent
-    for candidate in [folder, *folder.parents]:
-        path = candidate / MANIFEST
-        if not path.is_file():
-            continue
-        try:
-            requests = load_manifest(path)
-        except ManifestError:
-            return None
-        for request in requests:
-            spec = request.spec
-            location = (request.base_dir or candidate) / spec.path
-            if spec.name == kernel and spec.called and location.resolve() == file.resolve():
-                return CallSite(0, spec.args, dict(spec.kwargs), origin=f"the spec in {path}")
-        return None
-    return None
 
 
 def ir_after_pass(

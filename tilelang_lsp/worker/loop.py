@@ -102,6 +102,11 @@ class Worker:
         started = time.perf_counter()
         import tilelang  # the slow import, once
 
+        from irtrace.recording.resolve.entry_point import warm_meta_tensors
+
+        # before Ready, so that no request's time limit pays it: entry-point runs use meta tensors,
+        # and PyTorch imports torch._dynamo on the first meta operation (1-6 s)
+        warm_meta_tensors()
         import_s = time.perf_counter() - started
         default = os.environ.get("TILELANG_LSP_WARMUP_TARGET", DEFAULT_TARGET)
         self.send(
@@ -159,8 +164,8 @@ class Worker:
             self.current = None
 
     def dispatch(self, request_id: int, request: Request) -> msgspec.Struct:
+        from irtrace.recording.resolve.candidates import InstanceSources
         from tilelang_lsp.worker import analysis
-        from tilelang_lsp.worker.instances import InstanceSources
 
         def should_stop() -> bool:
             return request_id in self.cancelled

@@ -3,7 +3,7 @@
 In order: a directive; instances recorded from real runs (traces written by ``irtrace run`` or
 ``IRTRACE=...``, matched to the kernel by its definition's file and line); the file's entry point
 run up to its first compilation (``entry_point``); then the literals of a call in the same file
-and parameter defaults (``tilelang_lsp.source.arguments``). A value the run could not describe is
+and parameter defaults (``irtrace.recording.resolve.arguments``). A value the run could not describe is
 unknown, never guessed.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.core.specs import DtypeName
-from tilelang_lsp.source.kernels import KernelSource
+from irtrace.recording.resolve.source import KernelSource
 
 MAIN_LABEL = "__main__"
 
@@ -179,8 +179,10 @@ def program_key(text: str) -> str:
     parse (the run would fail alike)."""
     import ast
 
+    from irtrace.recording.loader import parse_source
+
     try:
-        return ast.dump(ast.parse(text))
+        return ast.dump(parse_source(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return text
 
@@ -190,7 +192,7 @@ def main_candidates(
 ) -> tuple[dict[str, Candidate], str | None]:
     """Per kernel, the instance the file's entry point makes first, and how the run ended; nothing
     for a file with no ``__main__`` block (it is not a program)."""
-    from tilelang_lsp.worker.entry_point import EntryKernel, has_entry_point, run_entry_point
+    from irtrace.recording.resolve.entry_point import EntryKernel, has_entry_point, run_entry_point
 
     if not has_entry_point(text):
         return {}, None
@@ -211,8 +213,8 @@ def main_candidates(
 
 
 MAIN_TIMEOUT_S = 10.0
-"""How long the entry point may run before its first compilation (below the server's default
-``analysisTimeoutS``, so a slow program costs its instance, not the worker)."""
+"""How long the entry point may run (below the server's default ``analysisTimeoutS``, so a slow
+program costs the instances it had not reached yet, not the worker)."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,8 @@ class InstanceSources:
     """Run the file's entry point (the worker only runs for trusted workspaces)."""
     picks: dict[str, str] = field(default_factory=dict)
     """Per kernel, the label of the instance the user picked (code lens); default: the first."""
+    manifest_root: str | None = None
+    """The highest folder an ``irtrace.toml`` is read from (the MCP server's root); ``None``: any."""
 
 
 def kernel_candidates(

@@ -10,7 +10,7 @@ from typing import Any
 
 from irtrace.core.specs import DtypeName
 from irtrace.core.targets import ASCEND, known_target_name
-from tilelang_lsp.source.kernels import CallSite, KernelSource
+from irtrace.recording.resolve.source import CallSite, KernelSource
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -14,7 +14,8 @@ from typing import Any
 from irtrace.core.errors import UsageError
 from irtrace.core.specs import parse_call_arguments
 from irtrace.core.targets import known_target_name
-from tilelang_lsp.source.literals import LiteralScope, Unknown, own_nodes
+from irtrace.recording.loader import parse_source
+from irtrace.recording.resolve.literals import LiteralScope, Unknown, own_nodes
 
 DIRECTIVE = re.compile(r"#\s*tilelang:\s*(?P<body>.*)$")
 _DIRECTIVE_ARGS = re.compile(r"args\s*\(")
@@ -231,8 +232,8 @@ def scan_kernels(text: str) -> list[KernelSource]:
     """Top-level functions that define a ``@T.prim_func`` inside or are ``@tilelang.jit`` kernels
     (eager or not, under ``@autotune`` or not)."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = parse_source(text)
+    except (SyntaxError, ValueError):
         return []
     lines = text.splitlines()
     module = LiteralScope(tree)
