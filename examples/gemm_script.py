@@ -22,7 +22,9 @@ def main() -> None:
     target = determine_target({"kind": "cuda", "arch": args.arch}, return_object=True)
     with target:
         artifact = tilelang.lower(matmul(args.size, args.size, args.size), target=target)
-    print(f"gemm {args.size}^3 lowered for {args.arch}: {len(artifact.kernel_source.splitlines())} lines of CUDA")
+    print(
+        f"gemm {args.size}^3 lowered for {args.arch}: {len(artifact.kernel_source.splitlines())} lines of CUDA"
+    )
 
 
 if __name__ == "__main__":

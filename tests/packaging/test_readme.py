@@ -81,11 +81,15 @@ def test_readme_one_minute_block_runs_as_written(tmp_path: Path) -> None:
             timeout=900,
         )
         if done.returncode != expected:
-            failures.append(f"{command}\n  exit {done.returncode}, expected {expected}\n  {done.stderr[-1500:]}")
+            failures.append(
+                f"{command}\n  exit {done.returncode}, expected {expected}\n  {done.stderr[-1500:]}"
+            )
     assert not failures, "\n".join(failures)
 
     # What the lines promise is there: captures, the drawing, the experiments' outputs.
     captured = [json.loads(line) for line in (copy / "cap.jsonl").read_text().splitlines() if line.strip()]
-    assert any(record.get("kernel") for record in captured), "IRTRACE= captured no kernel in the make-setup venv"
+    assert any(record.get("kernel") for record in captured), (
+        "IRTRACE= captured no kernel in the make-setup venv"
+    )
     for output in ("c_local.svg", "both.jsonl", "resumed.jsonl", "edited.jsonl", "small_repro.py"):
         assert (copy / output).is_file() and (copy / output).stat().st_size > 0, output
