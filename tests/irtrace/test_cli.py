@@ -397,3 +397,24 @@ def test_ir_asks_for_the_option_that_tells_the_runs_apart(
     assert all(target in err for target in gemm_trace.targets())
     code, _, _ = run_cli(capsys, "ir", gemm_trace.path, "--source", "-t", gemm_trace.targets()[0])
     assert code == ExitCode.OK
+
+
+def test_quiet_record_lets_no_fatal_line_through(tmp_path: Path) -> None:
+    """TVM prints ``Fatal: MESSAGE`` before raising MESSAGE; with ``-q`` stderr stays empty and
+    the exit status says a kernel failed; the trace holds the message. Oracle: the line TileLang
+    prints, seen with ``--debug`` (nothing filtered)."""
+    out = tmp_path / "c.jsonl"
+    command = [
+        sys.executable,
+        "-m",
+        "irtrace.cli",
+        "record",
+        f"{ROOT / 'examples' / 'rmsnorm.py'}::rms_norm()",
+    ]
+    quiet = subprocess.run([*command, "-t", "c", "-o", str(out), "-q"], capture_output=True, text=True)
+    assert quiet.returncode == ExitCode.LOWERING and quiet.stderr == "" and quiet.stdout == ""
+    debug_command = [*command[:3], "--debug", *command[3:], "-t", "c", "-o", str(tmp_path / "d.jsonl")]
+    debug = subprocess.run(debug_command, capture_output=True, text=True)
+    (fatal,) = [line for line in debug.stderr.splitlines() if ": Fatal: " in line]
+    (run,) = load_trace(out).runs
+    assert run.status == STATUS_FAILED and fatal.split(": Fatal: ", 1)[1] in (run.error or "")
