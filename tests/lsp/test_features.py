@@ -121,10 +121,10 @@ async def test_hover_shows_layout_on_other_targets(client: LanguageClient) -> No
         await asyncio.sleep(0.1)
     text = hover.contents.value
     assert text.startswith("**C_local** — allocation in `matmul`")
-    assert "| **cuda:sm_90** | `local.fragment` | 128 thr, 128 elem/thr |" in text
+    assert "| **cuda:sm_90a** | `local.fragment` | 128 thr, 128 elem/thr |" in text
     assert "| hip:gfx942 | `local.fragment` |" in text
     assert "Fragment((128, 128) -> (128,)," in text
-    assert "arguments from __main__; target `cuda:sm_90` from default target" in text
+    assert "arguments from __main__; target `cuda:sm_90a` from default target" in text
 
 
 async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) -> None:
@@ -144,7 +144,7 @@ async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) ->
         "tilelang.showIrAfterPass",
     ]
     title = lenses[0].command.title
-    assert title.startswith("cuda:sm_90 · ") and " passes · " in title
+    assert title.startswith("cuda:sm_90a · ") and " passes · " in title
     # then nvcc's registers, spills and shared memory (tests/machine_code/test_code_lens.py checks
     # them); for plain sm_90, TileLang 0.1.15's GEMM source needs sm_90a, and the lens says so
     assert re.search(r" ms · (regs \d+ · spills \d+ · smem \d+\.\d KiB|smem 48.0 KiB · nvcc: .+)$", title), (
@@ -161,7 +161,7 @@ async def test_code_lens_summarizes_the_full_lowering(client: LanguageClient) ->
     )
     assert ir.passName == "tl.LayoutInference"
     assert "@T.prim_func" in ir.text and "C_local" in ir.text
-    assert ir.uri == "tilelang-ir:/matmul%40cuda%3Asm_90/024-tl.LayoutInference.py"
+    assert ir.uri == "tilelang-ir:/matmul%40cuda%3Asm_90a/024-tl.LayoutInference.py"
 
 
 @pytest.mark.parametrize(
@@ -263,11 +263,11 @@ async def test_kernel_summary_command_says_where_arguments_came_from(client: Lan
     uri, version = open_fresh(client, path)
     await wait_published(client, uri, version)
     client.messages.clear()
-    result = await execute(client, "tilelang.kernelSummary", uri, "matmul", "cuda:sm_90")
+    result = await execute(client, "tilelang.kernelSummary", uri, "matmul", "cuda:sm_90a")
     message = (
         # the program's first compilation is the autotuner's first config
-        "Analyzed `matmul(block_M=64, block_N=64, block_K=32, num_stages=2, threads=128, M=1024, N=1024, "
-        "K=1024)` — arguments from __main__; target `cuda:sm_90` from default target."
+        "Analyzed `matmul(M=1024, N=1024, K=1024, block_M=64, block_N=64, block_K=32, num_stages=2, "
+        "threads=128)` — arguments from __main__; target `cuda:sm_90a` from default target."
     )
     assert result == {"kernel": "matmul", "message": message}
     assert [m.message for m in client.messages] == [message]
@@ -279,7 +279,7 @@ async def test_kernel_summary_command_says_where_arguments_came_from(client: Lan
         )
     )
     assert hover is not None and message in hover.contents.value  # the layout link may follow
-    assert await execute(client, "tilelang.kernelSummary", uri, "no_such_kernel", "cuda:sm_90") is None
+    assert await execute(client, "tilelang.kernelSummary", uri, "no_such_kernel", "cuda:sm_90a") is None
 
 
 async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> None:
@@ -287,12 +287,12 @@ async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> No
     # without its entry point (which passes tensors that give M and N) nothing gives the sizes
     uri, version = open_fresh(client, path, path.read_text().split('if __name__ == "__main__":')[0])
     await wait_published(client, uri, version)
-    result = await execute(client, "tilelang.kernelSummary", uri, "elementwise_add", "cuda:sm_90")
+    result = await execute(client, "tilelang.kernelSummary", uri, "elementwise_add", "cuda:sm_90a")
     assert result == {
         "kernel": "elementwise_add",
         "message": (
             "Analyzed `elementwise_add(block_M=32, block_N=32, threads=128, in_dtype=T.float32, "
-            "out_dtype=T.float32)` — arguments from call at line 60; target `cuda:sm_90` from default "
+            "out_dtype=T.float32)` — arguments from call at line 60; target `cuda:sm_90a` from default "
             "target. Symbolic (T.const with no value found): M, N."
         ),
     }
