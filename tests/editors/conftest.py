@@ -20,7 +20,7 @@ HINT_LINES = {
     "B_shared": ("[128, 32]", "×3", "float16", "shared.dyn", "swizzle 64B"),
     "C_local": ("[128, 128]", "float32", "local.fragment", "128 thr, 128 elem/thr"),
 }
-"""Per buffer of the example GEMM (default arguments, cuda:sm_90): shape, stages, dtype, scope, layout."""
+"""Per buffer of the example GEMM (default arguments, cuda:sm_90a): shape, stages, dtype, scope, layout."""
 
 
 def server_command() -> list[str]:

@@ -95,7 +95,7 @@ def test_neovim_draws_hints_shows_diagnostics_lenses_and_ir(
 
     titles = [lens["title"] for lens in report["lenses"]]
     assert {"Trace", "IR after pass…"} <= set(titles)
-    assert any(title.startswith("cuda:sm_90 · ") for title in titles), titles
+    assert any(title.startswith("cuda:sm_90a · ") for title in titles), titles
     assert {lens["line"] for lens in report["lenses"]} == {line_of(kernel, "def matmul(")}
 
     first, second = report["ir"]
@@ -107,7 +107,7 @@ def test_neovim_draws_hints_shows_diagnostics_lenses_and_ir(
     assert first["text"] == second["text"]
 
     (trace,) = report["trace"]["files"]
-    assert Path(trace).name.startswith("gemm-matmul-cuda_sm_90-") and Path(trace).stat().st_size > 0
+    assert Path(trace).name.startswith("gemm-matmul-cuda_sm_90a-") and Path(trace).stat().st_size > 0
     screen = "\n".join(report["trace"]["screen"])
     assert "tl.LayoutInference" in screen and "matmul" in screen, screen  # passviz's pass table
 

@@ -161,7 +161,7 @@ def test_vscode_extension_draws_hints_hover_diagnostics_and_ir(
         "pass": "tl.LayoutInference",
         "problem_marker": "C_local",
         "settle_ms": 8000,
-        "trace_marker": "matmul @ cuda:sm_90",  # passviz's header for the selected run
+        "trace_marker": "matmul @ cuda:sm_90a",  # passviz's header for the selected run
         "screenshots": shots,
         "output": str(tmp_path / "report.json"),
     }
@@ -202,9 +202,9 @@ def test_vscode_extension_draws_hints_hover_diagnostics_and_ir(
     assert "tl.LayoutInference" in report["ir_tab"]
     assert any("@T.prim_func" in line for line in report["ir_lines"])
 
-    (trace,) = (workspace / ".tilelang-lsp").glob("gemm-matmul-cuda_sm_90-*.trace.jsonl")
+    (trace,) = (workspace / ".tilelang-lsp").glob("gemm-matmul-cuda_sm_90a-*.trace.jsonl")
     assert trace.stat().st_size > 0
-    assert trace.name in report["terminal"] and "matmul @ cuda:sm_90" in report["terminal"], report[
+    assert trace.name in report["terminal"] and "matmul @ cuda:sm_90a" in report["terminal"], report[
         "terminal"
     ]
 
