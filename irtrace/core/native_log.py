@@ -25,6 +25,11 @@ HARMLESS_NATIVE_WARNINGS: dict[str, re.Pattern[str]] = {
 }
 """Lines TileLang's C++ logging prints to stderr that say nothing about the user's kernels."""
 
+RECORDED_FATAL = re.compile(r"^(\[\d\d:\d\d:\d\d\] )?\S*: Fatal: ")
+"""TVM's ``LOG(FATAL)`` line: printed just before the same message is raised, so it is the error
+of a run that failed, which the trace records and the summary shows (``-q``: the exit status)."""
+FATAL_KEY = "Fatal: ..."
+
 FORWARD_JOIN_S = 5.0
 """How long to wait for the last lines once the command is done (a child may hold the pipe)."""
 
@@ -37,11 +42,17 @@ class NativeStderr:
 
     def note(self, tool: str) -> str | None:
         """One line saying what was hidden and how to see it, or None when nothing was."""
-        if not self.hidden:
-            return None
-        total = sum(self.hidden.values())
-        kinds = "; ".join(f'{count}x "{text}"' for text, count in self.hidden.items())
-        return f"{tool}: note: hid {total} known-harmless TileLang warning(s) ({kinds}); --debug shows them"
+        harmless = {text: count for text, count in self.hidden.items() if text != FATAL_KEY}
+        notes = []
+        if harmless:
+            kinds = "; ".join(f'{count}x "{text}"' for text, count in harmless.items())
+            notes.append(f"{sum(harmless.values())} known-harmless TileLang warning(s) ({kinds})")
+        if self.hidden[FATAL_KEY]:
+            notes.append(
+                f'{self.hidden[FATAL_KEY]} TileLang "Fatal:" line(s), each the error of a failed run, '
+                "which the trace records"
+            )
+        return f"{tool}: note: hid {' and '.join(notes)}; --debug shows them" if notes else None
 
 
 @contextlib.contextmanager
@@ -86,6 +97,8 @@ def _forward_lines(read_end: int, original: int, hidden: Counter[str]) -> None:
             known = next(
                 (name for name, pattern in HARMLESS_NATIVE_WARNINGS.items() if pattern.match(line)), None
             )
+            if known is None and RECORDED_FATAL.match(line):
+                known = FATAL_KEY
             if known is not None:
                 hidden[known] += 1
                 continue

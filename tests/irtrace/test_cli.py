@@ -187,7 +187,7 @@ def test_show_and_ir_take_target_aliases_like_record(
     capsys: pytest.CaptureFixture[str], gemm_trace: Trace
 ) -> None:
     assert gemm_trace.path
-    code, out, _ = run_cli(capsys, "show", gemm_trace.path, "-t", "cuda")
+    code, out, _ = run_cli(capsys, "show", gemm_trace.path, "-t", "sm_90")  # ("cuda" is cuda:sm_90a)
     assert code == ExitCode.OK
     assert "matmul on cuda:sm_90" in out and "hip:gfx942" not in out
     code, out, _ = run_cli(capsys, "ir", gemm_trace.path, "-t", "rocm", "--source")
@@ -399,3 +399,16 @@ def test_ir_asks_for_the_option_that_tells_the_runs_apart(
     assert all(target in err for target in gemm_trace.targets())
     code, _, _ = run_cli(capsys, "ir", gemm_trace.path, "--source", "-t", gemm_trace.targets()[0])
     assert code == ExitCode.OK
+
+
+def test_quiet_record_lets_no_fatal_line_through(tmp_path: Path) -> None:
+    """TVM prints ``file:line: Fatal: MESSAGE`` (TileLang's ``logging.cc``) before raising MESSAGE:
+    the RMSNorm on the ``c`` target, which has no SIMT threads, does. With ``-q`` stderr stays
+    empty, the exit status says a kernel failed, and the trace holds MESSAGE as the run's error."""
+    out = tmp_path / "c.jsonl"
+    spec = f"{ROOT / 'examples' / 'rmsnorm.py'}::rms_norm()"
+    command = [sys.executable, "-m", "irtrace.cli", "record", spec, "-t", "c", "-o", str(out), "-q"]
+    quiet = subprocess.run(command, capture_output=True, text=True)
+    assert quiet.returncode == ExitCode.LOWERING and quiet.stderr == "" and quiet.stdout == ""
+    (run,) = load_trace(out).runs
+    assert run.status == STATUS_FAILED and "has no SIMT threads" in (run.error or "")

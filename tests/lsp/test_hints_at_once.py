@@ -30,10 +30,10 @@ HANG_S = 30.0
 
 GEMM_AS_WRITTEN = [
     (23, "[M, K] dtype global (source only: analyzing)"),
-    (24, "[K, N] dtype global (source only: analyzing)"),
+    (24, "[N, K] dtype global (source only: analyzing)"),
     (25, "[M, N] dtype global (source only: analyzing)"),
     (28, "[block_M, block_K] dtype shared.dyn (source only: analyzing)"),
-    (29, "[block_K, block_N] dtype shared.dyn (source only: analyzing)"),
+    (29, "[block_N, block_K] dtype shared.dyn (source only: analyzing)"),
     (30, "[block_M, block_N] accum_dtype local.fragment (source only: analyzing)"),
 ]
 """``examples/gemm.py``'s buffers as its text writes them (1-based lines)."""

@@ -246,3 +246,65 @@ STYLES = Path(__file__).resolve().parent / "data" / "styles"
 def styles_kernels(file: str) -> dict[str, ArgumentChoice]:
     """Each kernel of a corpus file with the arguments the source gives it."""
     return {k.name: resolve_arguments(k, ProjectConfig()) for k in scan_kernels((STYLES / file).read_text())}
+
+
+_DICT_TARGETS = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target={"kind": "cuda", "arch": "sm_90a"})
+def as_tilelang_wants_it(N):
+    pass
+
+
+@tilelang.jit(target={"kind": "hip", "mcpu": "gfx950"})
+def on_hip(N):
+    pass
+
+
+@tilelang.jit(target={"kind": "cuda", **EXTRA})
+def not_a_literal(N):
+    pass
+"""
+
+
+def test_a_target_dict_is_read_as_tilelang_takes_it() -> None:
+    """TileLang 0.1.15 refuses ``"cuda -arch=sm_90a"`` and wants a dict for a target with
+    attributes; the decorator's dict names the target (never evaluated: ``**EXTRA`` names none).
+    Oracle: TileLang's ``determine_target`` on the same dict."""
+    from tilelang.backend.target import determine_target
+
+    kernels = {k.name: k for k in scan_kernels(_DICT_TARGETS)}
+    assert kernels["as_tilelang_wants_it"].decorator_target == "cuda:sm_90a"
+    assert kernels["on_hip"].decorator_target == "hip:gfx950"
+    assert kernels["not_a_literal"].decorator_target is None
+    made = determine_target({"kind": "cuda", "arch": "sm_90a"}, return_object=True)
+    assert str(made.attrs["arch"]) == "sm_90a"
+
+
+def test_every_target_the_lsp_docs_show_is_one_tilelang_takes() -> None:
+    """docs/lsp.md showed ``"cuda -arch=sm_90a"``, which TileLang 0.1.15 refuses. Each target
+    literal the page shows (a TVM target string or a dict with a ``kind``) must pass TileLang's own
+    ``determine_target``."""
+    import ast
+    import re
+
+    from tilelang.backend.target import determine_target
+
+    from ..conftest import ROOT
+
+    spans = re.findall(r"`([^`\n]+)`", (ROOT / "docs" / "lsp.md").read_text())
+    literals = []
+    for span in spans:
+        try:
+            value = ast.literal_eval(span)
+        except (ValueError, SyntaxError):
+            continue
+        if (isinstance(value, dict) and "kind" in value) or (
+            isinstance(value, str) and re.match(r"^(cuda|hip|rocm|metal)\b.* -", value)
+        ):
+            literals.append(value)
+    assert {"kind": "cuda", "arch": "sm_90a"} in literals
+    for value in literals:
+        determine_target(value, return_object=True)  # raises on a target TileLang refuses

@@ -25,7 +25,7 @@ async def test_untrusted_workspace_gets_source_hints(client: LanguageClient) -> 
         ),
         types.InlayHint(
             position=types.Position(line=28, character=64),
-            label=f"[block_K, block_N] dtype shared.dyn ({why})",
+            label=f"[block_N, block_K] dtype shared.dyn ({why})",
             kind=types.InlayHintKind.Type,
             padding_left=True,
         ),

@@ -61,6 +61,7 @@ async def test_code_lens_shows_ptxas_resources(
     assert titles[1:] == ["Trace", "IR after pass…"]
 
 
+@pytest.mark.sweep  # a language server of its own and nvcc twice: with the sweeps, as its sibling
 async def test_an_nvcc_error_in_the_lens_keeps_what_to_do(client: LanguageClient, tmp_path: Path) -> None:
     """The example GEMM for plain ``cuda:sm_90``: nvcc rejects TileLang's warp-specialized code,
     and its message ends with what to do (``such as sm_90a``). The lens used to cut it at 80

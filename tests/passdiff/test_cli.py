@@ -273,6 +273,7 @@ tilelang.compile(copy(8192, 128), target={"kind": "cuda", "arch": "sm_90a"})
 """
 
 
+@pytest.mark.sweep  # a script through nvcc, then two recordings: about 30 s, with the sweeps
 def test_targets_on_a_captured_run_leaves_its_host_wrapper_out_of_the_pipelines_passes(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -105,11 +105,15 @@ async def test_shared_buffer_cells_on_screen_are_banks(layouts_trace: Trace) -> 
     async with app.run_test(size=SMALL) as pilot:
         await pick(pilot, "matmul", "cuda:sm_90", "B_shared")
         lines = screen_lines(app)
-        assert any("swizzle 128B" in line for line in lines)
+        assert any("swizzle 64B" in line for line in lines)
         rows = grid_rows(lines)
         assert rows
+        stage_rows = int(live.get_input_shape()[1])
         for row, cells in rows.items():
-            expected = [bank_of_element(live, [row // 32, row % 32, col], 16) for col in range(len(cells))]
+            expected = [
+                bank_of_element(live, [row // stage_rows, row % stage_rows, col], 16)
+                for col in range(len(cells))
+            ]
             assert cells == expected, row
 
 

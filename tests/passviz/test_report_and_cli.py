@@ -61,7 +61,7 @@ def test_dot_command_writes_each_format(three_target_trace: Trace, tmp_path: Pat
 def test_target_aliases_select_like_record(three_target_trace: Trace, tmp_path: Path, capsys) -> None:
     assert three_target_trace.path
     out = tmp_path / "alias.dot"
-    assert main(["dot", three_target_trace.path, "-o", str(out), "-t", "cuda"]) == 0
+    assert main(["dot", three_target_trace.path, "-o", str(out), "-t", "sm_90"]) == 0  # "cuda" is sm_90a
     source = out.read_text()
     assert "cuda:sm_90" in source and "cluster_lane1" not in source
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from irtrace.core.errors import UsageError
 from irtrace.core.specs import parse_call_arguments
-from irtrace.core.targets import known_target_name
+from irtrace.core.targets import known_target_name, tvm_target_name
 from irtrace.recording.loader import parse_source
 from irtrace.recording.resolve.literals import LiteralScope, Unknown, own_nodes
 
@@ -150,10 +150,30 @@ def _is_autotune_decorator(node: ast.expr) -> bool:
 
 
 def _keyword_target(call: ast.Call) -> str | None:
+    """``target=`` of a call as irtrace names it: a string (``"cuda"``) or, as TileLang 0.1.15
+    wants a target with attributes, a dict of strings (``{"kind": "cuda", "arch": "sm_90a"}``)."""
     for keyword in call.keywords:
-        if keyword.arg == "target" and isinstance(keyword.value, ast.Constant):
+        if keyword.arg != "target":
+            continue
+        if isinstance(keyword.value, ast.Constant):
             return known_target_name(str(keyword.value.value))
+        if isinstance(keyword.value, ast.Dict):
+            return _dict_target(keyword.value)
     return None
+
+
+def _dict_target(node: ast.Dict) -> str | None:
+    """A target dict of string keys and values, never evaluated; anything else names no target."""
+    fields: dict[str, str] = {}
+    for key, value in zip(node.keys, node.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            fields[key.value] = value.value
+    kind = fields.get("kind")
+    if kind is None:
+        return None
+    return known_target_name(tvm_target_name(kind, fields.get("arch"), fields.get("mcpu")))
 
 
 def _is_tensor_annotation(node: ast.expr) -> bool:
