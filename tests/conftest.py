@@ -24,9 +24,14 @@ EXAMPLES = ROOT / "examples"
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def record_to_file(path: Path, specs: list[str], targets: list[str], **configs: object) -> Trace:
+def record_to_file(
+    path: Path, specs: list[str], targets: list[str], *, source_map: bool = False, **configs: object
+) -> Trace:
     """Lower ``specs`` for ``targets`` through the real pipelines into ``path``."""
-    requests = [RecordRequest(parse_spec(spec), tuple(targets), dict(configs)) for spec in specs]
+    requests = [
+        RecordRequest(parse_spec(spec), tuple(targets), dict(configs), source_map=source_map)
+        for spec in specs
+    ]
     with TraceWriter(path) as writer:
         errors = record_kernels(requests, writer).errors
     assert not errors, errors
@@ -38,9 +43,9 @@ SMALL_GEMM = f"{EXAMPLES / 'gemm.py'}::matmul(256, 256, 256)"
 
 @pytest.fixture(scope="session")
 def gemm_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    """The example GEMM (256^3) lowered for cuda:sm_90 and hip:gfx942."""
+    """The example GEMM (256^3) lowered for cuda:sm_90 and hip:gfx942, with source maps."""
     path = tmp_path_factory.mktemp("traces") / "gemm.jsonl"
-    return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90", "hip:gfx942"])
+    return record_to_file(path, [SMALL_GEMM], ["cuda:sm_90", "hip:gfx942"], source_map=True)
 
 
 @pytest.fixture(scope="session")

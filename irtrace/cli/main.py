@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,14 +26,24 @@ from irtrace.cli.experiments import EXPERIMENT_COMMANDS, add_experiment_commands
 from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
 from irtrace.cli.override import add_override_option, with_overrides
+from irtrace.cli.printing import console as _console
+from irtrace.cli.printing import escape
+from irtrace.cli.printing import first_line as _first_line
+from irtrace.cli.printing import run_status as _status
 from irtrace.cli.run_options import add_run_command
-from irtrace.cli.spans import SPANS_COMMANDS, add_line_option, add_spans_command, cmd_ir_line
+from irtrace.cli.show import cmd_show, row_count
+from irtrace.cli.spans import (
+    SPANS_COMMANDS,
+    add_line_option,
+    add_source_map_option,
+    add_spans_command,
+    cmd_ir_line,
+)
 from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
 from irtrace.core.native_log import hide_harmless_native_warnings
 from irtrace.core.safe_text import terminal_safe
-from irtrace.core.summary import NEW_STAGE, PassRow
 from irtrace.core.targets import target_names
-from irtrace.core.trace import STATUS_OK, STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun, Trace
+from irtrace.core.trace import STATUS_OK, KernelRun, Trace
 from irtrace.edge.command import (
     Interrupted,
     echo,
@@ -134,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
     )
     add_override_option(record)
+    add_source_map_option(record)
     add_bisect_command(commands)
 
     add_run_command(commands, DEFAULT_OUTPUT)
@@ -148,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--by-pass", action="store_true", help="total time per pass name")
     show.add_argument(
         "--top",
-        type=_row_count,
+        type=row_count,
         default=0,
         metavar="N",
         help="with --by-pass: only the N passes that took longest, then one line for the rest (0: all)",
@@ -221,20 +233,6 @@ def _run_named_command(args: argparse.Namespace) -> int:
     return int(COMMANDS[args.command](args))
 
 
-def escape(text: object) -> str:
-    """``text`` shown as it is: Rich would take ``C_local[i, j]`` or ``[/x]`` for markup."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(str(text))
-
-
-def _console(stderr: bool = False) -> Any:
-    """Rich's console, with the text of a trace unable to drive the terminal (``irtrace.edge.console``)."""
-    from irtrace.edge.console import safe_console
-
-    return safe_console(stderr=stderr)
-
-
 # ----------------------------------------------------------------------------- record
 
 
@@ -265,12 +263,15 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
         raise UsageError("--bench launches the kernels in this process; leave out --jobs")
     shard = Shard.parse(args.shard) if args.shard is not None else None
     configs = dict(parse_pass_config(item) for item in args.pass_config)
-    requests = [RecordRequest(parse_spec(s), tuple(args.target), configs) for s in args.specs]
+    maps = args.source_map
+    requests = [
+        RecordRequest(parse_spec(s), tuple(args.target), configs, source_map=maps) for s in args.specs
+    ]
     if args.manifest:
         for request in load_manifest(args.manifest):
             targets = tuple(args.target) or request.targets
             merged = {**request.pass_configs, **configs}
-            requests.append(replace(request, targets=targets, pass_configs=merged))
+            requests.append(replace(request, targets=targets, pass_configs=merged, source_map=maps))
     for request in requests:
         _check_kernel_file(request)
     run_times = run_times_for(args.order_from, args.output, args.jobs)
@@ -458,27 +459,19 @@ def _latency(run: KernelRun) -> str:
     return escape(latency_cell(run.bench))  # the median and the range of repetitions
 
 
-def _status(run: KernelRun) -> str:
-    """``ok``, ``failed``, ``timed out``, ``crashed`` or ``incomplete``."""
-    if run.stopped_by == STOPPED_BY_TIMEOUT:
-        return "timed out"
-    if run.stopped_by == STOPPED_BY_CRASH:
-        return "crashed"
-    return run.status
-
-
-def _first_line(text: str | None) -> str:
-    lines = [line for line in (text or "").splitlines() if line.strip()]
-    return lines[0][:300] if lines else ""
-
-
 # ----------------------------------------------------------------------------- run
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.capture import ScriptOutcome, lower_for_targets, run_script, split_command
+    from irtrace.recording.capture import (
+        SOURCE_MAP_ENV,
+        ScriptOutcome,
+        lower_for_targets,
+        run_script,
+        split_command,
+    )
     from irtrace.recording.capture_extras import add_machine_code_and_benches
 
     command = list(args.script)
@@ -487,6 +480,8 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     targets = [get_target(name) for name in args.target]
     auto_target = get_target(args.auto_target) if args.auto_target else None
     split_command(command)  # the script is there: checked before the output is touched
+    if args.source_map:
+        os.environ[SOURCE_MAP_ENV] = "1"
     bench = bench_settings(args)
     if args.machine_code:
         from irtrace.recording.machine_code import find_cuda_tools
@@ -578,129 +573,6 @@ def _load(path: str) -> Trace:
     return load_trace_warning_if_cut(path, "irtrace")
 
 
-def cmd_show(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.summary import totals_by_pass, trace_document
-    from passdiff import count_line_changes
-
-    trace = _load(args.trace)
-    runs = trace.select(args.kernel, args.target)
-    if args.json:
-        document: Any = trace_document(trace, runs, count_line_changes)
-        if args.by_pass:
-            document["by_pass"] = [row.__dict__ for row in totals_by_pass(runs)]
-        print(json.dumps(document, indent=2))
-        return ExitCode.OK
-    if args.by_pass:
-        _print_totals(totals_by_pass(runs), args.top)
-    else:
-        labels = trace.run_labels()
-        for run in runs:
-            _print_run(trace, run, args.changed, labels[run.run_id])
-    return ExitCode.OK
-
-
-def _bar(share: float, width: int = 12) -> str:
-    filled = round(share * width)
-    return "█" * filled + "·" * (width - filled)
-
-
-def _count_cells(row: PassRow) -> tuple[str, str]:
-    """The ``+`` and ``-`` cells: counts of a pass that changed the IR (``+0 -0`` when only
-    normalized-away text changed, as passdiff says), ``new stage`` for codegen and machine code."""
-    if row.new_stage:
-        return (f"[cyan]{NEW_STAGE}[/cyan]", "")
-    if not row.record.changed:
-        return ("", "")
-    return (f"[green]+{row.added}[/green]", f"[red]-{row.removed}[/red]")
-
-
-def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> None:
-    from rich.table import Table
-
-    from irtrace.core.summary import pass_rows
-    from passdiff import count_line_changes
-
-    console = _console()
-    total = f"{run.total_s * 1000:.0f} ms" if run.total_s is not None else "?"
-    status = run.status if run.status == STATUS_OK else f"[red]{_status(run)}[/red]"
-    if run.running:
-        status += escape(f" while pass {run.running} was running")
-    console.print(
-        f"[bold]{escape(label)}[/bold] on [bold]{escape(run.target)}[/bold]: {status}, "
-        + escape(
-            f"{len(run.passes)} passes, {total}, tilelang {run.tilelang_version}, "
-            f"source {(run.source_sha256 or '-')[:12]}"
-        )
-    )
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("#", "pass", "phase", "ms", "share", "+", "-"):
-        table.add_column(column, justify="right" if column in ("#", "ms", "+", "-") else "left")
-    for row in pass_rows(trace, run, count_line_changes):
-        record = row.record
-        if changed_only and not record.changed and not record.failed:
-            continue
-        name = escape("  " * record.depth + row.label)
-        if record.failed:
-            name = f"[red]{name}  FAILED[/red]"
-        elif not record.changed:
-            name = f"[dim]{name}[/dim]"
-        table.add_row(
-            str(record.index),
-            name,
-            escape(record.phase if record.pipeline is None else f"{record.phase}:{record.pipeline}"),
-            f"{record.self_s * 1000:.2f}",
-            _bar(row.share),
-            *_count_cells(row),
-        )
-    console.print(table)
-    from irtrace.core.perf import latency_text, resource_lines
-
-    source = trace.kernel_source(run) if run.resources else None
-    for line in resource_lines(run.resources, source):
-        console.print("resources: " + escape(line))
-    bench = run.bench
-    if bench is not None and bench.latency_ms is not None:
-        console.print("latency: " + escape(latency_text(bench)))
-    elif bench is not None:
-        console.print("[red]bench failed:[/red] " + escape(_first_line(bench.error)))
-    if run.error:
-        console.print("[red]error:[/red] " + escape(_first_line(run.error)))
-    for warning in run.warnings:  # TileLang's own, logged while this run lowered
-        console.print("[yellow]warning:[/yellow] " + escape(_first_line(warning)))
-    console.print()
-
-
-def _row_count(text: str) -> int:
-    """``--top``'s value: a whole number, 0 or more."""
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rows (0 or more)")
-    return int(text)
-
-
-def _print_totals(rows: Sequence[Any], top: int = 0) -> None:
-    """The time per pass name, longest first; past ``top`` rows (0: none) the rest in one line."""
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("pass", "count", "changed", "total ms", "share"):
-        table.add_column(column, justify="left" if column == "pass" else "right")
-    rest = rows[top:] if top else []
-    for row in rows[: top or len(rows)]:
-        table.add_row(
-            escape(row.name),
-            str(row.count),
-            str(row.changed),
-            f"{row.total_s * 1000:.2f}",
-            f"{row.share * 100:.1f}%",
-        )
-    _console().print(table)
-    if rest:
-        share = sum(row.share for row in rest)
-        _console().print(
-            f"... and {len(rest)} more passes, {share * 100:.1f}% of the time (--top 0 lists them all)"
-        )
-
-
 def cmd_ir(args: argparse.Namespace) -> ExitCode:
     if args.line is not None:
         return cmd_ir_line(args)
@@ -766,7 +638,6 @@ def cmd_targets(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_schema(args: argparse.Namespace) -> ExitCode:
-    import json
 
     from irtrace.core.schema_docs import json_schema, markdown
 
@@ -776,7 +647,6 @@ def cmd_schema(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:
-    import json
 
     from irtrace.cli.matrix import matrix_renderable
     from irtrace.core.coverage import coverage_matrix, matrix_document, matrix_markdown

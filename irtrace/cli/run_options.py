@@ -7,6 +7,7 @@ from typing import Any
 
 from irtrace.cli.bench_options import add_bench_options
 from irtrace.cli.override import add_override_option
+from irtrace.cli.spans import add_source_map_option
 from irtrace.core.errors import exit_codes_help
 
 RUN_EPILOG = """\
@@ -60,6 +61,7 @@ def add_run_command(commands: Any, default_output: str) -> None:
         "overrides them); without a GPU the run keeps a failed bench saying why",
     )
     add_override_option(run)
+    add_source_map_option(run)  # for the script and every process it starts (IRTRACE_SOURCE_MAP=1)
     run.add_argument("-o", "--output", default=default_output)
     run.add_argument("-q", "--quiet", action="store_true")
     run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")

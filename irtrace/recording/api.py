@@ -72,6 +72,8 @@ class RecordRequest:
     """Where a kernel named without arguments finds its instance (``irtrace.recording.resolve``:
     a directive, recorded runs, the entry point, a call in the file, then symbols); ``None``: its
     defaults, as the CLI's ``irtrace record`` takes it."""
+    source_map: bool = False
+    """Store each module's source map (``--source-map``; ``irtrace.recording.spans``)."""
 
 
 @dataclass
@@ -95,6 +97,8 @@ class PreparedLowering:
     """The kernel's file as imported, stored in the trace (readers show it, never the file)."""
     bench_shape: Mapping[str, int] = field(default_factory=dict)
     """The request's ``bench_shape`` (the manifest's sizes of symbolic dimensions for ``--bench``)."""
+    source_map: bool = False
+    """The request's ``source_map``."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,7 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
         call.args_json(),
         source_as_imported(unit.loaded.path),
         unit.request.bench_shape,
+        unit.request.source_map,
     )
 
 
@@ -243,6 +248,7 @@ def record_prepared(
         threaded=not crash_safe(),
         kernel_file_text=prepared.kernel_file_text,
         capture_warnings=True,  # each warning kept with the run that logged it
+        source_map=prepared.source_map,
     )
 
 

@@ -73,11 +73,22 @@ def captured_kernel_name(function_names: Sequence[str], call: JitCall | None) ->
     return name
 
 
+SOURCE_MAP_ENV = "IRTRACE_SOURCE_MAP"
+"""Set to ``1`` (``irtrace run --source-map`` sets it for the script and every process it starts),
+captured runs store source maps."""
+
+
+def source_maps_requested() -> bool:
+    """Whether this process's captures store source maps (``IRTRACE_SOURCE_MAP=1``)."""
+    return os.environ.get(SOURCE_MAP_ENV) == "1"
+
+
 class CaptureSession:
     """Owns the trace writer and the kernels captured while the script runs."""
 
     def __init__(self, writer: TraceWriter) -> None:
         self.writer = writer
+        self.source_map = source_maps_requested()
         self.captured: list[CapturedKernel] = []
         self.runs: list[KernelRun] = []
         self.kernels: dict[int, CapturedKernel] = {}
@@ -94,7 +105,7 @@ class CaptureRecorder(PassRecorder):
 
     def __init__(self, session: CaptureSession) -> None:
         # every record reaches the file before the next pass runs: a native crash loses nothing
-        super().__init__(session.writer, None, threaded=False)
+        super().__init__(session.writer, None, threaded=False, source_map=session.source_map)
         self.session = session
         self.kernel = ""
         self.configs: dict[str, Any] = {}
@@ -584,6 +595,7 @@ def lower_for_targets(
                 tvm_target=make_tvm_target(target),
                 threaded=False,
                 instance=kernel.instance,
+                source_map=source_maps_requested(),
             )
             runs.append(result.run)
             if kernels is not None:

@@ -141,7 +141,7 @@ class PassRecorder:
         capture_ir: bool = True,
         should_stop: Callable[[], bool] | None = None,
         hold_prints: bool = False,
-        source_map: bool = True,
+        source_map: bool = False,
     ) -> None:
         self.writer = writer
         self.run_id = run_id
@@ -521,7 +521,7 @@ def record_lowering(
     instance: Instance | None = None,
     capture_warnings: bool = False,
     hold_prints: bool = False,
-    source_map: bool = True,
+    source_map: bool = False,
 ) -> RecordedLowering:
     """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
 
@@ -535,7 +535,8 @@ def record_lowering(
     is where a captured kernel came from (a kernel ``irtrace run`` lowers again for a ``-t``).
     ``hold_prints`` (for the exactness test) prints each module as late as the design allows.
     ``source_map`` stores, with each module's text, which of its lines come from which Python line
-    (``srcmap`` records; ``irtrace.recording.spans``).
+    (``srcmap`` records; ``irtrace.recording.spans``): off unless asked (``--source-map``), since
+    placing the lines prints each module a second time.
     ``capture_warnings`` takes what TileLang's C++ code logs while it lowers off file descriptor 2
     and stores its warnings on the run (other text is passed on to stderr afterwards).
     """

@@ -46,6 +46,7 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trace, dict[str,
     out, oracle = folder / "t.jsonl", folder / "oracle.json"
     done = irtrace(
         "run",
+        "--source-map",
         "-o",
         str(out),
         "--",

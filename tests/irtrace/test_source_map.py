@@ -161,6 +161,7 @@ def lower_watched(path: Path, cases: list[tuple[str, str]], on_the_pipeline: tup
                     instruments=[oracle(str(file), tile_op_lines(file), found)],
                     hold_prints=True,
                     threaded=name not in on_the_pipeline,
+                    source_map=True,
                 )
     return Lowered(load_trace(path), truths)
 
