@@ -164,8 +164,8 @@ class LineInPass:
 def require_maps(run: KernelRun) -> None:
     if not run.source_maps:
         raise NotInTraceError(
-            f"{run.kernel} on {run.target} has no source maps in the trace: it was recorded without "
-            "IR, or by an irtrace older than source maps; record it again"
+            f"{run.kernel} on {run.target} has no source maps in the trace: record it again with "
+            "--source-map (irtrace record or run; IRTRACE_SOURCE_MAP=1 beside IRTRACE=)"
         )
 
 

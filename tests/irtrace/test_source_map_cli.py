@@ -181,3 +181,14 @@ def test_marks_in_the_ir_itself_are_not_taken_for_the_printers() -> None:
     assert place_marks(annotated, plain, "irtrace-aaaa:") is None  # the nonce found in the plain text
     moved = "x = 1\nT.evaluate(0)  # irtrace-bbbb:1"
     assert place_marks(moved, "T.evaluate(0)\nx = 1", "irtrace-bbbb:") is None
+
+
+def test_source_maps_are_stored_only_when_asked(
+    gemm_trace: Trace, gemm_no_ws_trace: Trace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gemm_trace`` was recorded with ``source_map=True``, ``gemm_no_ws_trace`` without: only the
+    first holds srcmap records, and ``--line`` on the second says how to get them."""
+    assert all(run.source_maps for run in gemm_trace.runs)
+    assert not any(run.source_maps for run in gemm_no_ws_trace.runs)
+    code, _, err = run_cli(capsys, "ir", str(gemm_no_ws_trace.path), "-t", "cuda:sm_90", "--line", "36")
+    assert code == ExitCode.NOT_FOUND and "--source-map" in err, err
