@@ -22,6 +22,7 @@ from irtrace.core.trace import (
     pass_label,
 )
 from passdiff.align import (
+    DEFAULT_LIMITS,
     MOVED,
     NOT_REACHED,
     ONLY_A,
@@ -59,6 +60,11 @@ __all__ = [
     "resolve_pass",
 ]
 
+APPROXIMATE_NOTE = (
+    f"passes aligned greedily by name: the runs differ in more than {DEFAULT_LIMITS.max_edits} passes "
+    "at one level of the pipeline, so some shared passes may show as added and removed"
+)
+"""The note ``passdiff runs`` and ``irtrace check`` print when an alignment degraded."""
 BOTH = "both"
 """``RunComparison.presence`` when both traces hold the (kernel, target)."""
 
@@ -94,6 +100,9 @@ class RunComparison:
     presence: str = BOTH
     """``both``, or ``only_a`` / ``only_b`` when one trace lacks this (kernel, target)."""
     alignment: tuple[PassAlignment, ...] = ()
+    approximate_alignment: bool = False
+    """The runs differ in so many passes at one level that they were paired greedily by name
+    (``passdiff.align.AlignLimits``): added and removed passes may be over-counted."""
     first_difference: PassAlignment | None = None
     """Where the runs' IR first parts: a pass both ran whose outputs differ (or whose status
     differs), or a pass only one ran that changed the IR or failed."""
@@ -321,7 +330,7 @@ def compare_runs(
         )
     source_a, source_b = trace_a.kernel_source(run_a), trace_b.kernel_source(run_b)
     source_diff = None
-    notes = []
+    notes = [APPROXIMATE_NOTE] if alignment.approximate else []
     if source_a is not None and source_b is not None:
         source_diff = diff_texts(source_a, source_b, rules)
     machine_diffs = []
@@ -344,6 +353,7 @@ def compare_runs(
         run_b=run_b,
         rules=rules,
         alignment=tuple(alignment),
+        approximate_alignment=alignment.approximate,
         first_difference=found.row if found else None,
         diff=diff,
         compared_with=found.compared_with if found else None,

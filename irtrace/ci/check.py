@@ -35,6 +35,7 @@ from irtrace.core.policy import (
 )
 from irtrace.core.trace import STATUS_OK, KernelRun, Trace
 from passdiff.compare import (
+    APPROXIMATE_NOTE,
     BOTH,
     ONLY_A,
     ONLY_B,
@@ -177,12 +178,17 @@ def check_traces(new: Trace, baseline: Trace, policy: Policy = Policy()) -> Chec
     """Check ``new`` against ``baseline`` under ``policy``."""
     comparisons = compare_traces(baseline, new, labels=LAYOUT_LABELS)
     runs = tuple(_check_pair(comparison, baseline, new, policy) for comparison in comparisons)
+    approximate = [
+        f"{comparison.kernel} on {comparison.target_b}: {APPROXIMATE_NOTE}"
+        for comparison in comparisons
+        if comparison.approximate_alignment
+    ]
     return CheckReport(
         baseline_path=baseline.path or "<baseline>",
         new_path=new.path or "<new>",
         policy=policy,
         runs=runs,
-        notes=tuple(_notes(baseline, new)),
+        notes=(*_notes(baseline, new), *approximate),
     )
 
 
