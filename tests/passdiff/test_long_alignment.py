@@ -32,13 +32,15 @@ SHAS = list(TEXTS)
 NAMES = ["tl.Simplify", "tl.LowerTileOp", "tl.LayoutInference", "tirx.BindTarget", "tl.InjectFenceProxy"]
 
 
-def make_run(tree: list[tuple[str, int | None]], target: str = "cuda:sm_90") -> KernelRun:
-    """A run whose passes are ``(name, parent position)`` in start order."""
+def make_run(tree: list[tuple[str, int | None]], target: str = "cuda:sm_90", changing: int = 0) -> KernelRun:
+    """A run of passes ``(name, parent position)`` in start order; every ``changing``-th changes the IR."""
     depth: dict[int, int] = {}
     passes = []
     for index, (name, parent) in enumerate(tree):
         depth[index] = 0 if parent is None else depth[parent] + 1
         sha = SHAS[index % len(SHAS)]
+        changed = bool(changing) and index % changing == 0
+        after = SHAS[(index + 1) % len(SHAS)] if changed else sha
         passes.append(
             PassRecord(
                 index=index,
@@ -51,9 +53,9 @@ def make_run(tree: list[tuple[str, int | None]], target: str = "cuda:sm_90") -> 
                 start_s=0.0,
                 wall_s=0.0,
                 self_s=0.0,
-                changed=False,
+                changed=changed,
                 ir_before=sha,
-                ir_after=sha,
+                ir_after=after,
             )
         )
     return KernelRun(
