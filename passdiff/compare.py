@@ -9,6 +9,7 @@ returns plain records; rendering lives in ``passdiff.render``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from irtrace.core.errors import NotInTraceError
@@ -54,6 +55,7 @@ __all__ = [
     "compare_traces",
     "diff_pass",
     "diff_span",
+    "iter_comparisons",
     "key_label",
     "label_in_run",
     "pass_keys",
@@ -426,23 +428,35 @@ def compare_traces(
     raises ``NotInTraceError`` listing what the traces hold. ``labels`` name the two traces in
     layout sentences.
     """
+    return list(iter_comparisons(trace_a, trace_b, rules, kernel=kernel, target=target, labels=labels))
+
+
+def iter_comparisons(
+    trace_a: Trace,
+    trace_b: Trace,
+    rules: NormalizeRules = NormalizeRules(),  # noqa: B008
+    *,
+    kernel: str | None = None,
+    target: str | None = None,
+    labels: tuple[str, str] = ("old", "new"),
+) -> Iterator[RunComparison]:
+    """``compare_traces`` one (kernel, target) at a time: a caller that keeps only what it needs
+    of each comparison (``irtrace check``) holds one run's diffs at a time, not a corpus's."""
     runs_a = _select(trace_a, kernel, target)
     runs_b = _select(trace_b, kernel, target)
     if (kernel or target) and not runs_a and not runs_b:
         trace_a.find_run(kernel, target)  # raises, listing the trace's runs
     by_key_b = {run.key: run for run in runs_b}
     keys_a = {run.key for run in runs_a}
-    results = []
     for run in runs_a:
         other = by_key_b.get(run.key)
         if other is None:
-            results.append(RunComparison(run.kernel, run.target, None, run, None, rules, presence=ONLY_A))
+            yield RunComparison(run.kernel, run.target, None, run, None, rules, presence=ONLY_A)
         else:
-            results.append(compare_runs(trace_a, run, trace_b, other, rules, labels, "in"))
+            yield compare_runs(trace_a, run, trace_b, other, rules, labels, "in")
     for run in runs_b:
         if run.key not in keys_a:
-            results.append(RunComparison(run.kernel, None, run.target, None, run, rules, presence=ONLY_B))
-    return results
+            yield RunComparison(run.kernel, None, run.target, None, run, rules, presence=ONLY_B)
 
 
 def _select(trace: Trace, kernel: str | None, target: str | None) -> list[KernelRun]:

@@ -10,10 +10,12 @@ import json
 import os
 import re
 import stat
+import threading
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import msgspec
 from msgspec.structs import replace
@@ -210,8 +212,18 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         raise InputError(f"{str(file)!r} is a device, not a trace file")
     try:
-        with open(file, "rb") as handle:
+        handle = open(file, "rb")  # noqa: SIM115 (kept open: the texts are read from it when asked for)
+        try:
+            if handle.read(2) != b"\x1f\x8b":
+                handle.seek(0)
+                lines, offsets, cut = _scan_lines(handle, str(file))
+                return parse_trace_lines(lines, str(file), cut=cut, texts_in=_FileLines(handle, offsets))
+            handle.seek(0)
             data = handle.read()
+        except BaseException:
+            handle.close()
+            raise
+        handle.close()
     except OSError as error:
         raise TraceFormatError(
             f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
@@ -228,6 +240,110 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         cut = True  # the file ends inside a character: cut short
     text = text.removeprefix("\ufeff")  # a byte-order mark, added by some Windows editors
     return parse_trace_lines(text.split("\n"), str(file), cut=cut)
+
+
+_IR_PREFIX_BYTES = _IR_PREFIX.encode()
+_SHA_BYTES = re.compile(rb"[0-9a-f]{64}\Z")
+_BOM = b"\xef\xbb\xbf"
+KEPT_TEXTS = 64
+"""Decoded IR texts a trace read from a plain file keeps; the others are read again when asked for."""
+
+
+def _stand_in(sha: str) -> str:
+    """What an IR line read from a file is, until its text is asked for: a line that names it."""
+    return f'{_IR_PREFIX}{sha}",""}}'
+
+
+def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[str, tuple[int, int]], bool]:
+    """The file's lines as ``str.split("\n")`` gives them, IR lines replaced by stand-ins.
+
+    Returns the lines, where each IR line lies (offset, length), and whether the file ends inside
+    a character. Only the records other than IR texts stay in memory: the texts are most of a
+    trace, and a corpus of thousands of runs would not fit otherwise.
+    """
+    lines: list[str] = []
+    offsets: dict[str, tuple[int, int]] = {}
+    cut = False
+    offset = 0
+    ended = True
+    for raw in handle:
+        start = offset
+        offset += len(raw)
+        ended = raw.endswith(b"\n")
+        body = raw[:-1] if ended else raw
+        if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
+            body, start = body[len(_BOM) :], start + len(_BOM)
+        if (
+            ended
+            and body.startswith(_IR_PREFIX_BYTES)
+            and body.endswith(b'"}')
+            and body[_SHA_END : _SHA_END + 2] == b'",'
+            and _SHA_BYTES.match(body[len(_IR_PREFIX_BYTES) : _SHA_END])
+        ):
+            _utf8(body, where)
+            sha = body[len(_IR_PREFIX_BYTES) : _SHA_END].decode()
+            offsets[sha] = (start, len(body))
+            lines.append(_stand_in(sha))
+        elif ended:
+            lines.append(_utf8(body, where))
+        else:
+            decoder = codecs.getincrementaldecoder("utf-8")()
+            try:
+                lines.append(decoder.decode(body, final=False))
+            except UnicodeDecodeError as error:
+                raise _not_utf8(where, error) from None
+            cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
+    if ended:
+        lines.append("")
+    return lines, offsets, cut
+
+
+def _utf8(body: bytes, where: str) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(where, error) from None
+
+
+def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
+    return TraceFormatError(f"{where!r} is not a trace: not UTF-8 text ({error.reason})")
+
+
+class _FileLines(Mapping[str, str]):
+    """IR lines of a trace file, read from the open file when asked for (by ``LazyTexts``)."""
+
+    def __init__(self, handle: IO[bytes], offsets: dict[str, tuple[int, int]]) -> None:
+        self._handle = handle
+        self._offsets = offsets
+        self._lock = threading.Lock()
+        self.fallback: dict[str, str] = {}
+        """Lines not read from the file (the last line, read whole)."""
+
+    def __getitem__(self, sha: str) -> str:
+        line = self.fallback.get(sha)
+        if line is not None:
+            return line
+        start, length = self._offsets[sha]
+        with self._lock:
+            self._handle.seek(start)
+            data = self._handle.read(length)
+        return data.decode("utf-8", errors="surrogateescape")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._offsets), **dict.fromkeys(self.fallback)})
+
+    def __len__(self) -> int:
+        return len(self._offsets.keys() | self.fallback.keys())
+
+    def __contains__(self, sha: object) -> bool:
+        return sha in self._offsets or sha in self.fallback
+
+    def line_length(self, sha: str) -> int:
+        line = self.fallback.get(sha)
+        return len(line) if line is not None else self._offsets.get(sha, (0, 0))[1]
+
+    def __del__(self) -> None:
+        self._handle.close()
 
 
 def _gunzip(data: bytes, where: str) -> tuple[bytes, bool]:
@@ -271,9 +387,12 @@ class _Parsed:
     """The line of the last record read."""
 
 
-def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = False) -> Trace:
+def parse_trace_lines(
+    lines: list[str], where: str = "<trace>", *, cut: bool = False, texts_in: _FileLines | None = None
+) -> Trace:
     """Build a ``Trace`` from the file's lines (see ``load_trace``); ``cut``: the file itself was
-    found cut short (a ``.gz`` stream without its end)."""
+    found cut short (a ``.gz`` stream without its end); ``texts_in``: where the IR lines replaced
+    by stand-ins lie in the file."""
     parsed = _Parsed()
     truncated = cut
     last = len(lines) - 1
@@ -320,7 +439,7 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = F
             parsed.last_line = last + 1
     if parsed.footer_line is not None and parsed.last_line > parsed.footer_line:
         raise TraceFormatError(f"{where}:{parsed.last_line}: a record after the trace's footer")
-    return _finish(parsed, where, truncated)
+    return _finish(parsed, where, truncated, texts_in)
 
 
 _bulk_decoder = msgspec.json.Decoder(list[Record])
@@ -444,7 +563,7 @@ def _orphan(
     )
 
 
-def _finish(parsed: _Parsed, where: str, truncated: bool) -> Trace:
+def _finish(parsed: _Parsed, where: str, truncated: bool, texts_in: _FileLines | None = None) -> Trace:
     finished = []
     if parsed.footer_expected and parsed.footer_line is None:
         truncated = True  # cut between two records: after a run, or before the first
@@ -469,7 +588,14 @@ def _finish(parsed: _Parsed, where: str, truncated: bool) -> Trace:
         if run.status == STATUS_INCOMPLETE:
             truncated = True
         finished.append(replace(run, passes=records, running=running))
-    return Trace(tuple(finished), LazyTexts(parsed.raw_texts, where), parsed.created, where, truncated)
+    if texts_in is None:
+        texts = LazyTexts(parsed.raw_texts, where)
+    else:
+        texts_in.fallback.update(
+            (sha, line) for sha, line in parsed.raw_texts.items() if line != _stand_in(sha)
+        )
+        texts = LazyTexts(texts_in, where, keep=KEPT_TEXTS)
+    return Trace(tuple(finished), texts, parsed.created, where, truncated)
 
 
 def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:
