@@ -5,15 +5,16 @@ default the coverage trace, every example of ``examples/irtrace.toml`` on every 
 when missing, which takes minutes) with its pass tree, which passes changed the IR, and the size
 of every IR text it holds; the texts are made up, each pass's output differing from its input in
 a few lines as real ones do, and unique to each synthetic kernel so nothing is shared that a real
-corpus would not share. The corpus is written as 16 shards (what a CI matrix uploads) and once
-more as the baseline, with one changed pass in every 20th run of the shards.
+corpus would not share. The corpus is written as 16 ``.jsonl.gz`` shards (what a CI matrix
+uploads; ``--plain`` for ``.jsonl``) and once more as the baseline, with one changed pass in
+every 20th run of the shards.
 
 Each step runs as the CLI a CI job runs, in a fresh process whose peak RSS is measured:
 ``irtrace merge`` of the 16 shards, ``irtrace check`` of the merged trace against the baseline,
 and ``passviz html`` of one kernel's runs on every target. ``growth`` is the per-run cost (all
 three steps) at 4N over the per-run cost at N: 1.0 is linear.
 
-Run: .venv/bin/python bench/scale_corpus.py [--runs 500] [--profile TRACE] [--keep DIR]
+Run: .venv/bin/python bench/scale_corpus.py [--runs 500] [--profile TRACE] [--keep DIR] [--plain]
 Ends with: RESULT runs=<4N> merge_s=<> check_s=<> report_s=<> peak_mb=<> growth=<>
 """
 
@@ -171,12 +172,14 @@ def synthetic_run(
     return run, texts
 
 
-def write_corpus(folder: Path, runs: int, templates: list[KernelRun], sizes: dict[str, int]) -> list[Path]:
+def write_corpus(
+    folder: Path, runs: int, templates: list[KernelRun], sizes: dict[str, int], suffix: str
+) -> list[Path]:
     """The baseline (one file) and the new corpus (``SHARDS`` files); returns the shard paths."""
     from irtrace.core.trace_writer import TraceWriter
 
-    shards = [TraceWriter(folder / f"shard-{k}.jsonl") for k in range(SHARDS)]
-    with TraceWriter(folder / "baseline.jsonl") as baseline:
+    shards = [TraceWriter(folder / f"shard-{k}{suffix}") for k in range(SHARDS)]
+    with TraceWriter(folder / f"baseline{suffix}") as baseline:
         for k in range(runs):
             template = templates[k % len(templates)]
             kernel = k // len(templates) * 1000 + k % len(templates)
@@ -186,7 +189,7 @@ def write_corpus(folder: Path, runs: int, templates: list[KernelRun], sizes: dic
             shards[k % SHARDS].add_run(new, new_texts)
     for shard in shards:
         shard.close()
-    return [folder / f"shard-{k}.jsonl" for k in range(SHARDS)]
+    return [folder / f"shard-{k}{suffix}" for k in range(SHARDS)]
 
 
 @dataclass(frozen=True)
@@ -206,15 +209,15 @@ class Size:
         return max(self.merge.peak_mb, self.check.peak_mb, self.report.peak_mb)
 
 
-def measure(folder: Path, runs: int, templates: list[KernelRun], sizes: dict[str, int]) -> Size:
+def measure(folder: Path, runs: int, templates: list[KernelRun], sizes: dict[str, int], suffix: str) -> Size:
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    shards = write_corpus(folder, runs, templates, sizes)
+    shards = write_corpus(folder, runs, templates, sizes, suffix)
     made = time.perf_counter() - started
-    merged = folder / "merged.jsonl"
+    merged = folder / f"merged{suffix}"
     merge = measured("irtrace.cli", "merge", *map(str, shards), "-o", str(merged))
     check = measured(
-        "irtrace.cli", "check", str(merged), "--baseline", str(folder / "baseline.jsonl"),
+        "irtrace.cli", "check", str(merged), "--baseline", str(folder / f"baseline{suffix}"),
         "--json", str(folder / "check.json"), "-q", ok=(0, 1),
     )  # fmt: skip
     # The report a reader opens: one kernel on every target it was recorded for.
@@ -251,6 +254,9 @@ def main() -> int:
         help="the real trace whose runs are copied (recorded from examples/irtrace.toml when missing)",
     )  # fmt: skip
     parser.add_argument("--keep", type=Path, help="write the corpora here and keep them")
+    parser.add_argument(
+        "--plain", action="store_true", help="plain .jsonl files (default: .jsonl.gz, as CI jobs upload them)"
+    )
     args = parser.parse_args()
     if not args.profile.exists():
         record_profile(args.profile)
@@ -259,9 +265,10 @@ def main() -> int:
     print(f"profile: {args.profile} ({len(templates)} runs, {passes / len(templates):.0f} passes per run)")
     folder = args.keep or Path(tempfile.mkdtemp(prefix="scale-corpus-"))
     try:
-        small = measure(folder / "n", args.runs, templates, sizes)
+        suffix = ".jsonl" if args.plain else ".jsonl.gz"
+        small = measure(folder / "n", args.runs, templates, sizes, suffix)
         shutil.rmtree(folder / "n", ignore_errors=True)
-        large = measure(folder / "4n", 4 * args.runs, templates, sizes)
+        large = measure(folder / "4n", 4 * args.runs, templates, sizes, suffix)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import tempfile
 import threading
 import zlib
 from collections.abc import Iterator, Mapping
@@ -212,34 +213,25 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         raise InputError(f"{str(file)!r} is a device, not a trace file")
     try:
-        handle = open(file, "rb")  # noqa: SIM115 (kept open: the texts are read from it when asked for)
+        handle: IO[bytes] = open(file, "rb")  # noqa: SIM115 (kept open: texts are read from it when asked for)
         try:
-            if handle.read(2) != b"\x1f\x8b":
+            packed_cut = False
+            if handle.read(2) == b"\x1f\x8b":
                 handle.seek(0)
-                lines, offsets, cut = _scan_lines(handle, str(file))
-                return parse_trace_lines(lines, str(file), cut=cut, texts_in=_FileLines(handle, offsets))
+                plain, packed_cut = _gunzip_to_file(handle, str(file))
+                handle.close()
+                handle = plain
             handle.seek(0)
-            data = handle.read()
+            lines, offsets, cut = _scan_lines(handle, str(file))
+            texts_in = _FileLines(handle, offsets)
+            return parse_trace_lines(lines, str(file), cut=cut or packed_cut, texts_in=texts_in)
         except BaseException:
             handle.close()
             raise
-        handle.close()
     except OSError as error:
         raise TraceFormatError(
             f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
         ) from None
-    cut = False
-    if data[:2] == b"\x1f\x8b":
-        data, cut = _gunzip(data, str(file))
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        text = decoder.decode(data, final=False)
-    except UnicodeDecodeError as error:
-        raise TraceFormatError(f"{str(file)!r} is not a trace: not UTF-8 text ({error.reason})") from None
-    if decoder.getstate()[0]:
-        cut = True  # the file ends inside a character: cut short
-    text = text.removeprefix("\ufeff")  # a byte-order mark, added by some Windows editors
-    return parse_trace_lines(text.split("\n"), str(file), cut=cut)
 
 
 _IR_PREFIX_BYTES = _IR_PREFIX.encode()
@@ -346,28 +338,44 @@ class _FileLines(Mapping[str, str]):
         self._handle.close()
 
 
-def _gunzip(data: bytes, where: str) -> tuple[bytes, bool]:
-    """Decompress every gzip member; a stream that stops early (a killed writer) is not an error."""
-    parts: list[bytes] = []
-    total = 0
-    while data:
+_CHUNK = 1 << 16
+"""Bytes of a ``.gz`` trace decompressed at a time (deflate expands at most ~1032x: 66 MB)."""
+
+
+def _gunzip_to_file(handle: IO[bytes], where: str) -> tuple[IO[bytes], bool]:
+    """Decompress every gzip member into an anonymous temporary file, a chunk at a time; a
+    stream that stops early (a killed writer) is not an error. Returns the file and whether the
+    stream was cut short."""
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; gone from the disk once closed)
+    try:
+        total = 0
         stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            chunk = stream.decompress(data, MAX_DECOMPRESSED - total + 1)
-        except zlib.error as error:
-            if parts or total:
-                return b"".join(parts), True
-            raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
-        total += len(chunk)
-        if total > MAX_DECOMPRESSED:
-            raise TraceFormatError(f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB")
-        parts.append(chunk)
-        if not stream.eof:
-            if stream.unconsumed_tail:
-                raise TraceFormatError(f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB")
-            return b"".join(parts), True  # no end-of-stream marker: the writer was killed
-        data = stream.unused_data
-    return b"".join(parts), False
+        started = False
+        while data := handle.read(_CHUNK):
+            while data:
+                started = True
+                try:
+                    chunk = stream.decompress(data)
+                except zlib.error as error:
+                    if total:
+                        return out, True
+                    raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
+                total += len(chunk)
+                if total > MAX_DECOMPRESSED:
+                    raise TraceFormatError(
+                        f"{where!r} decompresses to more than {MAX_DECOMPRESSED >> 30} GiB"
+                    )
+                out.write(chunk)
+                if stream.eof:
+                    data = stream.unused_data
+                    stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    started = False
+                else:
+                    data = b""
+        return out, started  # no end-of-stream marker: the writer was killed
+    except BaseException:
+        out.close()
+        raise
 
 
 @dataclass

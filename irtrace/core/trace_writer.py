@@ -335,6 +335,14 @@ class TraceWriter:
         if self._redirected is not None:  # the last task's file; the parent's own is never closed here
             with contextlib.suppress(OSError):
                 self._redirected.close()
+        elif self._stream is not None:
+            # The parent's stream, inherited: dropped here, a gzip stream would write its trailer
+            # through the shared descriptor into the parent's file (a .jsonl.gz cut after its
+            # header). Point the descriptor at /dev/null first, as ``restart_in_child`` does.
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._stream.fileno())
+                os.close(null)
         self._output = None
         self._stream = self._redirected = open(path, "wb")  # noqa: SIM115 - closed by the next redirect
         self._texts, self._runs, self._adopted_starts = {}, {}, {}
