@@ -80,7 +80,8 @@ def aligned_rows(runs: Sequence[KernelRun]) -> GridRows:
         next_cells: list[list[PassRecord | None]] = []
         next_depths: list[int] = []
         for pair in alignment:
-            row = cells[row_of[pair.a.index]] if pair.a is not None else [None] * lanes
+            empty: list[PassRecord | None] = [None] * lanes
+            row = cells[row_of[pair.a.index]] if pair.a is not None else empty
             row[lane] = pair.b
             next_cells.append(row)
             next_depths.append(pair.depth)

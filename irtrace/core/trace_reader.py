@@ -428,9 +428,11 @@ def parse_trace_lines(
         elif line.strip():
             numbers.append(number + 1)
             records.append(line)
-    for number, record in zip(numbers, _decode_all(records, numbers, where), strict=True):
-        if record is not None:
-            _read_record(record, where, number, parsed)
+    for at in range(0, len(records), _BATCH):  # a batch at a time: a corpus's records never all at once
+        batch, batch_numbers = records[at : at + _BATCH], numbers[at : at + _BATCH]
+        for number, record in zip(batch_numbers, _decode_all(batch, batch_numbers, where), strict=True):
+            if record is not None:
+                _read_record(record, where, number, parsed)
     if cut_candidate is not None:
         try:
             record = decode_record(cut_candidate, where, last + 1)
@@ -450,6 +452,8 @@ def parse_trace_lines(
     return _finish(parsed, where, truncated, texts_in)
 
 
+_BATCH = 20_000
+"""Record lines decoded in one call."""
 _bulk_decoder = msgspec.json.Decoder(list[Record])
 
 
@@ -515,6 +519,7 @@ def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> No
         if record.index in passes:  # type: ignore[operator]
             raise TraceFormatError(f"{where}:{number}: run {run_id} has two passes with index {record.index}")
         passes[record.index] = record  # type: ignore[index]
+        parsed.starts[run_id].pop(record.index, None)  # kept only for passes that never finished
     elif isinstance(record, StartRecord):
         if record.run not in parsed.starts or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
