@@ -12,7 +12,8 @@ every 20th run of the shards.
 Each step runs as the CLI a CI job runs, in a fresh process whose peak RSS is measured:
 ``irtrace merge`` of the 16 shards, ``irtrace check`` of the merged trace against the baseline,
 and ``passviz html`` of one kernel's runs on every target. ``growth`` is the per-run cost (all
-three steps) at 4N over the per-run cost at N: 1.0 is linear.
+three steps, CPU time of their processes, which other work on a shared machine does not stretch
+as it does the wall time printed beside it) at 4N over the per-run cost at N: 1.0 is linear.
 
 Run: .venv/bin/python bench/scale_corpus.py [--runs 500] [--profile TRACE] [--keep DIR] [--plain]
 Ends with: RESULT runs=<4N> merge_s=<> check_s=<> report_s=<> peak_mb=<> growth=<>
@@ -55,8 +56,9 @@ finally:
             peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     except (OSError, StopIteration):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     with open(out, "w") as handle:
-        handle.write(str(peak))
+        handle.write(f"{peak} {usage.ru_utime + usage.ru_stime}")
 sys.exit(code)
 """
 
@@ -65,6 +67,8 @@ sys.exit(code)
 class Step:
     seconds: float
     peak_mb: float
+    cpu_s: float
+    """CPU time of the step's process: what other work on a shared machine does not stretch."""
 
 
 def measured(module: str, *argv: str, ok: tuple[int, ...] = (0,)) -> Step:
@@ -81,7 +85,8 @@ def measured(module: str, *argv: str, ok: tuple[int, ...] = (0,)) -> Step:
         took = time.perf_counter() - started
         if done.returncode not in ok:
             raise SystemExit(f"{module} {' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
-        return Step(took, int(rss.read() or 0) / 1024)
+        peak, cpu = rss.read().split()
+        return Step(took, int(peak) / 1024, float(cpu))
 
 
 def profile_runs(path: Path) -> tuple[list[KernelRun], dict[str, int]]:
@@ -205,6 +210,10 @@ class Size:
         return self.merge.seconds + self.check.seconds + self.report.seconds
 
     @property
+    def cpu_s(self) -> float:
+        return self.merge.cpu_s + self.check.cpu_s + self.report.cpu_s
+
+    @property
     def peak_mb(self) -> float:
         return max(self.merge.peak_mb, self.check.peak_mb, self.report.peak_mb)
 
@@ -224,9 +233,11 @@ def measure(folder: Path, runs: int, templates: list[KernelRun], sizes: dict[str
     report = measured("passviz.cli", "html", str(merged), "-k", "k0", "-o", str(folder / "k0.html"))
     megabytes = merged.stat().st_size / 1e6
     print(
-        f"runs={runs}: corpus {megabytes:.0f} MB written in {made:.1f} s; merge {merge.seconds:.2f} s "
-        f"({merge.peak_mb:.0f} MB), check {check.seconds:.2f} s ({check.peak_mb:.0f} MB), "
-        f"report {report.seconds:.2f} s ({report.peak_mb:.0f} MB)",
+        f"runs={runs}: corpus {megabytes:.0f} MB written in {made:.1f} s; "
+        + "; ".join(
+            f"{name} {step.seconds:.2f} s wall, {step.cpu_s:.2f} s CPU, {step.peak_mb:.0f} MB"
+            for name, step in (("merge", merge), ("check", check), ("report", report))
+        ),
         flush=True,
     )
     return Size(runs, merge, check, report, megabytes)
@@ -272,7 +283,10 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    growth = (large.seconds / large.runs) / (small.seconds / small.runs)
+    # Growth from CPU time: on a shared machine the wall time measures the neighbours too.
+    growth = (large.cpu_s / large.runs) / (small.cpu_s / small.runs)
+    growth_wall = (large.seconds / large.runs) / (small.seconds / small.runs)
+    print(f"growth: {growth:.2f} by CPU time, {growth_wall:.2f} by wall time")
     print(
         f"corpus: {small.megabytes:.0f} MB at N, {large.megabytes:.0f} MB at 4N; "
         f"load_average={os.getloadavg()[0]:.1f}"
