@@ -316,9 +316,12 @@ class _FileLines(Mapping[str, str]):
         if line is not None:
             return line
         start, length = self._offsets[sha]
-        with self._lock:
-            self._handle.seek(start)
-            data = self._handle.read(length)
+        if hasattr(os, "pread"):  # no shared file position: safe across threads and forked children
+            data = os.pread(self._handle.fileno(), length, start)
+        else:
+            with self._lock:
+                self._handle.seek(start)
+                data = self._handle.read(length)
         return data.decode("utf-8", errors="surrogateescape")
 
     def __iter__(self) -> Iterator[str]:
