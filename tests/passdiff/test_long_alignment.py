@@ -14,6 +14,7 @@ import random
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,9 @@ SHAS = list(TEXTS)
 NAMES = ["tl.Simplify", "tl.LowerTileOp", "tl.LayoutInference", "tirx.BindTarget", "tl.InjectFenceProxy"]
 
 
-def make_run(tree: list[tuple[str, int | None]], target: str = "cuda:sm_90", changing: int = 0) -> KernelRun:
+def make_run(
+    tree: Sequence[tuple[str, int | None]], target: str = "cuda:sm_90", changing: int = 0
+) -> KernelRun:
     """A run of passes ``(name, parent position)`` in start order; every ``changing``-th changes the IR."""
     depth: dict[int, int] = {}
     passes = []
