@@ -9,7 +9,13 @@ recording with workers orders its runs longest first by the times of the one-pro
 (``--order-from``), as a CI job with a previous trace at hand would. Ends with
 ``RESULT speedup=<x>`` (time with --jobs 1 over time with --jobs N).
 
+``--corpus`` records the regression corpus ``bench/corpus.toml`` instead: every example on every
+target under 7 pass configs, 1,022 runs, the size at which the pool's efficiency matters (the
+start-up a process pays once is a small part of it). It takes about an hour with ``--jobs 1`` on
+two cores: run it on a machine with many.
+
     .venv/bin/python bench/record_scale.py [--jobs 2] [--rounds 1] [--manifest examples/irtrace.toml] [-t all]
+    .venv/bin/python bench/record_scale.py --corpus --jobs 8
 """
 
 from __future__ import annotations
@@ -72,8 +78,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="alternate the two recordings R times")
     parser.add_argument("--manifest", default=str(ROOT / "examples" / "irtrace.toml"))
     parser.add_argument("-t", "--target", action="append", default=None, help="default: all")
+    parser.add_argument(
+        "--corpus", action="store_true", help="record bench/corpus.toml (1,022 runs) with its own targets"
+    )
     args = parser.parse_args()
     targets = args.target or ["all"]
+    if args.corpus:
+        args.manifest, targets = str(ROOT / "bench" / "corpus.toml"), args.target or []
 
     subprocess.run([sys.executable, "-c", "import tilelang"], capture_output=True, check=True)  # warm caches
     times: dict[int, list[float]] = {1: [], args.jobs: []}
@@ -90,7 +101,7 @@ def main() -> int:
     speedup = serial / parallel
     print(f"fastest of {args.rounds}: --jobs 1 {serial:.1f} s, --jobs {args.jobs} {parallel:.1f} s")
     cpus = len(os.sched_getaffinity(0))
-    print(f"{runs} runs (every example on {' '.join(targets)} targets), {cpus} CPUs to run on")
+    print(f"{runs} runs ({args.manifest} on {' '.join(targets) or 'its'} targets), {cpus} CPUs to run on")
     if differ:
         print(f"the traces differ in: {'; '.join(differ)}")
     else:

@@ -14,6 +14,7 @@ point are ``not_reached``, not "removed".
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -85,6 +86,41 @@ class PassAlignment:
         return self.label
 
 
+@dataclass(frozen=True)
+class AlignLimits:
+    """How much work one level's alignment may take before it degrades (tests shrink these)."""
+
+    full_table_cells: int = 250_000
+    """Largest ``n * m`` of a level's differing middle aligned with the full weighted table: every
+    pipeline TileLang runs today is far below it, so normal traces align exactly as they always did."""
+    window_cells: int = 250_000
+    """Largest window of unmatched passes (with its neighbours) re-aligned by the weighted table."""
+    max_edits: int = 2_000
+    """Passes added plus removed at one level beyond which the exact alignment (O((n+m) * edits)
+    time) gives way to a greedy one by name, flagged ``approximate``."""
+
+
+DEFAULT_LIMITS = AlignLimits()
+_WINDOW_CONTEXT = 4
+"""Matched passes on each side of a stretch of unmatched ones that its window re-aligns."""
+
+
+class Alignment(list[PassAlignment]):
+    """The rows of ``align_passes``, plus whether any level had to be aligned greedily."""
+
+    approximate: bool = False
+    """Some level differed in more than ``AlignLimits.max_edits`` passes and was paired greedily
+    by name: a longest common pairing may hold more shared passes than these rows show."""
+
+
+class _Work:
+    """What one alignment has done so far: whether it degraded anywhere."""
+
+    def __init__(self, limits: AlignLimits) -> None:
+        self.limits = limits
+        self.approximate = False
+
+
 class _Side:
     """One run seen as a tree: children per parent index, each pass's occurrence number."""
 
@@ -105,21 +141,26 @@ class _Side:
             yield from self.subtree(child, depth + 1)
 
 
-def align_passes(run_a: KernelRun, run_b: KernelRun) -> list[PassAlignment]:
+def align_passes(run_a: KernelRun, run_b: KernelRun, limits: AlignLimits | None = None) -> Alignment:
     """Pair the passes of two runs by the pipeline's structure, in pipeline order.
 
     Rows follow the passes' start order, nested rows right after their parent's; within a stretch
     where the runs differ, the first run's passes come first, except at the end of a run that
-    stopped early (its last passes come before the ones it never reached).
+    stopped early (its last passes come before the ones it never reached). Memory stays linear in
+    the passes and time near-linear while the runs differ in few passes per level; past
+    ``limits`` a level is paired greedily and the result's ``approximate`` says so.
     """
+    work = _Work(limits or DEFAULT_LIMITS)
     side_a, side_b = _Side(run_a), _Side(run_b)
     rows: list[PassAlignment] = []
     stopped_b = run_b.status != STATUS_OK and run_a.status == STATUS_OK
     _align_level(
-        side_a, side_a.children.get(None, []), side_b, side_b.children.get(None, []), 0, stopped_b, rows
+        side_a, side_a.children.get(None, []), side_b, side_b.children.get(None, []), 0, stopped_b, rows, work
     )
     rows = _pair_moved(rows, run_a, run_b)
-    return _mark_not_reached(rows, run_a, run_b)
+    result = Alignment(_mark_not_reached(rows, run_a, run_b))
+    result.approximate = work.approximate
+    return result
 
 
 def _key(record: PassRecord) -> tuple[str, str]:
@@ -134,6 +175,7 @@ def _align_level(
     depth: int,
     stopped_b: bool,
     rows: list[PassAlignment],
+    work: _Work,
 ) -> None:
     def only(side: _Side, record: PassRecord, status: str) -> None:
         for inner, inner_depth in side.subtree(record, depth):
@@ -143,7 +185,7 @@ def _align_level(
             else:
                 rows.append(PassAlignment(None, inner, ONLY_B, occurrence_b=number, depth=inner_depth))
 
-    pairs = match_sequences(level_a, level_b)
+    pairs = match_sequences(level_a, level_b, work.limits, work)
     i = j = 0
     for pair_a, pair_b in [*pairs, (len(level_a), len(level_b))]:
         gap_a, gap_b = level_a[i:pair_a], level_b[j:pair_b]
@@ -180,16 +222,27 @@ def _align_level(
             depth + 1,
             stopped_b,
             rows,
+            work,
         )
         i, j = pair_a + 1, pair_b + 1
 
 
-def match_sequences(level_a: Sequence[PassRecord], level_b: Sequence[PassRecord]) -> list[tuple[int, int]]:
+def match_sequences(
+    level_a: Sequence[PassRecord],
+    level_b: Sequence[PassRecord],
+    limits: AlignLimits = DEFAULT_LIMITS,
+    work: _Work | None = None,
+) -> list[tuple[int, int]]:
     """Index pairs of a longest common subsequence of the two pass lists, by name and scope.
 
     Among subsequences of the same length, one pairing passes that received or produced the same
     IR (same SHA-256) is preferred, so an extra ``tl.Simplify`` is told apart from its neighbours.
+    Long lists are aligned in linear memory: Myers' O((n+m)·D) diff in its linear-space form (the
+    divide-and-conquer on the middle snake, Hirschberg's idea), whose matched count is a longest
+    common subsequence's, then each window of unmatched passes is re-aligned by the weighted table.
+    Past ``limits.max_edits`` the pairing is greedy and ``work.approximate`` says so.
     """
+    work = work if work is not None else _Work(limits)
     keys_a = [_key(p) for p in level_a]
     keys_b = [_key(p) for p in level_b]
     n, m = len(keys_a), len(keys_b)
@@ -203,12 +256,17 @@ def match_sequences(level_a: Sequence[PassRecord], level_b: Sequence[PassRecord]
     middle_a = level_a[head : n - tail]
     middle_b = level_b[head : m - tail]
     if middle_a and middle_b:
-        pairs += [(head + i, head + j) for i, j in _weighted_lcs(middle_a, middle_b)]
+        if len(middle_a) * len(middle_b) <= work.limits.full_table_cells:
+            inner = _weighted_lcs(middle_a, middle_b)
+        else:
+            inner = _long_lcs(middle_a, middle_b, work)
+        pairs += [(head + i, head + j) for i, j in inner]
     pairs += [(n - tail + k, m - tail + k) for k in range(tail)]
     return pairs
 
 
 def _weighted_lcs(level_a: Sequence[PassRecord], level_b: Sequence[PassRecord]) -> list[tuple[int, int]]:
+    """The full-table weighted LCS: O(n*m) time and memory, for short lists and small windows."""
     keys_a = [_key(p) for p in level_a]
     keys_b = [_key(p) for p in level_b]
     n, m = len(keys_a), len(keys_b)
@@ -239,6 +297,200 @@ def _weighted_lcs(level_a: Sequence[PassRecord], level_b: Sequence[PassRecord]) 
             i += 1
         else:
             j += 1
+    return pairs
+
+
+class _TooManyEdits(Exception):
+    """The lists differ in more passes than ``AlignLimits.max_edits``."""
+
+
+def _long_lcs(
+    level_a: Sequence[PassRecord], level_b: Sequence[PassRecord], work: _Work
+) -> list[tuple[int, int]]:
+    """A longest common subsequence of long lists in linear memory, windows refined by weight."""
+    codes: dict[tuple[str, str], int] = {}
+    seq_a = [codes.setdefault(_key(p), len(codes)) for p in level_a]
+    seq_b = [codes.setdefault(_key(p), len(codes)) for p in level_b]
+    try:
+        pairs: list[tuple[int, int]] = []
+        _myers(seq_a, 0, len(seq_a), seq_b, 0, len(seq_b), work.limits.max_edits, pairs)
+    except _TooManyEdits:
+        work.approximate = True
+        return _greedy_pairs(seq_a, seq_b)
+    return _refine_windows(level_a, level_b, pairs, work.limits.window_cells)
+
+
+_BASE_CELLS = 4_096
+"""Below this many cells a sub-problem of the diff is solved by the plain table."""
+
+
+def _myers(
+    a: list[int], a0: int, a1: int, b: list[int], b0: int, b1: int, max_edits: int, out: list[tuple[int, int]]
+) -> None:
+    """Append to ``out`` the pairs of an LCS of ``a[a0:a1]`` and ``b[b0:b1]``, in order.
+
+    Linear-space Myers: find the middle snake of an optimal edit path, recurse on both halves.
+    Each half has at most half the edits, so the depth is O(log D).
+    """
+    while a0 < a1 and b0 < b1 and a[a0] == b[b0]:
+        out.append((a0, b0))
+        a0, b0 = a0 + 1, b0 + 1
+    suffix: list[tuple[int, int]] = []
+    while a0 < a1 and b0 < b1 and a[a1 - 1] == b[b1 - 1]:
+        a1, b1 = a1 - 1, b1 - 1
+        suffix.append((a1, b1))
+    n, m = a1 - a0, b1 - b0
+    if n and m:
+        if n * m <= _BASE_CELLS:
+            out.extend((a0 + i, b0 + j) for i, j in _plain_lcs(a[a0:a1], b[b0:b1]))
+        else:
+            x, y, u, v = _middle_snake(a, a0, a1, b, b0, b1, max_edits)
+            _myers(a, a0, a0 + x, b, b0, b0 + y, max_edits, out)
+            out.extend((a0 + x + k, b0 + y + k) for k in range(u - x))
+            _myers(a, a0 + u, a1, b, b0 + v, b1, max_edits, out)
+    out.extend(reversed(suffix))
+
+
+def _middle_snake(
+    a: list[int], a0: int, a1: int, b: list[int], b0: int, b1: int, max_edits: int
+) -> tuple[int, int, int, int]:
+    """``(x, y, u, v)``: a diagonal run from ``(x, y)`` to ``(u, v)`` on an optimal edit path.
+
+    Forward search from the start and backward search from the end (on the reversed lists, whose
+    diagonal ``k`` is the forward diagonal ``delta - k``) until their furthest points overlap.
+    """
+    n, m = a1 - a0, b1 - b0
+    delta = n - m
+    odd = delta % 2 != 0
+    limit = (n + m + 1) // 2 + 1
+    size = 2 * limit + 3
+    forward = [0] * size
+    backward = [0] * size
+    off = limit + 1
+    for d in range(limit):
+        if 2 * d - 1 > max_edits:
+            raise _TooManyEdits
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and forward[off + k - 1] < forward[off + k + 1]):
+                x = forward[off + k + 1]
+            else:
+                x = forward[off + k - 1] + 1
+            y = x - k
+            start_x, start_y = x, y
+            while x < n and y < m and a[a0 + x] == b[b0 + y]:
+                x, y = x + 1, y + 1
+            forward[off + k] = x
+            back_k = delta - k
+            if odd and -(d - 1) <= back_k <= d - 1 and x >= n - backward[off + back_k]:
+                return start_x, start_y, x, y
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and backward[off + k - 1] < backward[off + k + 1]):
+                x = backward[off + k + 1]
+            else:
+                x = backward[off + k - 1] + 1
+            y = x - k
+            start_x, start_y = x, y
+            while x < n and y < m and a[a1 - 1 - x] == b[b1 - 1 - y]:
+                x, y = x + 1, y + 1
+            backward[off + k] = x
+            fore_k = delta - k
+            if not odd and -d <= fore_k <= d and forward[off + fore_k] >= n - x:
+                return n - x, m - y, n - start_x, m - start_y
+    raise AssertionError("the forward and backward searches always meet")
+
+
+def _plain_lcs(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:
+    """Pairs of an LCS by the full table (small sub-problems only)."""
+    n, m = len(a), len(b)
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below, key = best[i], best[i + 1], a[i]
+        for j in range(m - 1, -1, -1):
+            row[j] = below[j + 1] + 1 if key == b[j] else max(below[j], row[j + 1])
+    pairs = []
+    i = j = 0
+    while i < n and j < m:
+        if a[i] == b[j] and best[i][j] == best[i + 1][j + 1] + 1:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif best[i + 1][j] >= best[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def _refine_windows(
+    level_a: Sequence[PassRecord],
+    level_b: Sequence[PassRecord],
+    pairs: list[tuple[int, int]],
+    window_cells: int,
+) -> list[tuple[int, int]]:
+    """Re-align each stretch of unmatched passes, with a few matched neighbours, by the weighted table.
+
+    A window lies between two kept pairs of a longest common subsequence, so the best pairing
+    inside it matches as many passes as the pairs it replaces: the count stays the longest, and
+    ties go to passes that saw the same IR, as on short lists.
+    """
+    n, m = len(level_a), len(level_b)
+    total = len(pairs)
+    gaps = [
+        g
+        for g in range(total + 1)
+        if (pairs[g - 1] if g else (-1, -1))
+        != ((pairs[g][0] - 1, pairs[g][1] - 1) if g < total else (n - 1, m - 1))
+    ]
+    windows: list[list[int]] = []
+    for g in gaps:
+        start, end = max(0, g - _WINDOW_CONTEXT), min(total, g + _WINDOW_CONTEXT)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], end)
+        else:
+            windows.append([start, end])
+    out: list[tuple[int, int]] = []
+    kept = 0
+    for start, end in windows:
+        lo_a, lo_b = (pairs[start - 1][0] + 1, pairs[start - 1][1] + 1) if start else (0, 0)
+        hi_a, hi_b = pairs[end] if end < total else (n, m)
+        if (hi_a - lo_a) * (hi_b - lo_b) > window_cells:
+            continue
+        out += pairs[kept:start]
+        inner = _weighted_lcs(level_a[lo_a:hi_a], level_b[lo_b:hi_b]) if hi_a > lo_a and hi_b > lo_b else []
+        out += [(lo_a + i, lo_b + j) for i, j in inner]
+        kept = end
+    out += pairs[kept:]
+    return out
+
+
+def _greedy_pairs(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:
+    """A common subsequence by name in O((n+m) log) time: at a mismatch, skip the shorter way."""
+    where_a: dict[int, list[int]] = {}
+    where_b: dict[int, list[int]] = {}
+    for k, code in enumerate(a):
+        where_a.setdefault(code, []).append(k)
+    for k, code in enumerate(b):
+        where_b.setdefault(code, []).append(k)
+
+    def next_at(where: dict[int, list[int]], code: int, after: int) -> int | None:
+        found = where.get(code, [])
+        k = bisect_left(found, after)
+        return found[k] if k < len(found) else None
+
+    pairs = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+            continue
+        in_b = next_at(where_b, a[i], j)
+        in_a = next_at(where_a, b[j], i)
+        if in_b is None and in_a is None:
+            i, j = i + 1, j + 1
+        elif in_a is None or (in_b is not None and in_b - j <= in_a - i):
+            j = in_b if in_b is not None else j + 1
+        else:
+            i = in_a
     return pairs
 
 

@@ -9,6 +9,7 @@ returns plain records; rendering lives in ``passdiff.render``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from irtrace.core.errors import NotInTraceError
@@ -23,6 +24,7 @@ from irtrace.core.trace import (
     pass_label,
 )
 from passdiff.align import (
+    DEFAULT_LIMITS,
     MOVED,
     NOT_REACHED,
     ONLY_A,
@@ -54,12 +56,18 @@ __all__ = [
     "compare_traces",
     "diff_pass",
     "diff_span",
+    "iter_comparisons",
     "key_label",
     "label_in_run",
     "pass_keys",
     "resolve_pass",
 ]
 
+APPROXIMATE_NOTE = (
+    f"passes aligned greedily by name: the runs differ in more than {DEFAULT_LIMITS.max_edits} passes "
+    "at one level of the pipeline, so some shared passes may show as added and removed"
+)
+"""The note ``passdiff runs`` and ``irtrace check`` print when an alignment degraded."""
 BOTH = "both"
 """``RunComparison.presence`` when both traces hold the (kernel, target)."""
 
@@ -95,6 +103,9 @@ class RunComparison:
     presence: str = BOTH
     """``both``, or ``only_a`` / ``only_b`` when one trace lacks this (kernel, target)."""
     alignment: tuple[PassAlignment, ...] = ()
+    approximate_alignment: bool = False
+    """The runs differ in so many passes at one level that they were paired greedily by name
+    (``passdiff.align.AlignLimits``): added and removed passes may be over-counted."""
     first_difference: PassAlignment | None = None
     """Where the runs' IR first parts: a pass both ran whose outputs differ (or whose status
     differs), or a pass only one ran that changed the IR or failed."""
@@ -351,7 +362,7 @@ def compare_runs(
         )
     source_a, source_b = trace_a.kernel_source(run_a), trace_b.kernel_source(run_b)
     source_diff = None
-    notes = []
+    notes = [APPROXIMATE_NOTE] if alignment.approximate else []
     if source_a is not None and source_b is not None:
         source_diff = diff_texts(source_a, source_b, rules)
     machine_diffs = []
@@ -374,6 +385,7 @@ def compare_runs(
         run_b=run_b,
         rules=rules,
         alignment=tuple(alignment),
+        approximate_alignment=alignment.approximate,
         first_difference=found.row if found else None,
         diff=diff,
         compared_with=found.compared_with if found else None,
@@ -451,23 +463,35 @@ def compare_traces(
     raises ``NotInTraceError`` listing what the traces hold. ``labels`` name the two traces in
     layout sentences.
     """
+    return list(iter_comparisons(trace_a, trace_b, rules, kernel=kernel, target=target, labels=labels))
+
+
+def iter_comparisons(
+    trace_a: Trace,
+    trace_b: Trace,
+    rules: NormalizeRules = NormalizeRules(),  # noqa: B008
+    *,
+    kernel: str | None = None,
+    target: str | None = None,
+    labels: tuple[str, str] = ("old", "new"),
+) -> Iterator[RunComparison]:
+    """``compare_traces`` one (kernel, target) at a time: a caller that keeps only what it needs
+    of each comparison (``irtrace check``) holds one run's diffs at a time, not a corpus's."""
     runs_a = _select(trace_a, kernel, target)
     runs_b = _select(trace_b, kernel, target)
     if (kernel or target) and not runs_a and not runs_b:
         trace_a.find_run(kernel, target)  # raises, listing the trace's runs
     by_key_b = {run.key: run for run in runs_b}
     keys_a = {run.key for run in runs_a}
-    results = []
     for run in runs_a:
         other = by_key_b.get(run.key)
         if other is None:
-            results.append(RunComparison(run.kernel, run.target, None, run, None, rules, presence=ONLY_A))
+            yield RunComparison(run.kernel, run.target, None, run, None, rules, presence=ONLY_A)
         else:
-            results.append(compare_runs(trace_a, run, trace_b, other, rules, labels, "in"))
+            yield compare_runs(trace_a, run, trace_b, other, rules, labels, "in")
     for run in runs_b:
         if run.key not in keys_a:
-            results.append(RunComparison(run.kernel, None, run.target, None, run, rules, presence=ONLY_B))
-    return results
+            yield RunComparison(run.kernel, None, run.target, None, run, rules, presence=ONLY_B)
 
 
 def _select(trace: Trace, kernel: str | None, target: str | None) -> list[KernelRun]:

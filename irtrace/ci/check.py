@@ -35,13 +35,14 @@ from irtrace.core.policy import (
 )
 from irtrace.core.trace import STATUS_OK, KernelRun, Trace
 from passdiff.compare import (
+    APPROXIMATE_NOTE,
     BOTH,
     ONLY_A,
     ONLY_B,
     SHARED,
     PassAlignment,
     RunComparison,
-    compare_traces,
+    iter_comparisons,
     label_in_run,
 )
 from passdiff.layouts import BufferLayoutDiff
@@ -175,14 +176,19 @@ class CheckReport:
 
 def check_traces(new: Trace, baseline: Trace, policy: Policy = Policy()) -> CheckReport:  # noqa: B008
     """Check ``new`` against ``baseline`` under ``policy``."""
-    comparisons = compare_traces(baseline, new, labels=LAYOUT_LABELS)
-    runs = tuple(_check_pair(comparison, baseline, new, policy) for comparison in comparisons)
+    runs = []
+    approximate = []
+    # One (kernel, target) at a time: only what the report needs of each comparison is kept.
+    for comparison in iter_comparisons(baseline, new, labels=LAYOUT_LABELS):
+        runs.append(_check_pair(comparison, baseline, new, policy))
+        if comparison.approximate_alignment:
+            approximate.append(f"{comparison.kernel} on {comparison.target_b}: {APPROXIMATE_NOTE}")
     return CheckReport(
         baseline_path=baseline.path or "<baseline>",
         new_path=new.path or "<new>",
         policy=policy,
-        runs=runs,
-        notes=tuple(_notes(baseline, new)),
+        runs=tuple(runs),
+        notes=(*_notes(baseline, new), *approximate),
     )
 
 

@@ -605,7 +605,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     for warning in merge_warnings(traces):
         echo(f"irtrace: warning: {warning}", stderr=True, one_line=True)
     try:
-        merged = write_merged(traces, args.output)
+        merged = write_merged(traces, args.output, keep_texts=False)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {args.output} was left as it was") from None
     print(f"merged {len(merged.runs)} run(s) from {len(args.traces)} file(s) into {args.output}")

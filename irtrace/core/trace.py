@@ -112,13 +112,17 @@ class LazyTexts(Mapping[str, str]):
     dominate the time to open it.
     """
 
-    def __init__(self, raw_lines: dict[str, str], where: str) -> None:
+    def __init__(self, raw_lines: Mapping[str, str], where: str, *, keep: int | None = None) -> None:
         self._raw = raw_lines
         self._decoded: dict[str, str] = {}
         self._where = where
+        self._keep = keep
+        """Decoded texts kept (most recently read first out last); ``None``: all of them."""
 
     def __getitem__(self, sha: str) -> str:
         text = self._decoded.get(sha)
+        if text is not None and self._keep is not None:
+            self._decoded[sha] = self._decoded.pop(sha)  # most recently read last
         if text is None:
             line = self._raw[sha]
             try:
@@ -135,6 +139,8 @@ class LazyTexts(Mapping[str, str]):
                     "(the trace was edited or is corrupt)"
                 )
             text = self._decoded[sha] = decoded
+            if self._keep is not None and len(self._decoded) > self._keep:
+                del self._decoded[next(iter(self._decoded))]
         return text
 
     def __iter__(self) -> Iterator[str]:
@@ -148,6 +154,9 @@ class LazyTexts(Mapping[str, str]):
 
     def size(self, sha: str) -> int:
         """About the length of the text, without decoding it."""
+        sized = getattr(self._raw, "line_length", None)
+        if sized is not None:
+            return int(sized(sha))
         return len(self._raw.get(sha, ""))
 
 

@@ -10,10 +10,13 @@ import json
 import os
 import re
 import stat
+import tempfile
+import threading
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import msgspec
 from msgspec.structs import replace
@@ -62,7 +65,6 @@ MAX_RATIO = 128
 decompression bomb about 1000:1)."""
 RATIO_FLOOR = 32 << 20
 """Text any ``.gz`` trace may decompress to, whatever its ratio (small files compress less)."""
-_GUNZIP_CHUNK = 1 << 20
 MIN_BYTES_PER_LINE = 8
 """A trace's lines are records of at least ``{"record":...}``: a file of mostly empty lines
 (whose line list would cost far more memory than its text) is no trace."""
@@ -221,58 +223,138 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         raise InputError(f"{str(file)!r} is a device, not a trace file")
     try:
-        with open(file, "rb") as handle:
-            data: bytes | bytearray = handle.read()
+        handle: IO[bytes] = open(file, "rb")  # noqa: SIM115 (kept open: texts are read from it when asked for)
+        try:
+            packed_cut = False
+            if handle.read(2) == b"\x1f\x8b":
+                handle.seek(0)
+                plain, packed_cut = _gunzip_to_file(handle, str(file))
+                handle.close()
+                handle = plain
+            handle.seek(0)
+            lines, offsets, cut = _scan_lines(handle, str(file))
+            texts_in = _FileLines(handle, offsets)
+            return parse_trace_lines(lines, str(file), cut=cut or packed_cut, texts_in=texts_in)
+        except BaseException:
+            handle.close()
+            raise
     except OSError as error:
         raise TraceFormatError(
             f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
         ) from None
+
+
+_IR_PREFIX_BYTES = _IR_PREFIX.encode()
+_SHA_BYTES = re.compile(rb"[0-9a-f]{64}\Z")
+_BOM = b"\xef\xbb\xbf"
+KEPT_TEXTS = 64
+"""Decoded IR texts a trace read from a plain file keeps; the others are read again when asked for."""
+
+
+def _stand_in(sha: str) -> str:
+    """What an IR line read from a file is, until its text is asked for: a line that names it."""
+    return f'{_IR_PREFIX}{sha}",""}}'
+
+
+def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[str, tuple[int, int]], bool]:
+    """The file's lines as ``str.split("\n")`` gives them, IR lines replaced by stand-ins.
+
+    Returns the lines, where each IR line lies (offset, length), and whether the file ends inside
+    a character. Only the records other than IR texts stay in memory: the texts are most of a
+    trace, and a corpus of thousands of runs would not fit otherwise.
+    """
+    lines: list[str] = []
+    offsets: dict[str, tuple[int, int]] = {}
     cut = False
-    if data[:2] == b"\x1f\x8b":
-        data, cut = _gunzip(data, str(file))
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        text = decoder.decode(data, final=False)
-    except UnicodeDecodeError as error:
-        raise TraceFormatError(f"{str(file)!r} is not a trace: not UTF-8 text ({error.reason})") from None
-    if decoder.getstate()[0]:
-        cut = True  # the file ends inside a character: cut short
-    del data  # the bytes go before the lines are made: memory stays about the text's size
-    if text.count("\n") > len(text) // MIN_BYTES_PER_LINE + 1000:
-        raise TraceFormatError(f"{str(file)!r} is not a trace: mostly empty lines")
-    lines = text.removeprefix("\ufeff").split("\n")  # a byte-order mark, added by some Windows editors
-    del text
-    return parse_trace_lines(lines, str(file), cut=cut)
-
-
-def _gunzip(data: bytes | bytearray, where: str) -> tuple[bytearray, bool]:
-    """Decompress every gzip member, a chunk at a time into one buffer, up to ``MAX_RATIO`` times
-    the file's size (``RATIO_FLOOR`` at least) and ``MAX_DECOMPRESSED``: a bomb is refused once it
-    passes the bound, having cost about that much memory. A stream that stops early (a killed
-    writer) is not an error."""
-    limit = min(MAX_DECOMPRESSED, max(RATIO_FLOOR, MAX_RATIO * len(data)))
-    out = bytearray()
-    rest: bytes | bytearray = data
-    while rest:
-        stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        pending = rest
-        while True:
+    offset = 0
+    ended = True
+    for raw in handle:
+        start = offset
+        offset += len(raw)
+        ended = raw.endswith(b"\n")
+        body = raw[:-1] if ended else raw
+        if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
+            body, start = body[len(_BOM) :], start + len(_BOM)
+        if (
+            ended
+            and body.startswith(_IR_PREFIX_BYTES)
+            and body.endswith(b'"}')
+            and body[_SHA_END : _SHA_END + 2] == b'",'
+            and _SHA_BYTES.match(body[len(_IR_PREFIX_BYTES) : _SHA_END])
+        ):
+            _utf8(body, where)
+            sha = body[len(_IR_PREFIX_BYTES) : _SHA_END].decode()
+            offsets[sha] = (start, len(body))
+            lines.append(_stand_in(sha))
+        elif ended:
+            lines.append(_utf8(body, where))
+        else:
+            decoder = codecs.getincrementaldecoder("utf-8")()
             try:
-                chunk = stream.decompress(pending, _GUNZIP_CHUNK)
-            except zlib.error as error:
-                if out:
-                    return out, True
-                raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
-            out += chunk
-            if len(out) > limit:
-                raise TraceFormatError(_too_big(where, limit, len(data)))
-            pending = stream.unconsumed_tail
-            if stream.eof or (not pending and not chunk):
-                break
-        if not stream.eof:
-            return out, True  # no end-of-stream marker: the writer was killed
-        rest = stream.unused_data
-    return out, False
+                lines.append(decoder.decode(body, final=False))
+            except UnicodeDecodeError as error:
+                raise _not_utf8(where, error) from None
+            cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
+        if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:  # each line costs far more than its bytes
+            raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
+    if ended:
+        lines.append("")
+    return lines, offsets, cut
+
+
+def _utf8(body: bytes, where: str) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(where, error) from None
+
+
+def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
+    return TraceFormatError(f"{where!r} is not a trace: not UTF-8 text ({error.reason})")
+
+
+class _FileLines(Mapping[str, str]):
+    """IR lines of a trace file, read from the open file when asked for (by ``LazyTexts``)."""
+
+    def __init__(self, handle: IO[bytes], offsets: dict[str, tuple[int, int]]) -> None:
+        self._handle = handle
+        self._offsets = offsets
+        self._lock = threading.Lock()
+        self.fallback: dict[str, str] = {}
+        """Lines not read from the file (the last line, read whole)."""
+
+    def __getitem__(self, sha: str) -> str:
+        line = self.fallback.get(sha)
+        if line is not None:
+            return line
+        start, length = self._offsets[sha]
+        if hasattr(os, "pread"):  # no shared file position: safe across threads and forked children
+            data = os.pread(self._handle.fileno(), length, start)
+        else:
+            with self._lock:
+                self._handle.seek(start)
+                data = self._handle.read(length)
+        return data.decode("utf-8", errors="surrogateescape")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._offsets), **dict.fromkeys(self.fallback)})
+
+    def __len__(self) -> int:
+        return len(self._offsets.keys() | self.fallback.keys())
+
+    def __contains__(self, sha: object) -> bool:
+        return sha in self._offsets or sha in self.fallback
+
+    def line_length(self, sha: str) -> int:
+        line = self.fallback.get(sha)
+        return len(line) if line is not None else self._offsets.get(sha, (0, 0))[1]
+
+    def __del__(self) -> None:
+        self._handle.close()
+
+
+_CHUNK = 1 << 16
+"""Bytes of a ``.gz`` trace decompressed at a time (deflate expands at most ~1032x: 66 MB)."""
 
 
 def _too_big(where: str, limit: int, size: int) -> str:
@@ -282,6 +364,42 @@ def _too_big(where: str, limit: int, size: int) -> str:
         f"{where!r} decompresses to more than {limit >> 20} MB, over {MAX_RATIO} times its {size} bytes "
         "(a decompression bomb, not a trace)"
     )
+
+
+def _gunzip_to_file(handle: IO[bytes], where: str) -> tuple[IO[bytes], bool]:
+    """Decompress every gzip member into an anonymous temporary file, a chunk at a time; a
+    stream that stops early (a killed writer) is not an error. Returns the file and whether the
+    stream was cut short."""
+    size = os.fstat(handle.fileno()).st_size
+    limit = min(MAX_DECOMPRESSED, max(RATIO_FLOOR, MAX_RATIO * size))
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; gone from the disk once closed)
+    try:
+        total = 0
+        stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        started = False
+        while data := handle.read(_CHUNK):
+            while data:
+                started = True
+                try:
+                    chunk = stream.decompress(data)
+                except zlib.error as error:
+                    if total:
+                        return out, True
+                    raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
+                total += len(chunk)
+                if total > limit:
+                    raise TraceFormatError(_too_big(where, limit, size))
+                out.write(chunk)
+                if stream.eof:
+                    data = stream.unused_data
+                    stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    started = False
+                else:
+                    data = b""
+        return out, started  # no end-of-stream marker: the writer was killed
+    except BaseException:
+        out.close()
+        raise
 
 
 @dataclass
@@ -301,9 +419,12 @@ class _Parsed:
     """The line of the last record read."""
 
 
-def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = False) -> Trace:
+def parse_trace_lines(
+    lines: list[str], where: str = "<trace>", *, cut: bool = False, texts_in: _FileLines | None = None
+) -> Trace:
     """Build a ``Trace`` from the file's lines (see ``load_trace``); ``cut``: the file itself was
-    found cut short (a ``.gz`` stream without its end)."""
+    found cut short (a ``.gz`` stream without its end); ``texts_in``: where the IR lines replaced
+    by stand-ins lie in the file."""
     parsed = _Parsed()
     truncated = cut
     last = len(lines) - 1
@@ -331,9 +452,11 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = F
         elif line.strip():
             numbers.append(number + 1)
             records.append(line)
-    for number, record in zip(numbers, _decode_all(records, numbers, where), strict=True):
-        if record is not None:
-            _read_record(record, where, number, parsed)
+    for at in range(0, len(records), _BATCH):  # a batch at a time: a corpus's records never all at once
+        batch, batch_numbers = records[at : at + _BATCH], numbers[at : at + _BATCH]
+        for number, record in zip(batch_numbers, _decode_all(batch, batch_numbers, where), strict=True):
+            if record is not None:
+                _read_record(record, where, number, parsed)
     if cut_candidate is not None:
         try:
             record = decode_record(cut_candidate, where, last + 1)
@@ -350,9 +473,11 @@ def parse_trace_lines(lines: list[str], where: str = "<trace>", *, cut: bool = F
             parsed.last_line = last + 1
     if parsed.footer_line is not None and parsed.last_line > parsed.footer_line:
         raise TraceFormatError(f"{where}:{parsed.last_line}: a record after the trace's footer")
-    return _finish(parsed, where, truncated)
+    return _finish(parsed, where, truncated, texts_in)
 
 
+_BATCH = 20_000
+"""Record lines decoded in one call."""
 _bulk_decoder = msgspec.json.Decoder(list[Record])
 
 
@@ -418,6 +543,7 @@ def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> No
         if record.index in passes:  # type: ignore[operator]
             raise TraceFormatError(f"{where}:{number}: run {run_id} has two passes with index {record.index}")
         passes[record.index] = record  # type: ignore[index]
+        parsed.starts[run_id].pop(record.index, None)  # kept only for passes that never finished
     elif isinstance(record, StartRecord):
         if record.run not in parsed.starts or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
@@ -489,7 +615,7 @@ def _orphan(
     )
 
 
-def _finish(parsed: _Parsed, where: str, truncated: bool) -> Trace:
+def _finish(parsed: _Parsed, where: str, truncated: bool, texts_in: _FileLines | None = None) -> Trace:
     finished = []
     if parsed.footer_expected and parsed.footer_line is None:
         truncated = True  # cut between two records: after a run, or before the first
@@ -514,7 +640,14 @@ def _finish(parsed: _Parsed, where: str, truncated: bool) -> Trace:
         if run.status == STATUS_INCOMPLETE:
             truncated = True
         finished.append(replace(run, passes=records, running=running))
-    return Trace(tuple(finished), LazyTexts(parsed.raw_texts, where), parsed.created, where, truncated)
+    if texts_in is None:
+        texts = LazyTexts(parsed.raw_texts, where)
+    else:
+        texts_in.fallback.update(
+            (sha, line) for sha, line in parsed.raw_texts.items() if line != _stand_in(sha)
+        )
+        texts = LazyTexts(texts_in, where, keep=KEPT_TEXTS)
+    return Trace(tuple(finished), texts, parsed.created, where, truncated)
 
 
 def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:

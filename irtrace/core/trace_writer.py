@@ -75,12 +75,15 @@ class TraceWriter:
         *,
         created: str | None = None,
         partial: bool = False,
+        keep_texts: bool = True,
     ) -> None:
         from datetime import datetime, timezone
 
         self.path = Path(path) if path is not None else None
         self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._texts: dict[str, str] = {}
+        self._keep_texts = keep_texts
+        """Keep each text written for ``trace()``; without, only its key (a merge of a corpus)."""
         self._runs: dict[int, KernelRun] = {}
         self._next_run_id = 0
         self._output: PartialFile | None = None
@@ -176,7 +179,7 @@ class TraceWriter:
         key = sha or text_sha256(text)
         if key not in self._texts:
             self._write(IrRecord(sha256=key, text=text))
-            self._texts[key] = text
+            self._texts[key] = text if self._keep_texts else ""
         return key
 
     def begin_run(self, run: KernelRun) -> KernelRun:
@@ -358,8 +361,9 @@ class TraceWriter:
             with contextlib.suppress(OSError):
                 self._redirected.close()
         elif self._stream is not None:
-            # the parent's stream, inherited by the fork, shares its file offset: once dropped, a
-            # gzip stream would write its trailer into the parent's file, so it writes nowhere
+            # The parent's stream, inherited: dropped here, a gzip stream would write its trailer
+            # through the shared descriptor into the parent's file (a .jsonl.gz cut after its
+            # header). Point the descriptor at /dev/null first, as ``restart_in_child`` does.
             with contextlib.suppress(OSError, ValueError):
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, self._stream.fileno())
@@ -526,9 +530,15 @@ def merge_traces(paths: Iterable[str | os.PathLike[str]], output: str | os.PathL
     return write_merged([load_trace(path) for path in paths], output)
 
 
-def write_merged(traces: Sequence[Trace], output: str | os.PathLike[str]) -> Trace:
-    """Write the runs of loaded ``traces`` into one file, through ``NAME.partial``."""
-    writer = TraceWriter(output, partial=True)
+def write_merged(
+    traces: Sequence[Trace], output: str | os.PathLike[str], *, keep_texts: bool = True
+) -> Trace:
+    """Write the runs of loaded ``traces`` into one file, through ``NAME.partial``.
+
+    Without ``keep_texts`` the returned trace holds the runs but not their texts, and memory stays
+    bounded by the runs' records: the inputs' texts are read from their files one at a time.
+    """
+    writer = TraceWriter(output, partial=True, keep_texts=keep_texts)
     try:
         for trace in traces:
             for run in trace.runs:

@@ -34,15 +34,17 @@ def _doc_workflow(name: str = "irtrace check") -> dict[str, Any]:
 WORKFLOWS = {"project": lambda: yaml.safe_load(WORKFLOW.read_text(encoding="utf-8")), "docs": _doc_workflow}
 
 
-def _commands(workflow: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """``(job, argv)`` of every ``irtrace`` command the workflow runs, with the matrix and env
-    values filled in and the shard list of the merge step spelled out."""
+def _commands(workflow: dict[str, Any], shard: int = 1) -> list[tuple[str, list[str]]]:
+    """``(job, argv)`` of every ``irtrace`` command the workflow runs, with the matrix (``shard``)
+    and env values filled in and the shard list of the merge step spelled out."""
     shards = int(workflow.get("env", {}).get("SHARDS", 1))
     found = []
     for name, job in workflow["jobs"].items():
         for step in job["steps"]:
             script = step.get("run", "").replace("\\\n", " ")
-            script = script.replace("${{ matrix.shard }}", "1").replace("${{ env.SHARDS }}", str(shards))
+            script = script.replace("${{ matrix.shard }}", str(shard)).replace(
+                "${{ env.SHARDS }}", str(shards)
+            )
             script = re.sub(
                 r"\$\(for i in \$\(seq 1 \"\$SHARDS\"\); do echo \"([^\"]*)\$i([^\"]*)\"; done\)",
                 lambda m: " ".join(f"{m.group(1)}{i}{m.group(2)}" for i in range(1, shards + 1)),
@@ -65,12 +67,12 @@ def test_every_irtrace_command_of_the_workflow_parses(which: str) -> None:
     for _, argv in commands:
         args = parser.parse_args(argv)  # argparse exits on a bad option
         if args.command == "record":
-            assert args.shard == "1/3" and args.jobs == 2 and args.target == ["all"]
+            assert args.shard == "1/4" and args.jobs == 2 and args.target == ["all"]
         if args.command == "merge":
-            assert args.traces == [f"shards/shard-{i}.jsonl.gz" for i in (1, 2, 3)]
+            assert args.traces == [f"shards/shard-{i}.jsonl.gz" for i in (1, 2, 3, 4)]
         if args.command == "check":
             assert args.junit and args.markdown and args.json and args.policy
-    assert workflow["jobs"]["record"]["strategy"]["matrix"]["shard"] == [1, 2, 3]
+    assert workflow["jobs"]["record"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
     assert workflow["jobs"]["check"]["needs"] == "record"
 
 
@@ -136,3 +138,70 @@ def test_the_gpu_workflow_records_machine_code_and_latency_and_checks_them(tmp_p
     path.write_text(policy_text, encoding="utf-8")
     policy = load_policy(path)
     assert {LATENCY, SPILLS, OCCUPANCY} <= policy.fail_on and policy.perf.latency_percent == 5.0
+
+
+SMALL_MANIFEST = f"""
+[[kernel]]
+spec = "{ROOT / "examples" / "gemm.py"}::matmul(256, 256, 256)"
+targets = ["cuda:sm_90", "hip:gfx942"]
+
+[[kernel]]
+spec = "{ROOT / "examples" / "rmsnorm.py"}::rms_norm(256, 256)"
+targets = ["cuda:sm_90", "metal"]
+"""
+
+
+def test_the_four_shard_matrix_merges_into_one_recording_and_checks_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The project's workflow run as its jobs run it, in this process: each matrix shard's record
+    command, the artifacts gathered into ``shards/``, the merge and the check. Two things are
+    swapped to keep it fast: a manifest of two bundled examples on two targets each (the
+    workflow's targets, ``-t all``, dropped for the manifest's), and as the baseline the same
+    manifest recorded once without shards, which the merged shards must equal."""
+    from irtrace.cli.main import main as irtrace_main
+
+    workflow = WORKFLOWS["project"]()
+    shards = int(workflow["env"]["SHARDS"])
+    assert shards == 4 and workflow["jobs"]["record"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
+    manifest = tmp_path / "small.toml"
+    manifest.write_text(SMALL_MANIFEST, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    def small(argv: list[str]) -> list[str]:
+        out: list[str] = []
+        skip = False
+        for k, arg in enumerate(argv):
+            if skip:
+                skip = False
+            elif arg == "-t" and argv[k + 1] == "all":
+                skip = True
+            elif k and argv[k - 1] == "--manifest":
+                out.append(str(manifest))
+            else:
+                out.append(arg)
+        return out
+
+    (tmp_path / "shards").mkdir()
+    for shard in range(1, shards + 1):
+        ((_, record),) = [(job, argv) for job, argv in _commands(workflow, shard) if argv[0] == "record"]
+        assert irtrace_main(small(record)) in (0, 5)
+        (tmp_path / f"shard-{shard}.jsonl.gz").rename(
+            tmp_path / "shards" / f"shard-{shard}.jsonl.gz"
+        )  # upload
+    assert irtrace_main(["record", "--manifest", str(manifest), "-q", "-o", "reference.jsonl.gz"]) == 0
+
+    later = {argv[0]: argv for _, argv in _commands(workflow) if argv[0] != "record"}
+    assert irtrace_main(later["merge"]) == 0
+    check = [
+        "reference.jsonl.gz" if arg == "ci/examples.baseline.jsonl.gz" else arg for arg in later["check"]
+    ]
+    check = [str(ROOT / arg) if arg == "irtrace-policy.toml" else arg for arg in check]
+    code = irtrace_main(check)
+
+    merged, reference = load_trace("examples.jsonl.gz"), load_trace("reference.jsonl.gz")
+    assert [run.key for run in merged.runs] == [run.key for run in reference.runs] and len(merged.runs) == 4
+    for got, want in zip(merged.runs, reference.runs, strict=True):
+        assert [(p.name, p.ir_after) for p in got.passes] == [(p.name, p.ir_after) for p in want.passes]
+    assert code == 0, Path("check.md").read_text(encoding="utf-8")
+    assert Path("junit.xml").read_text(encoding="utf-8").count("<testcase ") == 4
