@@ -9,7 +9,7 @@ plain ``tilelang.lower`` and with irtrace's recorder, alternating, and prints th
 
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
-``--source-map-cost`` also lowers traced without source maps (``srcmap`` records) and adds
+``--source-map-cost`` also lowers traced with source maps (``srcmap`` records, ``--source-map``) and adds
 ``median_map_cost`` (traced with maps / traced without, median over runs) to the RESULT line.
 """
 
@@ -44,7 +44,7 @@ def lower_traced(
     path: Path,
     *,
     threaded: bool = True,
-    source_map: bool = True,
+    source_map: bool = False,
 ) -> float:
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.recorder import record_lowering
@@ -88,7 +88,7 @@ def main() -> int:
     parser.add_argument(
         "--source-map-cost",
         action="store_true",
-        help="also lower traced without source maps, and report what the maps cost",
+        help="also lower traced with source maps (--source-map), and report what the maps cost",
     )
     args = parser.parse_args()
 
@@ -112,29 +112,29 @@ def main() -> int:
             configs = prepared.pass_configs
             trace_path = workdir / "bench.jsonl"
             lower_untraced(built.func, tvm_target, configs)  # warm caches once for both
-            untraced, traced, unmapped = [], [], []
+            untraced, traced, mapped = [], [], []
             for _ in range(args.repeat):
                 untraced.append(lower_untraced(built.func, tvm_target, configs))
                 traced.append(
                     lower_traced(built.func, target, tvm_target, configs, trace_path, threaded=not args.sync)
                 )
                 if args.source_map_cost:
-                    unmapped.append(
+                    mapped.append(
                         lower_traced(
                             built.func,
                             target,
                             tvm_target,
                             configs,
-                            workdir / "unmapped.jsonl",
+                            workdir / "mapped.jsonl",
                             threaded=not args.sync,
-                            source_map=False,
+                            source_map=True,
                         )
                     )
             base, with_trace = statistics.median(untraced), statistics.median(traced)
             map_note = ""
-            if unmapped:
-                map_costs.append(with_trace / statistics.median(unmapped))
-                map_note = f"  without maps {statistics.median(unmapped) * 1000:.1f} ms: x{map_costs[-1]:.3f}"
+            if mapped:
+                map_costs.append(statistics.median(mapped) / with_trace)
+                map_note = f"  with maps {statistics.median(mapped) * 1000:.1f} ms: x{map_costs[-1]:.3f}"
             ratio = with_trace / base
             ratios.append(ratio)
             size = trace_path.stat().st_size / 1024
