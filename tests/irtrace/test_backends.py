@@ -56,7 +56,7 @@ def test_llvm_lowers_until_codegen_which_this_tvm_build_lacks(coverage: Coverage
 
 
 def test_aliases_and_patterns_name_real_targets() -> None:
-    assert get_target("cuda:hopper").name == "cuda:sm_90"
+    assert get_target("cuda:hopper").name == "cuda:sm_90a"
     assert get_target("hip:mi300x").name == "hip:gfx942"
     assert get_target("hip:rdna4").name == "hip:gfx1201"
     assert get_target("cpu").name == "c"

@@ -16,7 +16,7 @@ from irtrace.cli.main import main
 from irtrace.core.trace_reader import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-GEMM = f"{ROOT / 'examples' / 'gemm.py'}::matmul(1024, 1024, 1024)"
+GEMM = f"{ROOT / 'tests' / 'data' / 'gemm_k_by_n.py'}::matmul(1024, 1024, 1024)"  # warns on HIP
 RMSNORM = f"{ROOT / 'examples' / 'rmsnorm.py'}::rms_norm()"
 VECTORIZE = "is lowered as a serial loop"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.core.targets import DEFAULT_TARGET
 from irtrace.core.trace import UNFINISHED, KernelRun, PassRecord, Trace
 from tests.conftest import DATA, ROOT, record_to_file
 
@@ -95,8 +96,9 @@ def one_line(stderr: str, tool: str = "irtrace") -> str:
 
 @pytest.fixture(scope="session")
 def copy_trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    """COPY lowered for cuda:sm_90, untouched by any misbehaviour: a small real trace."""
-    return record_to_file(tmp_path_factory.mktemp("reliability") / "copy.jsonl", [COPY], ["cuda:sm_90"])
+    """COPY lowered for the default target (what a recording without -t gets), untouched by any
+    misbehaviour: a small real trace."""
+    return record_to_file(tmp_path_factory.mktemp("reliability") / "copy.jsonl", [COPY], [DEFAULT_TARGET])
 
 
 def pass_names(trace: Trace) -> Sequence[str]:

@@ -123,7 +123,7 @@ def test_segfault_in_a_pass_keeps_every_finished_pass_and_names_the_running_one(
     assert trace.ir_before(running) == copy_trace.ir_before(copy_trace.runs[0].passes[LOWER_TILE_OP_INDEX])
     assert run.running == "tl.LowerTileOp"
     shown = run_tool("irtrace", "show", str(written))
-    assert "copy on cuda:sm_90 stopped while pass tl.LowerTileOp was running" in shown.stderr
+    assert "copy on cuda:sm_90a stopped while pass tl.LowerTileOp was running" in shown.stderr
 
 
 def test_isolated_segfault_fails_that_run_and_recording_goes_on(tmp_path: Path, copy_trace: Trace) -> None:
@@ -132,7 +132,7 @@ def test_isolated_segfault_fails_that_run_and_recording_goes_on(tmp_path: Path, 
         "irtrace", "record", "--isolate", COPY, SMALL_GEMM, "-o", str(output), misbehave="segv:LowerTileOp"
     )
     assert done.returncode == ExitCode.LOWERING, done.stderr
-    assert "crashed copy on cuda:sm_90: the lowering process died while pass tl.LowerTileOp was running" in (
+    assert "crashed copy on cuda:sm_90a: the lowering process died while pass tl.LowerTileOp was running" in (
         done.stdout
     )
     crashed, gemm = load_trace(output).runs
