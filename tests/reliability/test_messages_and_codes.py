@@ -49,7 +49,7 @@ def test_files_starting_with_a_byte_order_mark_are_read(tmp_path: Path, copy_tra
     trace = tmp_path / "bom.jsonl"
     trace.write_bytes(BOM + Path(copy_trace.path).read_bytes())
     done = run_tool("irtrace", "show", str(trace))
-    assert done.returncode == ExitCode.OK and "copy on cuda:sm_90: ok" in done.stdout, done.stderr
+    assert done.returncode == ExitCode.OK and "copy on cuda:sm_90a: ok" in done.stdout, done.stderr
     done = run_tool("passdiff", "runs", copy_trace.path, str(trace), "-f", "json")
     assert done.returncode == 0, done.stderr  # the same runs: no difference
     policy = tmp_path / "policy.toml"
