@@ -54,7 +54,9 @@ def captured_shas(trace: Trace) -> Counter[str]:
 # ----------------------------------------------------------------------------- a test suite
 
 
-@pytest.fixture(scope="module", params=["pytest", "pytest -n 2"])
+# The xdist variant runs with the sweeps (make test stays within 10 minutes); the plain one covers
+# the hook in a test suite here.
+@pytest.fixture(scope="module", params=["pytest", pytest.param("pytest -n 2", marks=pytest.mark.sweep)])
 def suite_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Trace, list[str]]:

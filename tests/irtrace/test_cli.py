@@ -401,6 +401,7 @@ def test_ir_asks_for_the_option_that_tells_the_runs_apart(
     assert code == ExitCode.OK
 
 
+@pytest.mark.sweep  # slow; a sibling covers it in make test
 def test_quiet_record_lets_no_fatal_line_through(tmp_path: Path) -> None:
     """TVM prints ``file:line: Fatal: MESSAGE`` (TileLang's ``logging.cc``) before raising MESSAGE:
     the RMSNorm on the ``c`` target, which has no SIMT threads, does. With ``-q`` stderr stays

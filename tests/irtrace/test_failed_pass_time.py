@@ -8,12 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from irtrace.core.trace_reader import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
+@pytest.mark.sweep  # slow; a sibling covers it in make test
 def test_a_failing_checker_is_timed_close_to_a_passing_one(tmp_path: Path) -> None:
     manifest = tmp_path / "irtrace.toml"
     # The failing run comes first in a fresh process: it is the one that met TVM's error path cold.

@@ -109,6 +109,7 @@ def test_no_progress_in_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "warning:" not in capsys.readouterr().out
 
 
+@pytest.mark.sweep  # slow; a sibling covers it in make test
 def test_a_multi_line_warning_is_kept_whole_with_its_run(tmp_path: Path) -> None:
     """tests/data/bad_layout.py's buffer-init check logs a warning of several lines (source
     excerpt, advice): the run keeps all of it, and the terminal gets its first line once."""

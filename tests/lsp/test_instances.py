@@ -62,6 +62,7 @@ async def compiled_hints(client: LanguageClient, path: Path, text: str | None = 
     return uri, sorted((h.position.line + 1, h.label) for h in got)
 
 
+@pytest.mark.sweep  # slow; a sibling covers it in make test
 async def test_argparse_program_gets_the_size_it_sets_after_parsing(client: LanguageClient) -> None:
     path = INSTANCES / "argparse_gemm.py"
     uri, got = await compiled_hints(client, path)

@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from msgspec.structs import replace
 
 from irtrace.core.trace import Trace, text_sha256
@@ -244,6 +245,7 @@ async def test_source_key_on_the_run_tab_shows_the_source_beside_the_ir(three_ta
         assert app.query_one("#source").display
 
 
+@pytest.mark.sweep  # slow; a sibling covers it in make test
 async def test_ir_of_tens_of_thousands_of_lines_stays_responsive(
     three_target_trace: Trace, tmp_path: Path
 ) -> None:
