@@ -3,8 +3,9 @@
 One JSON object per line on the worker's stdin and stdout, encoded and decoded with msgspec: the
 server sends a ``Call`` (an ``Analyze``, ``Trace`` or ``IrAfterPass`` request under an id) or a
 ``Cancel``; the worker answers each call with a ``Result`` or a ``Failure`` and reports ``Ready``,
-``Warm``, ``Progress`` and ``ApiIndex`` events. A result's body stays raw until the caller decodes it with the
-type its request names (``Analyze.answer``), so a malformed answer fails that one request with a
+``Warm`` and ``Progress`` events (``ApiIndex``, TileLang's API, is the server's own record, read
+from source and cached, not a worker message). A result's body stays raw until the caller decodes
+it with the type its request names (``Analyze.answer``), so a malformed answer fails that one request with a
 message naming the field, never the reader. Imports no tilelang: the server process uses it.
 """
 
@@ -302,7 +303,7 @@ class ApiIndex(msgspec.Struct, frozen=True, kw_only=True, tag="apiIndex", tag_fi
     elapsed_s: float = 0.0
 
 
-FromWorker = Ready | Warm | Progress | Result | Failure | ApiIndex
+FromWorker = Ready | Warm | Progress | Result | Failure
 
 # --- encoding ----------------------------------------------------------------------------------
 
@@ -315,8 +316,8 @@ T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
 _to_worker: msgspec.json.Decoder[Call | Cancel] = msgspec.json.Decoder(ToWorker)
-_from_worker: msgspec.json.Decoder[Ready | Warm | Progress | Result | Failure | ApiIndex] = (
-    msgspec.json.Decoder(FromWorker)
+_from_worker: msgspec.json.Decoder[Ready | Warm | Progress | Result | Failure] = msgspec.json.Decoder(
+    FromWorker
 )
 
 
@@ -337,7 +338,7 @@ def decode_to_worker(line: bytes | str) -> Call | Cancel:
         raise ProtocolError(f"malformed request: {error}") from None
 
 
-def decode_from_worker(line: bytes | str) -> Ready | Warm | Progress | Result | Failure | ApiIndex:
+def decode_from_worker(line: bytes | str) -> Ready | Warm | Progress | Result | Failure:
     try:
         return _from_worker.decode(line)
     except msgspec.DecodeError as error:

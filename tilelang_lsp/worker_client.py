@@ -31,7 +31,6 @@ from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_lsp.protocol import (
     AnalysisResult,
     Analyze,
-    ApiIndex,
     Call,
     Cancel,
     Failure,
@@ -277,13 +276,11 @@ class WorkerClient:
         memory_limit_mb: float = 6144,
         warmup_target: str = DEFAULT_TARGET,
         on_restart: Callable[[str], None] | None = None,
-        on_api_index: Callable[[ApiIndex], None] | None = None,
     ) -> None:
         self.python = python or sys.executable
         self.memory_limit_mb = memory_limit_mb
         self.warmup_target = warmup_target
         self.on_restart = on_restart
-        self.on_api_index = on_api_index
         self.process: asyncio.subprocess.Process | None = None
         self.ready: asyncio.Future[Ready] | None = None
         self.pending: dict[int, asyncio.Future[Result | Failure]] = {}
@@ -395,9 +392,6 @@ class WorkerClient:
             self.warmup_s = message.warmup_s
         elif isinstance(message, Progress):
             self.progress[message.request] = Building(message.kernel, message.line)
-        elif isinstance(message, ApiIndex):
-            if self.on_api_index is not None:
-                self.on_api_index(message)
         else:
             future = self.pending.pop(message.id, None)
             if future is not None and not future.done():

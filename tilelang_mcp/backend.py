@@ -87,7 +87,6 @@ __all__ = [  # what the server uses, irtrace's types included
     "parse_kernel_spec",
     "pass_rows",
     "pass_span_diff",
-    "recorded_call",
     "resource_lines",
     "run_job",
     "run_summary",
@@ -127,44 +126,13 @@ def parse_kernel_spec(text: str) -> KernelSpec:
     return spec
 
 
-MANIFEST = "irtrace.toml"
-
-
-def recorded_call(spec: KernelSpec, file: Path, root: Path) -> KernelSpec | None:
-    """For ``path.py::name`` given without arguments: the first call of that kernel that the
-    nearest ``irtrace.toml`` records (the project's own instance, as the language server reads
-    it), searched from the file's folder up to ``root``; ``None`` when none does. A manifest
-    that does not parse is passed over."""
-    from irtrace.recording.manifest import load_manifest
-
-    if spec.name is None or spec.called:
-        return None
-    folder = file.parent
-    while True:
-        manifest = folder / MANIFEST
-        if manifest.is_file():
-            try:
-                requests = load_manifest(manifest)
-            except IrtraceError:
-                return None
-            for request in requests:
-                recorded = request.spec
-                location = ((request.base_dir or folder) / recorded.path).resolve()
-                if recorded.name == spec.name and recorded.called and location == file:
-                    return replace(recorded, path=str(file))
-            return None
-        if folder == root or folder.parent == folder:
-            return None
-        folder = folder.parent
-
-
 def with_path(spec: KernelSpec, path: Path) -> str:
     """The spec's text with its file replaced by ``path`` (an absolute, checked path)."""
     return replace(spec, path=str(path)).text
 
 
 def canonical_targets(names: Sequence[str]) -> list[str]:
-    """Target names as irtrace spells them (``cuda`` is ``cuda:sm_90``); ``all`` kept."""
+    """Target names as irtrace spells them (``cuda`` is ``DEFAULT_TARGET``); ``all`` kept."""
     return [name if name == "all" else get_target(name).name for name in names]
 
 
