@@ -9,8 +9,9 @@ returns plain records; rendering lives in ``passdiff.render``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from irtrace.core.errors import NotInTraceError
 from irtrace.core.trace import (
@@ -18,6 +19,7 @@ from irtrace.core.trace import (
     PHASE_MACHINE,
     KernelRun,
     PassRecord,
+    RunHeader,
     Trace,
     occurrence_labels,
     occurrences,
@@ -481,29 +483,42 @@ def iter_comparisons(
     runs_b = _select(trace_b, kernel, target)
     if (kernel or target) and not runs_a and not runs_b:
         trace_a.find_run(kernel, target)  # raises, listing the trace's runs
-    by_key_b = {run.key: run for run in runs_b}
-    keys_a = {run.key for run in runs_a}
-    for run in runs_a:
-        other = by_key_b.get(run.key)
+    # Paired by key, each run read when its turn comes: one pair of runs in memory at a time.
+    keys_b = {run.key: index for index, run in enumerate(_headers(runs_b))}
+    keys_a = set()
+    for index, key in enumerate(_headers(runs_a)):
+        keys_a.add(key.key)
+        run = runs_a[index]
+        other = keys_b.get(key.key)
         if other is None:
             yield RunComparison(run.kernel, run.target, None, run, None, rules, presence=ONLY_A)
         else:
-            yield compare_runs(trace_a, run, trace_b, other, rules, labels, "in")
-    for run in runs_b:
-        if run.key not in keys_a:
+            yield compare_runs(trace_a, run, trace_b, runs_b[other], rules, labels, "in")
+    for index, key in enumerate(_headers(runs_b)):
+        if key.key not in keys_a:
+            run = runs_b[index]
             yield RunComparison(run.kernel, None, run.target, None, run, rules, presence=ONLY_B)
 
 
-def _select(trace: Trace, kernel: str | None, target: str | None) -> list[KernelRun]:
-    """The last run per (kernel, target) matching the filters, in trace order."""
-    chosen: dict[tuple[str, str], KernelRun] = {}
-    for run in trace.runs:
+def _headers(runs: Sequence[KernelRun]) -> Sequence[RunHeader]:
+    """The keys of ``runs``, without reading a streamed trace's runs."""
+    known = getattr(runs, "headers", None)
+    if known is not None:
+        return cast(Sequence[RunHeader], known)
+    return [RunHeader(run.run_id, run.kernel, run.target, "", "") for run in runs]
+
+
+def _select(trace: Trace, kernel: str | None, target: str | None) -> Sequence[KernelRun]:
+    """The last run per (kernel, target) matching the filters, in trace order (of a streamed
+    trace, read one at a time when iterated)."""
+    chosen: dict[tuple[str, str], int] = {}
+    for run in trace.headers():
         if kernel is not None and kernel not in (run.kernel, run.kernel.split("::")[-1]):
             continue
         if target is not None and run.target != target:
             continue
-        chosen[run.key] = run
-    return list(chosen.values())
+        chosen[run.key] = run.run_id
+    return trace.runs_by_id(list(chosen.values()))
 
 
 def compare_targets(

@@ -109,6 +109,19 @@ class MetricChange:
 
 
 @dataclass(frozen=True)
+class RunFacts:
+    """What a check keeps of a checked run once its comparison is done (the run itself is
+    dropped: a corpus's runs never all in memory)."""
+
+    status: str
+    total_s: float | None
+
+    @classmethod
+    def of(cls, run: KernelRun | None) -> RunFacts | None:
+        return None if run is None else cls(run.status, run.total_s)
+
+
+@dataclass(frozen=True)
 class RunCheck:
     """One kernel x target checked against the baseline."""
 
@@ -116,8 +129,8 @@ class RunCheck:
     target: str
     outcome: str
     """One of ``OUTCOMES``."""
-    baseline: KernelRun | None
-    new: KernelRun | None
+    baseline: RunFacts | None
+    new: RunFacts | None
     findings: tuple[Finding, ...] = ()
     first_changed_pass: str | None = None
     """``name#N`` of the first pass whose normalized IR differs (in the new run when it ran it)."""
@@ -197,13 +210,13 @@ def _notes(baseline: Trace, new: Trace) -> list[str]:
     for name, trace in (("the baseline", baseline), ("the new trace", new)):
         if trace.truncated:
             notes.append(f"{name} was cut short; runs it lacks count as removed or added")
-    versions = [sorted({run.tilelang_version for run in trace.runs}) for trace in (baseline, new)]
+    versions = [sorted({run.tilelang_version for run in trace.headers()}) for trace in (baseline, new)]
     if versions[0] != versions[1]:
         notes.append(
             f"tilelang versions differ: baseline {', '.join(versions[0]) or '-'}, "
             f"new {', '.join(versions[1]) or '-'}"
         )
-    hosts = [sorted({run.host.get("hostname", "?") for run in trace.runs}) for trace in (baseline, new)]
+    hosts = [sorted({run.hostname for run in trace.headers()}) for trace in (baseline, new)]
     if hosts[0] != hosts[1]:
         notes.append("the traces were recorded on different machines: compare times with care")
     return notes
@@ -215,7 +228,7 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
         assert comparison.run_a is not None
         run = comparison.run_a
         finding = Finding(REMOVED, "not in the new trace", policy.fails(REMOVED))
-        return RunCheck(kernel, run.target, REMOVED, run, None, (finding,))
+        return RunCheck(kernel, run.target, REMOVED, RunFacts.of(run), None, (finding,))
     if comparison.presence == ONLY_B:
         assert comparison.run_b is not None
         run = comparison.run_b
@@ -225,17 +238,25 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
         metrics = _metric_changes(None, run_metrics(new, run))
         failure = _failure(run) if run.status != STATUS_OK else None
         return RunCheck(
-            kernel, run.target, ADDED, None, run, tuple(findings), metrics=metrics, failure=failure
+            kernel,
+            run.target,
+            ADDED,
+            None,
+            RunFacts.of(run),
+            tuple(findings),
+            metrics=metrics,
+            failure=failure,
         )
     assert comparison.presence == BOTH and comparison.run_a is not None and comparison.run_b is not None
     old, now = comparison.run_a, comparison.run_b
+    facts = (RunFacts.of(old), RunFacts.of(now))
     old_ok, now_ok = old.status == STATUS_OK, now.status == STATUS_OK
     metrics = _metric_changes(run_metrics(baseline, old), run_metrics(new, now))
     total = _total_time(old, now)
     if old_ok and not now_ok:
         finding = Finding(NEWLY_FAILING, f"fails now: {_failure(now)}", policy.fails(NEWLY_FAILING))
         return RunCheck(
-            kernel, now.target, NEWLY_FAILING, old, now, (finding,), metrics=metrics, failure=_failure(now)
+            kernel, now.target, NEWLY_FAILING, *facts, (finding,), metrics=metrics, failure=_failure(now)
         )
     if not old_ok and not now_ok:
         findings = []
@@ -247,7 +268,7 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
                     policy.fails(FAILURE_CHANGED),
                 )
             )
-        return RunCheck(kernel, now.target, FAILING, old, now, tuple(findings), failure=_failure(now))
+        return RunCheck(kernel, now.target, FAILING, *facts, tuple(findings), failure=_failure(now))
     findings = []
     if not old_ok:
         findings.append(Finding(FIXED, f"lowers now; failed with {_failure(old)}", False))
@@ -300,8 +321,7 @@ def _check_pair(comparison: RunComparison, baseline: Trace, new: Trace, policy: 
         kernel,
         now.target,
         outcome,
-        old,
-        now,
+        *facts,
         tuple(findings),
         first_changed_pass=first_label,
         first_change=first_change,

@@ -163,8 +163,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     try:
         policy = find_policy(args.policy)
-        baseline = load_trace_warning_if_cut(args.baseline, "irtrace")
-        new = load_trace_warning_if_cut(args.new, "irtrace")
+        baseline = load_trace_warning_if_cut(args.baseline, "irtrace", streamed=True)
+        new = load_trace_warning_if_cut(args.new, "irtrace", streamed=True)
         report = check_traces(new, baseline, policy)
         document = report_document(report)
         outputs: list[tuple[str | None, Callable[[], str]]] = [

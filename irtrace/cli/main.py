@@ -599,16 +599,18 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.trace_writer import merge_warnings, write_merged
+    from irtrace.core.trace_writer import merge_warnings, stream_merged
 
-    traces = [_load(path) for path in args.traces]  # every input read before the output is touched
+    # Every input scanned (and its texts checked) before the output is touched; runs are then
+    # read one at a time, and the output replaced only once complete.
+    traces = [load_trace_warning_if_cut(path, "irtrace", streamed=True) for path in args.traces]
     for warning in merge_warnings(traces):
         echo(f"irtrace: warning: {warning}", stderr=True, one_line=True)
     try:
-        merged = write_merged(traces, args.output, keep_texts=False)
+        merged = stream_merged(traces, args.output)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {args.output} was left as it was") from None
-    print(f"merged {len(merged.runs)} run(s) from {len(args.traces)} file(s) into {args.output}")
+    print(f"merged {merged} run(s) from {len(args.traces)} file(s) into {args.output}")
     return ExitCode.OK
 
 

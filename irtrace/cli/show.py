@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,20 +20,22 @@ from irtrace.edge.command import load_trace_warning_if_cut
 
 
 def _load(path: str) -> Trace:
-    return load_trace_warning_if_cut(path, "irtrace")
+    """The trace, its runs read one at a time as they are printed; every run is read once first
+    so that a bad record stops the command before it prints anything."""
+    from irtrace.core.trace_stream import validate_runs
+
+    trace = load_trace_warning_if_cut(path, "irtrace", streamed=True)
+    validate_runs(trace)
+    return trace
 
 
 def cmd_show(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.summary import totals_by_pass, trace_document
-    from passdiff import count_line_changes
+    from irtrace.core.summary import totals_by_pass
 
     trace = _load(args.trace)
     runs = trace.select(args.kernel, args.target)
     if args.json:
-        document: Any = trace_document(trace, runs, count_line_changes)
-        if args.by_pass:
-            document["by_pass"] = [row.__dict__ for row in totals_by_pass(runs)]
-        print(json.dumps(document, indent=2))
+        _write_document(trace, runs, args.by_pass)
         return ExitCode.OK
     if args.by_pass:
         _print_totals(totals_by_pass(runs), args.top)
@@ -41,6 +44,28 @@ def cmd_show(args: argparse.Namespace) -> ExitCode:
         for run in runs:
             _print_run(trace, run, args.changed, labels[run.run_id])
     return ExitCode.OK
+
+
+_RUNS = "\x00runs\x00"
+
+
+def _write_document(trace: Trace, runs: Sequence[KernelRun], by_pass: bool) -> None:
+    """``json.dumps(trace_document(...), indent=2)``, written run by run: the document of a
+    corpus is never whole in memory."""
+    from irtrace.core.summary import totals_by_pass, trace_document
+    from passdiff import count_line_changes
+
+    document: Any = trace_document(trace, [], count_line_changes)
+    document["runs"] = _RUNS
+    if by_pass:
+        document["by_pass"] = [row.__dict__ for row in totals_by_pass(runs)]
+    head, tail = json.dumps(document, indent=2).split(json.dumps(_RUNS))
+    out = sys.stdout
+    out.write(head + "[")
+    for number, run in enumerate(runs):
+        (item,) = trace_document(trace, [run], count_line_changes)["runs"]
+        out.write(("," if number else "") + "\n    " + json.dumps(item, indent=2).replace("\n", "\n    "))
+    out.write(("\n  ]" if runs else "]") + tail + "\n")
 
 
 def _bar(share: float, width: int = 12) -> str:

@@ -11,6 +11,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgspec
 from msgspec.structs import replace
@@ -161,10 +162,27 @@ class LazyTexts(Mapping[str, str]):
 
 
 @dataclass(frozen=True)
+class RunHeader:
+    """What a streamed trace keeps of each run (``trace_stream``): the keys runs are selected,
+    paired and labelled by."""
+
+    run_id: int
+    kernel: str
+    target: str
+    tilelang_version: str
+    hostname: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.kernel, self.target)
+
+
+@dataclass(frozen=True)
 class Trace:
     """A loaded trace file: its runs and the IR texts they refer to."""
 
-    runs: tuple[KernelRun, ...]
+    runs: Sequence[KernelRun]
+    """A tuple (``load_trace``), or a ``trace_stream.RunFile`` that reads each run when asked for."""
     texts: Mapping[str, str] = field(repr=False)
     """IR texts and kernel sources by SHA-256."""
     created: str = ""
@@ -214,27 +232,37 @@ class Trace:
         """The kernel's Python file as the trace recorded it (``None`` when it holds none)."""
         return self.text(run.kernel_file_sha256) if run.kernel_file_sha256 else None
 
+    def headers(self) -> Sequence[RunHeader]:
+        """Every run's keys; a streamed trace gives them without reading its runs."""
+        known = getattr(self.runs, "headers", None)
+        if known is not None:
+            return cast(Sequence[RunHeader], known)
+        return [
+            RunHeader(run.run_id, run.kernel, run.target, run.tilelang_version, run.host.get("hostname", "?"))
+            for run in self.runs
+        ]
+
     def kernels(self) -> list[str]:
-        return list(dict.fromkeys(run.kernel for run in self.runs))
+        return list(dict.fromkeys(run.kernel for run in self.headers()))
 
     def targets(self) -> list[str]:
-        return list(dict.fromkeys(run.target for run in self.runs))
+        return list(dict.fromkeys(run.target for run in self.headers()))
 
-    def select(self, kernel: str | None = None, target: str | None = None) -> list[KernelRun]:
+    def select(self, kernel: str | None = None, target: str | None = None) -> Sequence[KernelRun]:
         """Runs of ``kernel`` (full or short name) on ``target``; ``None`` matches any.
 
         ``target`` may be an alias, as on ``irtrace record -t`` (``cuda`` is ``cuda:sm_90``).
         ``NAME#N`` picks the Nth run of a kernel on each target, for traces that hold it more than
         once (``irtrace merge`` of two recordings). An empty selection raises ``NotInTraceError``
-        listing what the trace holds.
+        listing what the trace holds. A streamed trace's selection is streamed too.
         """
         if target is not None:
             target = canonical_target_name(target)
         wanted, occurrence = self._kernel_query(kernel)
         labels = self.run_labels()
         matches = [
-            run
-            for run in self.runs
+            run.run_id
+            for run in self.headers()
             if (wanted is None or wanted in (run.kernel, run.kernel.split("::")[-1]))
             and (target is None or run.target == target)
             and (occurrence is None or labels[run.run_id].endswith(f"#{occurrence}"))
@@ -242,13 +270,21 @@ class Trace:
         if not matches:
             asked = " on ".join(x for x in (kernel, target) if x) or "a run"
             raise NotInTraceError(f"{asked} is not in the trace; it holds: {self._contents()}")
-        return matches
+        return self.runs_by_id(matches)
+
+    def runs_by_id(self, run_ids: Sequence[int]) -> Sequence[KernelRun]:
+        """These runs, in the order given: a streamed trace's are read when iterated."""
+        only = getattr(self.runs, "only", None)
+        if only is not None:
+            return cast(Sequence[KernelRun], only(run_ids))
+        by_id = {run.run_id: run for run in self.runs}
+        return [by_id[run_id] for run_id in run_ids]
 
     def _kernel_query(self, kernel: str | None) -> tuple[str | None, int | None]:
         """``(name, N)`` for ``NAME#N`` unless a kernel is called that whole text."""
         if kernel is None or "#" not in kernel:
             return kernel, None
-        if any(kernel in (run.kernel, run.kernel.split("::")[-1]) for run in self.runs):
+        if any(kernel in (run.kernel, run.kernel.split("::")[-1]) for run in self.headers()):
             return kernel, None
         name, _, number = kernel.rpartition("#")
         if not number.isdigit() or int(number) < 1:
@@ -257,10 +293,11 @@ class Trace:
 
     def run_labels(self) -> dict[int, str]:
         """Run id -> ``kernel``, or ``kernel#N`` when the trace holds that kernel and target N times."""
-        counts = Counter(run.key for run in self.runs)
+        headers = self.headers()
+        counts = Counter(run.key for run in headers)
         seen: Counter[tuple[str, str]] = Counter()
         labels = {}
-        for run in self.runs:
+        for run in headers:
             seen[run.key] += 1
             labels[run.run_id] = run.kernel if counts[run.key] == 1 else f"{run.kernel}#{seen[run.key]}"
         return labels
@@ -293,7 +330,7 @@ class Trace:
 
     def _contents(self) -> str:
         labels = self.run_labels()
-        return "; ".join(f"{labels[run.run_id]} on {run.target}" for run in self.runs) or "no runs"
+        return "; ".join(f"{labels[run.run_id]} on {run.target}" for run in self.headers()) or "no runs"
 
 
 def host_facts() -> dict[str, str]:

@@ -6,6 +6,7 @@ A file cut short (plain or ``.gz``) loads up to its last complete line. Loading 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import stat
 import tempfile
 import threading
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -212,6 +213,32 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     an irtrace trace, has a field of the wrong type, or is of a newer schema.
     """
     file = Path(path)
+    with read_errors(file):
+        handle, packed_cut = open_trace_file(file)
+        try:
+            lines, offsets, cut = _scan_lines(handle, str(file))
+            texts_in = FileLines(handle, offsets)
+            return parse_trace_lines(lines, str(file), cut=cut or packed_cut, texts_in=texts_in)
+        except BaseException:
+            handle.close()
+            raise
+
+
+@contextlib.contextmanager
+def read_errors(file: Path) -> Iterator[None]:
+    """An ``OSError`` while reading ``file`` as the ``TraceFormatError`` every reader raises."""
+    try:
+        yield
+    except OSError as error:
+        raise TraceFormatError(
+            f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
+        ) from None
+
+
+def open_trace_file(file: Path) -> tuple[IO[bytes], bool]:
+    """The trace's plain text, open at its start (a ``.gz`` trace decompressed into a temporary
+    file first), and whether a ``.gz`` stream was cut short. ``InputError`` for a path that is
+    missing or no file."""
     try:
         mode = file.stat().st_mode
     except FileNotFoundError:
@@ -222,26 +249,19 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         raise InputError(f"{str(file)!r} is a directory; give a trace file written by `irtrace record`")
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         raise InputError(f"{str(file)!r} is a device, not a trace file")
+    handle: IO[bytes] = open(file, "rb")  # noqa: SIM115 (kept open: texts are read from it when asked for)
     try:
-        handle: IO[bytes] = open(file, "rb")  # noqa: SIM115 (kept open: texts are read from it when asked for)
-        try:
-            packed_cut = False
-            if handle.read(2) == b"\x1f\x8b":
-                handle.seek(0)
-                plain, packed_cut = _gunzip_to_file(handle, str(file))
-                handle.close()
-                handle = plain
+        packed_cut = False
+        if handle.read(2) == b"\x1f\x8b":
             handle.seek(0)
-            lines, offsets, cut = _scan_lines(handle, str(file))
-            texts_in = _FileLines(handle, offsets)
-            return parse_trace_lines(lines, str(file), cut=cut or packed_cut, texts_in=texts_in)
-        except BaseException:
+            plain, packed_cut = gunzip_to_file(handle, str(file))
             handle.close()
-            raise
-    except OSError as error:
-        raise TraceFormatError(
-            f"{str(file)!r} is not a readable trace file: {describe_os_error(error)}"
-        ) from None
+            handle = plain
+        handle.seek(0)
+        return handle, packed_cut
+    except BaseException:
+        handle.close()
+        raise
 
 
 _IR_PREFIX_BYTES = _IR_PREFIX.encode()
@@ -313,7 +333,7 @@ def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
     return TraceFormatError(f"{where!r} is not a trace: not UTF-8 text ({error.reason})")
 
 
-class _FileLines(Mapping[str, str]):
+class FileLines(Mapping[str, str]):
     """IR lines of a trace file, read from the open file when asked for (by ``LazyTexts``)."""
 
     def __init__(self, handle: IO[bytes], offsets: dict[str, tuple[int, int]]) -> None:
@@ -366,7 +386,7 @@ def _too_big(where: str, limit: int, size: int) -> str:
     )
 
 
-def _gunzip_to_file(handle: IO[bytes], where: str) -> tuple[IO[bytes], bool]:
+def gunzip_to_file(handle: IO[bytes], where: str) -> tuple[IO[bytes], bool]:
     """Decompress every gzip member into an anonymous temporary file, a chunk at a time; a
     stream that stops early (a killed writer) is not an error. Returns the file and whether the
     stream was cut short."""
@@ -403,7 +423,7 @@ def _gunzip_to_file(handle: IO[bytes], where: str) -> tuple[IO[bytes], bool]:
 
 
 @dataclass
-class _Parsed:
+class ParsedRecords:
     """What ``parse_trace_lines`` has read so far."""
 
     raw_texts: dict[str, str] = field(default_factory=dict)
@@ -420,12 +440,12 @@ class _Parsed:
 
 
 def parse_trace_lines(
-    lines: list[str], where: str = "<trace>", *, cut: bool = False, texts_in: _FileLines | None = None
+    lines: list[str], where: str = "<trace>", *, cut: bool = False, texts_in: FileLines | None = None
 ) -> Trace:
     """Build a ``Trace`` from the file's lines (see ``load_trace``); ``cut``: the file itself was
     found cut short (a ``.gz`` stream without its end); ``texts_in``: where the IR lines replaced
     by stand-ins lie in the file."""
-    parsed = _Parsed()
+    parsed = ParsedRecords()
     truncated = cut
     last = len(lines) - 1
     while last >= 0 and not lines[last].strip():
@@ -433,7 +453,7 @@ def parse_trace_lines(
     if last < 0:
         raise TraceFormatError(f"{where} is empty; it is not an irtrace trace")
     first = next(number for number, line in enumerate(lines) if line.strip())
-    _read_header(lines[first], where, parsed)
+    read_header(lines[first], where, parsed)
     # Lines are written whole with their newline: only a last line without one can be a cut write.
     cut_candidate = lines[last] if last == len(lines) - 1 and last > first else None
     numbers: list[int] = []
@@ -454,9 +474,9 @@ def parse_trace_lines(
             records.append(line)
     for at in range(0, len(records), _BATCH):  # a batch at a time: a corpus's records never all at once
         batch, batch_numbers = records[at : at + _BATCH], numbers[at : at + _BATCH]
-        for number, record in zip(batch_numbers, _decode_all(batch, batch_numbers, where), strict=True):
+        for number, record in zip(batch_numbers, decode_records(batch, batch_numbers, where), strict=True):
             if record is not None:
-                _read_record(record, where, number, parsed)
+                read_record(record, where, number, parsed)
     if cut_candidate is not None:
         try:
             record = decode_record(cut_candidate, where, last + 1)
@@ -468,7 +488,7 @@ def parse_trace_lines(
             truncated = True  # a write cut short by a kill: keep what came before
             record = None
         if record is not None:
-            _read_record(record, where, last + 1, parsed)
+            read_record(record, where, last + 1, parsed)
         elif not truncated and cut_candidate.startswith(_IR_PREFIX):
             parsed.last_line = last + 1
     if parsed.footer_line is not None and parsed.last_line > parsed.footer_line:
@@ -481,7 +501,7 @@ _BATCH = 20_000
 _bulk_decoder = msgspec.json.Decoder(list[Record])
 
 
-def _decode_all(lines: list[str], numbers: list[int], where: str) -> list[Record | None]:
+def decode_records(lines: list[str], numbers: list[int], where: str) -> list[Record | None]:
     """Every record line decoded in one call; line by line (to name the bad one) if that fails.
 
     ``None`` stands for a record of a kind this reader does not know.
@@ -499,7 +519,7 @@ def _decode_all(lines: list[str], numbers: list[int], where: str) -> list[Record
     return decoded
 
 
-def _read_header(line: str, where: str, parsed: _Parsed) -> None:
+def read_header(line: str, where: str, parsed: ParsedRecords) -> None:
     try:
         record = json.loads(line, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
@@ -531,7 +551,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _read_record(record: Record, where: str, number: int, parsed: _Parsed) -> None:
+def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) -> None:
     parsed.last_line = number
     if parsed.footer_line is not None:
         raise TraceFormatError(f"{where}:{number}: a record after the trace's footer")
@@ -604,7 +624,7 @@ def _orphan(
     | LaunchesRecord,
     where: str,
     number: int,
-    parsed: _Parsed,
+    parsed: ParsedRecords,
 ) -> None:
     """Raise for a record whose run has no run record before it, or has ended already."""
     kind = type(record).__struct_config__.tag
@@ -615,31 +635,14 @@ def _orphan(
     )
 
 
-def _finish(parsed: _Parsed, where: str, truncated: bool, texts_in: _FileLines | None = None) -> Trace:
+def _finish(parsed: ParsedRecords, where: str, truncated: bool, texts_in: FileLines | None = None) -> Trace:
     finished = []
     if parsed.footer_expected and parsed.footer_line is None:
         truncated = True  # cut between two records: after a run, or before the first
-    for run_id, run in parsed.runs.items():
-        passes = parsed.passes[run_id]
-        # Passes that started and never finished were running when the recording stopped: they
-        # are kept as failed records, so a reader sees where it stopped and the IR they received.
-        unfinished = {
-            i: unfinished_pass(start) for i, start in parsed.starts[run_id].items() if i not in passes
-        }
-        passes = {**passes, **unfinished}
-        ended = run_id in parsed.ended
-        records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)
-        for sha in shas_of(replace(run, passes=records)):
-            if sha not in parsed.raw_texts:
-                raise TraceFormatError(
-                    f"{where}: run {run_id} refers to IR {sha[:12]} that the trace does not hold"
-                )
-        running = run.running
-        if unfinished and running is None:
-            running = unfinished[max(unfinished)].name
-        if run.status == STATUS_INCOMPLETE:
-            truncated = True
-        finished.append(replace(run, passes=records, running=running))
+    for run_id in parsed.runs:
+        run = finish_run(parsed, run_id, where, parsed.raw_texts)
+        truncated = truncated or run.status == STATUS_INCOMPLETE
+        finished.append(run)
     if texts_in is None:
         texts = LazyTexts(parsed.raw_texts, where)
     else:
@@ -648,6 +651,28 @@ def _finish(parsed: _Parsed, where: str, truncated: bool, texts_in: _FileLines |
         )
         texts = LazyTexts(texts_in, where, keep=KEPT_TEXTS)
     return Trace(tuple(finished), texts, parsed.created, where, truncated)
+
+
+def finish_run(parsed: ParsedRecords, run_id: int, where: str, holds: Container[str]) -> KernelRun:
+    """Run ``run_id`` of ``parsed`` with its passes as a tree; every text it names must be in
+    ``holds`` (``TraceFormatError`` otherwise)."""
+    run = parsed.runs[run_id]
+    passes = parsed.passes[run_id]
+    # Passes that started and never finished were running when the recording stopped: they
+    # are kept as failed records, so a reader sees where it stopped and the IR they received.
+    unfinished = {i: unfinished_pass(start) for i, start in parsed.starts[run_id].items() if i not in passes}
+    passes = {**passes, **unfinished}
+    ended = run_id in parsed.ended
+    records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)
+    for sha in shas_of(replace(run, passes=records)):
+        if sha not in holds:
+            raise TraceFormatError(
+                f"{where}: run {run_id} refers to IR {sha[:12]} that the trace does not hold"
+            )
+    running = run.running
+    if unfinished and running is None:
+        running = unfinished[max(unfinished)].name
+    return replace(run, passes=records, running=running)
 
 
 def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:

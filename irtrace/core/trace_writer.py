@@ -76,6 +76,7 @@ class TraceWriter:
         created: str | None = None,
         partial: bool = False,
         keep_texts: bool = True,
+        keep_runs: bool = True,
     ) -> None:
         from datetime import datetime, timezone
 
@@ -85,6 +86,8 @@ class TraceWriter:
         self._keep_texts = keep_texts
         """Keep each text written for ``trace()``; without, only its key (a merge of a corpus)."""
         self._runs: dict[int, KernelRun] = {}
+        self._keep_runs = keep_runs
+        """Keep each run ``add_run`` copied for ``trace()``; without, a merge holds one run at a time."""
         self._next_run_id = 0
         self._output: PartialFile | None = None
         self._stream: IO[bytes] | None = None
@@ -333,6 +336,8 @@ class TraceWriter:
             ended = self.add_bench(started.run_id, run.bench)
         if run.launches:
             ended = self.add_launches(started.run_id, run.launches)
+        if not self._keep_runs:
+            del self._runs[started.run_id]
         return ended
 
     @property
@@ -472,7 +477,7 @@ class TraceWriter:
             return
         self._closed = True
         if self.failure is None and self._stream is not None:
-            self._write(FooterRecord(runs=len(self._runs)))
+            self._write(FooterRecord(runs=len(self._runs) if self._keep_runs else self._next_run_id))
         self._close_stream()
         if self._output is not None:
             if self.failure is not None:
@@ -533,12 +538,22 @@ def merge_traces(paths: Iterable[str | os.PathLike[str]], output: str | os.PathL
 def write_merged(
     traces: Sequence[Trace], output: str | os.PathLike[str], *, keep_texts: bool = True
 ) -> Trace:
-    """Write the runs of loaded ``traces`` into one file, through ``NAME.partial``.
-
-    Without ``keep_texts`` the returned trace holds the runs but not their texts, and memory stays
-    bounded by the runs' records: the inputs' texts are read from their files one at a time.
-    """
+    """Write the runs of loaded ``traces`` into one file, through ``NAME.partial``."""
     writer = TraceWriter(output, partial=True, keep_texts=keep_texts)
+    _copy_runs(traces, writer)
+    return writer.trace()
+
+
+def stream_merged(traces: Sequence[Trace], output: str | os.PathLike[str]) -> int:
+    """``write_merged`` holding one run at a time: each run is read (from a streamed trace,
+    ``trace_stream.open_trace``), written and dropped, and each text is read from its file when
+    written. Returns the number of runs written."""
+    writer = TraceWriter(output, partial=True, keep_texts=False, keep_runs=False)
+    _copy_runs(traces, writer)
+    return writer.next_run_id
+
+
+def _copy_runs(traces: Sequence[Trace], writer: TraceWriter) -> None:
     try:
         for trace in traces:
             for run in trace.runs:
@@ -547,14 +562,12 @@ def write_merged(
         writer.abandon(keep=False)
         raise
     writer.close()
-    return writer.trace()
 
 
 def merge_warnings(traces: Sequence[Trace]) -> list[str]:
     """What a user merging ``traces`` should know: repeated kernel x target pairs, mixed versions."""
-    runs = [run for trace in traces for run in trace.runs]
     warnings = []
-    counts = Counter(run.key for run in runs)
+    counts = Counter(run.key for trace in traces for run in trace.headers())
     for (kernel, target), count in counts.items():
         if count > 1:
             labels = ", ".join(f"{kernel}#{n}" for n in range(1, count + 1))
@@ -563,7 +576,7 @@ def merge_warnings(traces: Sequence[Trace]) -> list[str]:
             )
     versions: dict[str, list[str]] = {}
     for trace in traces:
-        for run in trace.runs:
+        for run in trace.headers():
             versions.setdefault(run.tilelang_version, [])
             name = Path(trace.path).name if trace.path else "?"
             if name not in versions[run.tilelang_version]:

@@ -114,10 +114,16 @@ def echo(text: str, *, stderr: bool = False, one_line: bool = False, end: str = 
     stream.write(terminal_safe(text, newlines=not one_line) + end)
 
 
-def load_trace_warning_if_cut(path: str, tool: str) -> Trace:
+def load_trace_warning_if_cut(path: str, tool: str, *, streamed: bool = False) -> Trace:
     """Load a trace and check every IR text against its SHA-256; say on stderr when it was cut
-    short, then go on with what it holds."""
-    trace = load_trace(path).verify()
+    short, then go on with what it holds. ``streamed``: its runs are read one at a time when
+    iterated (``irtrace.core.trace_stream``), for commands that go through a corpus run by run."""
+    if streamed:
+        from irtrace.core.trace_stream import open_trace
+
+        trace = open_trace(path).verify()
+    else:
+        trace = load_trace(path).verify()
     if trace.truncated:
         echo(f"{tool}: warning: {path} was cut short; using what it holds", stderr=True, one_line=True)
         for run in trace.runs:
