@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
 
 from irtrace.core.errors import NotInTraceError
 from irtrace.core.trace import (
@@ -19,8 +18,8 @@ from irtrace.core.trace import (
     PHASE_MACHINE,
     KernelRun,
     PassRecord,
-    RunHeader,
     Trace,
+    headers_of,
     occurrence_labels,
     occurrences,
     pass_label,
@@ -484,9 +483,9 @@ def iter_comparisons(
     if (kernel or target) and not runs_a and not runs_b:
         trace_a.find_run(kernel, target)  # raises, listing the trace's runs
     # Paired by key, each run read when its turn comes: one pair of runs in memory at a time.
-    keys_b = {run.key: index for index, run in enumerate(_headers(runs_b))}
+    keys_b = {run.key: index for index, run in enumerate(headers_of(runs_b))}
     keys_a = set()
-    for index, key in enumerate(_headers(runs_a)):
+    for index, key in enumerate(headers_of(runs_a)):
         keys_a.add(key.key)
         run = runs_a[index]
         other = keys_b.get(key.key)
@@ -494,18 +493,10 @@ def iter_comparisons(
             yield RunComparison(run.kernel, run.target, None, run, None, rules, presence=ONLY_A)
         else:
             yield compare_runs(trace_a, run, trace_b, runs_b[other], rules, labels, "in")
-    for index, key in enumerate(_headers(runs_b)):
+    for index, key in enumerate(headers_of(runs_b)):
         if key.key not in keys_a:
             run = runs_b[index]
             yield RunComparison(run.kernel, None, run.target, None, run, rules, presence=ONLY_B)
-
-
-def _headers(runs: Sequence[KernelRun]) -> Sequence[RunHeader]:
-    """The keys of ``runs``, without reading a streamed trace's runs."""
-    known = getattr(runs, "headers", None)
-    if known is not None:
-        return cast(Sequence[RunHeader], known)
-    return [RunHeader(run.run_id, run.kernel, run.target, "", "") for run in runs]
 
 
 def _select(trace: Trace, kernel: str | None, target: str | None) -> Sequence[KernelRun]:

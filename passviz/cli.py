@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from irtrace import __version__
 from irtrace.core.errors import ExitCode, exit_codes_help
 from irtrace.core.targets import canonical_target_name
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.core.trace import KernelRun, Trace, headers_of
 from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
 from passviz.errors import PASSVIZ_EXIT_MEANINGS
 
@@ -98,13 +98,14 @@ def layout_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def select_runs(trace: Trace, kernel: str | None, targets: Sequence[str]) -> list[KernelRun]:
-    """Runs of ``kernel`` (all kernels if None) on ``targets`` (all if empty), in trace order."""
+def select_runs(trace: Trace, kernel: str | None, targets: Sequence[str]) -> Sequence[KernelRun]:
+    """Runs of ``kernel`` (all kernels if None) on ``targets`` (all if empty), in trace order
+    (of a streamed trace, read when iterated)."""
     runs = trace.select(kernel, None)
     for target in targets:
         trace.select(kernel, target)  # raises NotInTraceError naming what the trace holds
     wanted = {canonical_target_name(target) for target in targets}
-    return [run for run in runs if not wanted or run.target in wanted]
+    return trace.runs_by_id([run.run_id for run in headers_of(runs) if not wanted or run.target in wanted])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -122,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(command: str, args: argparse.Namespace) -> int:
-    trace = load_trace_warning_if_cut(args.trace, "passviz")
+    # The report goes through the trace run by run; the browser and drawings hold it whole.
+    trace = load_trace_warning_if_cut(args.trace, "passviz", streamed=command == "html")
     if command == "browse":
         from passviz.app import PassvizApp
 

@@ -1,21 +1,22 @@
 """One self-contained HTML report of a trace: runs, pass lists, a time chart, diffs and drawings.
 
-The page is built in memory and written once at the end (TileLang's own tool rewrites its HTML
-after every pass). It refers to nothing outside itself: styles and its one script are inline, the
-drawings are inline SVG, links only point inside the page, and the IR texts are stored once each,
-compressed, for the script to draw diffs from (``report_diffs``).
+The page is written part by part as it is built, each run's section dropped once written, and
+renamed into place once complete (TileLang's own tool rewrites its HTML after every pass). It
+refers to nothing outside itself: styles and its one script are inline, the drawings are inline
+SVG, links only point inside the page, and the IR texts are stored once each, compressed, for
+the script to draw diffs from (``report_diffs``).
 """
 
 from __future__ import annotations
 
 import html
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from irtrace.core.perf import latency_cell, latency_text, lowest_occupancy
 from irtrace.core.summary import NEW_STAGE, is_new_stage, totals_by_pass
-from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.core.trace import KernelRun, PassRecord, RunHeader, Trace, headers_of
 from passviz.model import LineCounts, format_ms, line_counts, pass_entries
 from passviz.report_diffs import OPEN_LIMIT, DiffStore, TextStore, script_element, texts_element
 from passviz.report_diffs import STYLE as REPORT_DIFF_STYLE
@@ -54,35 +55,45 @@ pre.ir { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x:
 
 
 def report_html(trace: Trace, runs: Sequence[KernelRun] | None = None, *, title: str | None = None) -> str:
-    """The whole page for ``runs`` (all runs of the trace by default)."""
-    runs = list(trace.runs if runs is None else runs)
+    """The whole page for ``runs`` (all runs of the trace by default), as one string."""
+    return "\n".join(report_parts(trace, runs, title=title))
+
+
+def report_parts(
+    trace: Trace, runs: Sequence[KernelRun] | None = None, *, title: str | None = None
+) -> Iterator[str]:
+    """The page's parts, in order, each built when asked for (the page is their lines joined):
+    a run's section is built, written and dropped before the next, so the runs of a streamed
+    trace are read one at a time."""
+    runs = trace.runs if runs is None else runs
     from passviz.report_layouts import layout_sections
 
     texts = TextStore()
     layout_links, layouts_html = layout_sections(runs, texts.lazy)
     diffs = DiffStore(trace, texts)
     name = Path(trace.path).name if trace.path else "trace"
-    parts = [
+    kernels = len({run.kernel for run in headers_of(runs)})
+    yield from (
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title or f'passviz report: {name}')}</title>",
         f"<style>{STYLE}{REPORT_DIFF_STYLE}{GRID_STYLE}{semantic_css()}</style></head><body>",
         f"<h1>{_e(title or f'passviz report: {name}')}</h1>",
-        f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {len({r.kernel for r in runs})} kernel(s).",
+        f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {kernels} kernel(s).",
         " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>pipelines</a>"
         " · <a href='#layouts'>layouts</a> · <a href='#passes'>passes and diffs</a>.</p>",
         _legend(),
-        _runs_table(trace, runs),
-        _time_chart(runs),
-        _drawings(trace, runs, diffs),
-        layouts_html,
-        '<h2 id="passes">Passes and diffs</h2>',
-        *(_run_section(trace, run, layout_links, diffs) for run in runs),
-        texts_element(texts),
-        script_element(),
-        "</body></html>",
-    ]
-    return "\n".join(parts)
+    )
+    yield _runs_table(trace, runs)
+    yield _time_chart(runs)
+    yield _drawings(trace, runs, diffs)
+    yield layouts_html
+    yield '<h2 id="passes">Passes and diffs</h2>'
+    for run in runs:
+        yield _run_section(trace, run, layout_links, diffs)
+    yield texts_element(texts)
+    yield script_element()
+    yield "</body></html>"
 
 
 def _counts(trace: Trace, run: KernelRun, store: DiffStore) -> LineCounts:
@@ -98,12 +109,24 @@ def _counts(trace: Trace, run: KernelRun, store: DiffStore) -> LineCounts:
 def write_report(
     trace: Trace, output: str | os.PathLike[str], runs: Sequence[KernelRun] | None = None
 ) -> Path:
-    """Builds the page, then writes it in one go through ``NAME.partial`` renamed into place: a
-    symlink is written through, a folder or device is refused (``OutputError``), and a failed
-    write leaves no partial file behind."""
-    from irtrace.core.output import write_atomically
+    """Writes the page part by part as it is built (``report_parts``), through ``NAME.partial``
+    renamed into place once complete: a symlink is written through, a folder or device is refused
+    (``OutputError``), and a failed write leaves no partial file behind."""
+    from irtrace.core.errors import OutputError
+    from irtrace.core.output import PartialFile, describe_os_error
 
-    return write_atomically(output, report_html(trace, runs))
+    page = PartialFile(output)
+    try:
+        for number, part in enumerate(report_parts(trace, runs)):
+            page.handle.write(("\n" if number else "").encode("utf-8") + part.encode("utf-8"))
+    except OSError as error:
+        page.discard()
+        raise OutputError(f"cannot write {str(output)!r}: {describe_os_error(error)}") from None
+    except BaseException:
+        page.discard()
+        raise
+    page.commit()
+    return Path(output)
 
 
 def _legend() -> str:
@@ -121,7 +144,7 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _run_anchor(run: KernelRun) -> str:
+def _run_anchor(run: KernelRun | RunHeader) -> str:
     return _e(f"run{run.run_id}")
 
 
@@ -233,12 +256,13 @@ def _time_chart(runs: Sequence[KernelRun]) -> str:
         f"<td><span class='bar' style='width:{300 * t.total_s / longest:.0f}px'></span></td></tr>"
         for t in totals
     ]
-    per_run = max((sum(p.self_s for p in r.passes) for r in runs), default=0.0) or 1.0
+    sums = [(r.kernel, r.target, sum(p.self_s for p in r.passes)) for r in runs]  # runs read once
+    per_run = max((total for _, _, total in sums), default=0.0) or 1.0
     run_rows = [
-        f"<tr><td>{_e(r.kernel)} @ {_e(r.target)}</td><td class='num'>"
-        f"{format_ms(sum(p.self_s for p in r.passes))}</td><td><span class='bar' "
-        f"style='width:{300 * sum(p.self_s for p in r.passes) / per_run:.0f}px'></span></td></tr>"
-        for r in runs
+        f"<tr><td>{_e(kernel)} @ {_e(target)}</td><td class='num'>"
+        f"{format_ms(total)}</td><td><span class='bar' "
+        f"style='width:{300 * total / per_run:.0f}px'></span></td></tr>"
+        for kernel, target, total in sums
     ]
     return (
         "<h2 id='time'>Time</h2><h3>Pass time per run</h3><div class='scroll'><table>"
@@ -261,8 +285,11 @@ def _drawings(trace: Trace, runs: Sequence[KernelRun], store: DiffStore) -> str:
         "where no target changed anything are folded. <code>passviz dot TRACE -k KERNEL -o FILE.svg"
         "</code> draws it as a graph.</p>",
     ]
-    for kernel in dict.fromkeys(run.kernel for run in runs):
-        lanes = [run for run in runs if run.kernel == kernel]
+    by_kernel: dict[str, list[int]] = {}
+    for header in headers_of(runs):
+        by_kernel.setdefault(header.kernel, []).append(header.run_id)
+    for kernel, run_ids in by_kernel.items():  # one kernel's runs (its targets) in memory at a time
+        lanes = list(trace.runs_by_id(run_ids))
         grid = pipeline_grid(lanes, lambda run: _counts(trace, run, store), pass_anchor)
         parts.append(f"<h3>{_e(kernel)}</h3>{grid}")
     return "\n".join(parts)
@@ -362,7 +389,7 @@ def _source_map(trace: Trace, run: KernelRun, store: DiffStore) -> str:
     if earlier is not None:
         name = f"{_e(earlier.kernel)} @ {_e(earlier.target)}"
         return f"<p>Source map: the same as for <a href='#{_run_anchor(earlier)}'>{name}</a>.</p>"
-    store.source_maps[key] = run
+    store.source_maps[key] = RunHeader(run.run_id, run.kernel, run.target, "", "")
     ir_lines = trace.text(run.input_ir).splitlines()
     mapped = map_lines(ir_lines, source)
     base = f"{_run_anchor(run)}-src"

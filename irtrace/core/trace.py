@@ -67,8 +67,10 @@ __all__ = [
     "KernelRun",
     "LazyTexts",
     "PassRecord",
+    "RunHeader",
     "Trace",
     "bench_of",
+    "headers_of",
     "host_facts",
     "occurrence_labels",
     "occurrences",
@@ -234,13 +236,7 @@ class Trace:
 
     def headers(self) -> Sequence[RunHeader]:
         """Every run's keys; a streamed trace gives them without reading its runs."""
-        known = getattr(self.runs, "headers", None)
-        if known is not None:
-            return cast(Sequence[RunHeader], known)
-        return [
-            RunHeader(run.run_id, run.kernel, run.target, run.tilelang_version, run.host.get("hostname", "?"))
-            for run in self.runs
-        ]
+        return headers_of(self.runs)
 
     def kernels(self) -> list[str]:
         return list(dict.fromkeys(run.kernel for run in self.headers()))
@@ -331,6 +327,18 @@ class Trace:
     def _contents(self) -> str:
         labels = self.run_labels()
         return "; ".join(f"{labels[run.run_id]} on {run.target}" for run in self.headers()) or "no runs"
+
+
+def headers_of(runs: Sequence[KernelRun]) -> Sequence[RunHeader]:
+    """The keys of ``runs`` (a trace's, or a selection of them), without reading a streamed
+    trace's runs (``trace_stream.RunFile`` knows them from its scan)."""
+    known = getattr(runs, "headers", None)
+    if known is not None:
+        return cast(Sequence[RunHeader], known)
+    return [
+        RunHeader(run.run_id, run.kernel, run.target, run.tilelang_version, run.host.get("hostname", "?"))
+        for run in runs
+    ]
 
 
 def host_facts() -> dict[str, str]:
