@@ -14,9 +14,12 @@ Each step runs as the CLI a CI job runs, in a fresh process whose peak RSS is me
 and ``passviz html`` of one kernel's runs on every target. ``growth`` is the per-run cost (all
 three steps, CPU time of their processes, which other work on a shared machine does not stretch
 as it does the wall time printed beside it) at 4N over the per-run cost at N: 1.0 is linear.
+``peak_mb`` is the largest peak RSS of the three steps at 4N, and ``peak_growth`` that peak over
+the same at N: the runs are copies of the same real runs, so the largest run is the same at N and
+4N, and a peak bounded by the largest run, not by the corpus, gives 1.0.
 
 Run: .venv/bin/python bench/scale_corpus.py [--runs 500] [--profile TRACE] [--keep DIR] [--plain]
-Ends with: RESULT runs=<4N> merge_s=<> check_s=<> report_s=<> peak_mb=<> growth=<>
+Ends with: RESULT runs=<4N> merge_s=<> check_s=<> report_s=<> peak_mb=<> growth=<> peak_growth=<>
 """
 
 from __future__ import annotations
@@ -287,13 +290,23 @@ def main() -> int:
     growth = (large.cpu_s / large.runs) / (small.cpu_s / small.runs)
     growth_wall = (large.seconds / large.runs) / (small.seconds / small.runs)
     print(f"growth: {growth:.2f} by CPU time, {growth_wall:.2f} by wall time")
+    steps = ("merge", "check", "report")
+    print(
+        "peak RSS, N -> 4N: "
+        + ", ".join(
+            f"{name} {getattr(small, name).peak_mb:.0f} -> {getattr(large, name).peak_mb:.0f} MB"
+            for name in steps
+        )
+    )
+    peak_growth = large.peak_mb / small.peak_mb
     print(
         f"corpus: {small.megabytes:.0f} MB at N, {large.megabytes:.0f} MB at 4N; "
         f"load_average={os.getloadavg()[0]:.1f}"
     )
     print(
         f"RESULT runs={large.runs} merge_s={large.merge.seconds:.2f} check_s={large.check.seconds:.2f} "
-        f"report_s={large.report.seconds:.2f} peak_mb={large.peak_mb:.0f} growth={growth:.2f}"
+        f"report_s={large.report.seconds:.2f} peak_mb={large.peak_mb:.0f} growth={growth:.2f} "
+        f"peak_growth={peak_growth:.2f}"
     )
     return 0
 
