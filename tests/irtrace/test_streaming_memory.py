@@ -5,9 +5,9 @@ The corpus is the real GEMM lowering's first passes copied under N and 4N kernel
 stored once, so the files grow only by the runs' records; few passes, so the test is quick). The
 oracle is Python's own allocation tracker (``tracemalloc``): the peak at 4N runs less the peak at
 N runs, over the 3N runs added, is what each run costs that is kept across runs. Measured when
-this test was written: 0.6 KB (merge), 2.7 KB (check: its per-pair findings and the runs' keys),
-under 0 (show, report) a run; the same steps holding every run, as they did before, 18, 47, 60
-and 16 KB a run.
+this test was written: 0.8 KB (merge), 2.7 KB (check: its per-pair findings and the runs' keys),
+under 0 (show, report) a run; the same steps holding every run, as they did before: 14, 37 and
+42 KB a run for merge, check and show (the report's peak, building the page, hid its runs).
 """
 
 from __future__ import annotations
