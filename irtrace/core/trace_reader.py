@@ -5,6 +5,7 @@ A file cut short (plain or ``.gz``) loads up to its last complete line. Loading 
 
 from __future__ import annotations
 
+import binascii
 import codecs
 import contextlib
 import json
@@ -276,7 +277,7 @@ def _stand_in(sha: str) -> str:
     return f'{_IR_PREFIX}{sha}",""}}'
 
 
-def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[str, tuple[int, int]], bool]:
+def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[bytes, int], bool]:
     """The file's lines as ``str.split("\n")`` gives them, IR lines replaced by stand-ins.
 
     Returns the lines, where each IR line lies (offset, length), and whether the file ends inside
@@ -284,7 +285,7 @@ def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[str, tup
     trace, and a corpus of thousands of runs would not fit otherwise.
     """
     lines: list[str] = []
-    offsets: dict[str, tuple[int, int]] = {}
+    offsets: dict[bytes, int] = {}
     cut = False
     offset = 0
     ended = True
@@ -304,7 +305,8 @@ def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[str, tup
         ):
             _utf8(body, where)
             sha = body[len(_IR_PREFIX_BYTES) : _SHA_END].decode()
-            offsets[sha] = (start, len(body))
+            key, place = text_place(body[len(_IR_PREFIX_BYTES) : _SHA_END], start, len(body))
+            offsets[key] = place
             lines.append(_stand_in(sha))
         elif ended:
             lines.append(_utf8(body, where))
@@ -333,21 +335,45 @@ def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
     return TraceFormatError(f"{where!r} is not a trace: not UTF-8 text ({error.reason})")
 
 
+_LENGTH_BITS = 40
+"""An IR line's place is one int, ``offset << 40 | length`` (one object per text, not three)."""
+
+
+def text_place(sha_hex: bytes, start: int, length: int) -> tuple[bytes, int]:
+    """The index entry of an IR line: its SHA-256 as 32 bytes (not a 64-character string) and
+    its place as one int. A corpus's index holds one of these per distinct text."""
+    return binascii.unhexlify(sha_hex), start << _LENGTH_BITS | length
+
+
+def _index_key(sha: object) -> bytes | None:
+    if not isinstance(sha, str) or len(sha) != 64 or not _SHA.match(sha):
+        return None
+    return bytes.fromhex(sha)
+
+
 class FileLines(Mapping[str, str]):
     """IR lines of a trace file, read from the open file when asked for (by ``LazyTexts``)."""
 
-    def __init__(self, handle: IO[bytes], offsets: dict[str, tuple[int, int]]) -> None:
+    def __init__(self, handle: IO[bytes], offsets: dict[bytes, int]) -> None:
         self._handle = handle
         self._offsets = offsets
+        """SHA-256 digest -> ``text_place``."""
         self._lock = threading.Lock()
         self.fallback: dict[str, str] = {}
         """Lines not read from the file (the last line, read whole)."""
+
+    def _place(self, sha: object) -> int | None:
+        key = _index_key(sha)
+        return None if key is None else self._offsets.get(key)
 
     def __getitem__(self, sha: str) -> str:
         line = self.fallback.get(sha)
         if line is not None:
             return line
-        start, length = self._offsets[sha]
+        place = self._place(sha)
+        if place is None:
+            raise KeyError(sha)
+        start, length = place >> _LENGTH_BITS, place & ((1 << _LENGTH_BITS) - 1)
         if hasattr(os, "pread"):  # no shared file position: safe across threads and forked children
             data = os.pread(self._handle.fileno(), length, start)
         else:
@@ -357,17 +383,24 @@ class FileLines(Mapping[str, str]):
         return data.decode("utf-8", errors="surrogateescape")
 
     def __iter__(self) -> Iterator[str]:
-        return iter({**dict.fromkeys(self._offsets), **dict.fromkeys(self.fallback)})
+        for key in self._offsets:
+            yield key.hex()
+        for sha in self.fallback:
+            if self._place(sha) is None:
+                yield sha
 
     def __len__(self) -> int:
-        return len(self._offsets.keys() | self.fallback.keys())
+        return len(self._offsets) + sum(self._place(sha) is None for sha in self.fallback)
 
     def __contains__(self, sha: object) -> bool:
-        return sha in self._offsets or sha in self.fallback
+        return sha in self.fallback or self._place(sha) is not None
 
     def line_length(self, sha: str) -> int:
         line = self.fallback.get(sha)
-        return len(line) if line is not None else self._offsets.get(sha, (0, 0))[1]
+        if line is not None:
+            return len(line)
+        place = self._place(sha)
+        return 0 if place is None else place & ((1 << _LENGTH_BITS) - 1)
 
     def __del__(self) -> None:
         self._handle.close()

@@ -40,6 +40,7 @@ from irtrace.core.trace_reader import (
     read_errors,
     read_header,
     read_record,
+    text_place,
 )
 
 _IR_PREFIX = b'{"record":"ir","sha256":"'
@@ -166,7 +167,7 @@ def validate_runs(trace: Trace) -> None:
 def _scan(handle: IO[bytes], where: str, packed_cut: bool) -> Trace:
     parsed = ParsedRecords()  # the header's facts, and which runs began and ended
     places: dict[int, _RunPlace] = {}
-    offsets: dict[str, tuple[int, int]] = {}
+    offsets: dict[bytes, int] = {}
     fallback: dict[str, str] = {}
     cut = packed_cut
     header_seen = False
@@ -200,7 +201,8 @@ def _scan(handle: IO[bytes], where: str, packed_cut: bool) -> Trace:
             and _SHA.match(body[len(_IR_PREFIX) : _SHA_END])
         ):
             _text(body, where)
-            offsets[body[len(_IR_PREFIX) : _SHA_END].decode()] = (start, len(body))
+            key, text_at = text_place(body[len(_IR_PREFIX) : _SHA_END], start, len(body))
+            offsets[key] = text_at
             continue
         line = _text(body, where) if ended else body.decode("utf-8", errors="replace")
         record = _record(line, where, number, last=not ended)

@@ -84,7 +84,8 @@ class TraceWriter:
         self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._texts: dict[str, str] = {}
         self._keep_texts = keep_texts
-        """Keep each text written for ``trace()``; without, only its key (a merge of a corpus)."""
+        """Keep each text written for ``trace()``; without, only its digest (a merge of a corpus)."""
+        self._written: set[bytes] = set()
         self._runs: dict[int, KernelRun] = {}
         self._keep_runs = keep_runs
         """Keep each run ``add_run`` copied for ``trace()``; without, a merge holds one run at a time."""
@@ -180,9 +181,14 @@ class TraceWriter:
     def add_text(self, text: str, sha: str | None = None) -> str:
         """Store an IR text once; returns its key."""
         key = sha or text_sha256(text)
-        if key not in self._texts:
+        if not self._keep_texts:  # a merge of a corpus: which texts are written, as 32-byte digests
+            digest = bytes.fromhex(key)
+            if digest not in self._written:
+                self._write(IrRecord(sha256=key, text=text))
+                self._written.add(digest)
+        elif key not in self._texts:
             self._write(IrRecord(sha256=key, text=text))
-            self._texts[key] = text if self._keep_texts else ""
+            self._texts[key] = text
         return key
 
     def begin_run(self, run: KernelRun) -> KernelRun:
@@ -375,7 +381,7 @@ class TraceWriter:
                 os.close(null)
         self._output = None
         self._stream = self._redirected = open(path, "wb")  # noqa: SIM115 - closed by the next redirect
-        self._texts, self._runs, self._adopted_starts = {}, {}, {}
+        self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, set()
         self._next_run_id, self.failure = 0, None
 
     def adopt(self, lines: list[str], where: str) -> list[KernelRun]:
@@ -459,7 +465,7 @@ class TraceWriter:
                 os.dup2(null, self._stream.fileno())
                 os.close(null)
         self._stream, self._output = None, None
-        self._texts, self._runs, self._adopted_starts = {}, {}, {}
+        self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, set()
         self._next_run_id, self._closed, self.failure = 0, False, None
         self.path = Path(path)
         self._stream = self._open_direct(self.path)
