@@ -163,7 +163,7 @@ class LazyTexts(Mapping[str, str]):
         return len(self._raw.get(sha, ""))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunHeader:
     """What a streamed trace keeps of each run (``trace_stream``): the keys runs are selected,
     paired and labelled by."""

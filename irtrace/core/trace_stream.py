@@ -17,6 +17,7 @@ is missing, a text the trace does not hold) when that run is read, or for every 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +65,7 @@ class _Head(msgspec.Struct):
 _head_decoder = msgspec.json.Decoder(_Head)
 
 
-@dataclass
+@dataclass(slots=True)
 class _RunPlace:
     """Where a run's lines lie: spans of the file (IR lines inside them are skipped on reading)."""
 
@@ -224,8 +225,10 @@ def _scan(handle: IO[bytes], where: str, packed_cut: bool) -> Trace:
             if place is not None:
                 raise TraceFormatError(f"{where}:{number}: run {run_id} is started twice")
             assert isinstance(full, KernelRun)
+            # Targets, versions and hosts repeat across a corpus: one string each, not one a run.
+            host = sys.intern(full.host.get("hostname", "?"))
             header = RunHeader(
-                run_id, full.kernel, full.target, full.tilelang_version, full.host.get("hostname", "?")
+                run_id, full.kernel, sys.intern(full.target), sys.intern(full.tilelang_version), host
             )
             place = places[run_id] = _RunPlace(header)
         elif place is None:
