@@ -264,3 +264,70 @@ def changed_rows(rows: Sequence[SpanRow]) -> list[SpanRow]:
             kept.append(row)
         last = key
     return kept
+
+
+# ----------------------------------------------------------------------------- generated code
+
+
+def kernel_source_map(run: KernelRun) -> SourceMapRecord | None:
+    """The map of ``run``'s kernel source, placed by TileLang's ``#line`` directives (``None`` when
+    the trace holds none: recorded without ``--source-map``, or a backend that writes none)."""
+    return next(
+        (m for m in run.source_maps if m.by == "line_directives" and m.ir == run.source_sha256),
+        None,
+    )
+
+
+def line_ranges(numbers: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted line numbers as ``(first, last)`` runs of consecutive lines."""
+    runs: list[tuple[int, int]] = []
+    for number in sorted(set(numbers)):
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return tuple(runs)
+
+
+@dataclass(frozen=True)
+class GeneratedLines:
+    """What a Python line became in the kernel source and the PTX of one run."""
+
+    source: tuple[int, ...]
+    """lines of the kernel source (from 1) whose statement carries the Python line"""
+    ptx: tuple[int, ...]
+    """lines of the PTX (from 1) compiled from those kernel-source lines"""
+    source_mapped: bool
+    """whether the trace maps the kernel source at all (else ``source`` and ``ptx`` are empty
+    because nothing is known, not because the line became nothing)"""
+    ptx_mapped: bool
+    """whether the trace maps the PTX to the kernel source"""
+
+    @property
+    def source_ranges(self) -> tuple[tuple[int, int], ...]:
+        """``source`` as ``(first, last)`` runs of consecutive lines: ``((120, 164),)``."""
+        return line_ranges(self.source)
+
+    @property
+    def ptx_ranges(self) -> tuple[tuple[int, int], ...]:
+        return line_ranges(self.ptx)
+
+
+def generated_lines(trace: Trace, run: KernelRun, query: LineQuery) -> GeneratedLines:
+    """The kernel-source and PTX lines Python line ``query`` became in ``run`` (the API for the
+    language server's hover and the MCP tool): source lines by the ``#line`` map of the kernel
+    source, PTX lines by the ``.loc`` map composed with it. Raises ``NotInTraceError`` when the run
+    has no source maps or none names the file asked for."""
+    require_maps(run)
+    files = wanted_files(run, query)
+    source_map = kernel_source_map(run)
+    if source_map is None or run.source_sha256 is None:
+        return GeneratedLines((), (), source_mapped=False, ptx_mapped=False)
+    source = tuple(ir_lines(source_map, files, query.line, trace.text(run.source_sha256)))
+    ptx_map = next((m for m in run.machine_lines if m.stage == "ptx" and m.source == run.source_sha256), None)
+    if ptx_map is None:
+        return GeneratedLines(source, (), source_mapped=True, ptx_mapped=False)
+    wanted = set(source)
+    count = trace.text(ptx_map.ir).count("\n") + 1
+    ptx = tuple(sorted({p for p, s in ptx_map.lines if s in wanted and p <= count}))
+    return GeneratedLines(source, ptx, source_mapped=True, ptx_mapped=True)

@@ -31,6 +31,7 @@ from typing import Any
 
 from irtrace.core.errors import IrtraceError
 from irtrace.core.resources import KernelResources
+from irtrace.core.schema import MachineLines
 from irtrace.core.targets import TARGETS
 from irtrace.core.trace import (
     PHASE_CODEGEN,
@@ -448,6 +449,65 @@ def parse_ptxas_info(
     return resources
 
 
+_FILE = re.compile(r'\s*\.file\s+(\d+)\s+"([^"\n]*)"(?:\s*,.*)?')
+_LOC = re.compile(
+    r"\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)"
+    r"(?:\s*,\s*function_name\s+\S+(?:\s*\+\s*\d+)?\s*,\s*inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?\s*"
+)
+_FUNCTION_START = re.compile(r"\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?\.(?:entry|func)\b")
+_INSTRUCTION = re.compile(r"\s*[^.\s/$].*;\s*")
+"""A PTX line that is an instruction (``mov.u32 %r1, %tid.x;``, ``@%p1 bra $L__BB0_2;``, a line of
+inline assembly), not a directive (``.reg``, ``.loc``), a label, a brace or a comment."""
+
+
+def ptx_source_lines(ptx: str, source_name: str = SOURCE_NAME) -> list[tuple[int, int]]:
+    """``(ptx_line, source_line)`` for each PTX instruction nvcc located in ``source_name``, by the
+    ``.loc`` directives ``-lineinfo`` writes (lines from 1). An instruction inlined from a header
+    (``.loc 3 194 11, function_name ..., inlined_at 2 149 5``) is given the kernel-source line of
+    its call site: ``inlined_at`` names the location of the call, which is itself either in the
+    kernel source or the location of an earlier ``.loc`` in the same function, whose line it takes.
+    Instructions whose chain does not reach the kernel source are left out, never guessed."""
+    lines = ptx.split("\n")
+    files = {int(m[1]) for line in lines if (m := _FILE.fullmatch(line)) and m[2] == source_name}
+    found: list[tuple[int, int]] = []
+    resolved: dict[tuple[int, int, int], int | None] = {}
+    current: int | None = None
+    for number, line in enumerate(lines, start=1):
+        if _FUNCTION_START.match(line):
+            resolved, current = {}, None
+            continue
+        loc = _LOC.fullmatch(line)
+        if loc is not None:
+            file, row, column = int(loc[1]), int(loc[2]), int(loc[3])
+            if loc[4] is None:
+                current = row if file in files and row > 0 else None
+            else:
+                site = (int(loc[4]), int(loc[5]), int(loc[6]))
+                current = resolved.get(site)
+                if current is None and site[0] in files and site[1] > 0:
+                    current = site[1]
+            resolved[(file, row, column)] = current
+            continue
+        if current is not None and _INSTRUCTION.fullmatch(line):
+            found.append((number, current))
+    return found
+
+
+def machine_line_maps(
+    run: KernelRun, passes: Sequence[PassRecord], texts: Mapping[str, str]
+) -> list[MachineLines]:
+    """The PTX stage's lines mapped to the kernel source (``ptx_source_lines``), for a run recorded
+    with source maps; none otherwise (maps only when asked)."""
+    if not run.source_maps or run.source_sha256 is None:
+        return []
+    maps = []
+    for record in passes:
+        if record.name == PTX_STAGE and record.ir_after is not None and record.ir_after in texts:
+            lines = ptx_source_lines(texts[record.ir_after])
+            maps.append(MachineLines(stage="ptx", ir=record.ir_after, source=run.source_sha256, lines=lines))
+    return maps
+
+
 _DEF = re.compile(r"^\s*def (\w+)\(", re.MULTILINE)
 _FUNC_ATTR = re.compile(r"^\s*T\.func_attr\((\{.*\})\)\s*$", re.MULTILINE)
 _DYN_SMEM = re.compile(r'"dyn_shared_memory_buf": ([^,}]+)')
@@ -646,7 +706,10 @@ class MachineCodeCompiler:
         run = self.writer.run(job.run_id)
         code = job.future.result()
         passes = machine_passes(run, code, self.writer, started_s=run.total_s or 0.0)
-        return self.writer.add_machine_code(job.run_id, passes, code.resources)
+        texts = {PTX_STAGE: code.ptx} if code.ptx is not None else {}
+        shas = {text_sha256(text): text for text in texts.values()}
+        line_maps = machine_line_maps(run, passes, shas)
+        return self.writer.add_machine_code(job.run_id, passes, code.resources, line_maps)
 
 
 @contextlib.contextmanager
