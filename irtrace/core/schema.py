@@ -302,6 +302,11 @@ class MachineLines(Struct, frozen=True, kw_only=True):
     `-lineinfo` (code inlined from TileLang's or CUDA's headers: the kernel-source line it was
     inlined at); sorted"""
 
+    def __post_init__(self) -> None:
+        for stage_line, source_line in self.lines:
+            if stage_line < 1 or source_line < 1:
+                raise SchemaError(f"machine: line map entry {[stage_line, source_line]} needs lines from 1")
+
 
 class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field="record"):
     """The run's kernel source compiled by nvcc: its two stages and what each kernel function uses.

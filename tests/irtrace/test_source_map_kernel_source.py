@@ -145,3 +145,34 @@ def test_a_hostile_kernel_source_map_shows_no_line_past_the_end(
     bad.write_text("\n".join(lines) + "\n")
     code = main(["ir", str(bad), "-t", "cuda:sm_90", "--line", "38", "--json"])
     assert code == ExitCode.OK and json.loads(capsys.readouterr().out)["source"]["lines"] == []
+
+
+@pytest.mark.parametrize(("entry", "ok"), [([0, 5], False), ([5, -1], False), ([10**6, 0], True)])
+def test_hostile_ptx_line_maps(
+    gemm_trace: Trace, capsys: pytest.CaptureFixture[str], tmp_path: Path, entry: list[int], ok: bool
+) -> None:
+    """A ``machine`` record whose line map has a line below 1 is a trace format error (one line);
+    a PTX line past the end of the PTX is dropped."""
+    assert gemm_trace.path is not None
+    run = gemm_trace.find_run("matmul", "cuda:sm_90")
+    store_c = line_of("T.copy(C_local")
+    if ok:  # a PTX line past the end, on a source line the T.copy became
+        entry = [entry[0], generated_lines(gemm_trace, run, LineQuery(store_c)).source[0]]
+    lines = Path(gemm_trace.path).read_text().splitlines()
+    footer = next(i for i, line in enumerate(lines) if '"record":"footer"' in line)
+    machine = {
+        "record": "machine",
+        "run": run.run_id,
+        "line_maps": [
+            {"stage": "ptx", "ir": run.source_sha256, "source": run.source_sha256, "lines": [entry]}
+        ],
+    }
+    lines.insert(footer, json.dumps(machine))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    code = main(["ir", str(bad), "-t", "cuda:sm_90", "--line", str(store_c), "--json"])
+    captured = capsys.readouterr()
+    if ok:
+        assert code == ExitCode.OK and json.loads(captured.out)["ptx"]["lines"] == []
+    else:
+        assert code == ExitCode.TRACE_FORMAT and len(captured.err.strip().splitlines()) == 1
