@@ -16,6 +16,7 @@ from irtrace.core.source_map import (
     generated_lines,
     line_ranges,
     line_through_passes,
+    machine_line_map,
     parse_line_query,
     require_maps,
     span_rows,
@@ -111,25 +112,30 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-_STAGE_TITLES = {"source": "kernel source", "ptx": "PTX"}
+_STAGE_TITLES = {"source": "kernel source", "ptx": "PTX", "sass": "SASS"}
 _NONE_WHY = {
     "source": " (no statement codegen received carries it; `irtrace spans` shows the pass that dropped it)",
     "ptx": " (nvcc located no PTX instruction on its kernel-source lines)",
+    "sass": " (the line table locates no SASS instruction on its kernel-source lines)",
 }
 
 
 def _generated(trace: Trace, run: Any, query: Any) -> list[tuple[str, tuple[int, ...], list[str]]]:
-    """``(stage, lines, their text)`` for the kernel source and the PTX, for each the trace maps
-    (no lines: the Python line became nothing there that the map can name)."""
+    """``(stage, lines, their text)`` for the kernel source, the PTX and the SASS, for each the
+    trace maps (no lines: the Python line became nothing there that the map can name)."""
     lines = generated_lines(trace, run, query)
     found: list[tuple[str, tuple[int, ...], list[str]]] = []
     if lines.source_mapped and run.source_sha256 is not None:
         text = trace.text(run.source_sha256).split("\n")
         found.append(("source", lines.source, [text[n - 1] for n in lines.source]))
-    ptx = next((m for m in run.machine_lines if m.stage == "ptx"), None)
-    if lines.ptx_mapped and ptx is not None:
-        text = trace.text(ptx.ir).split("\n")
-        found.append(("ptx", lines.ptx, [text[n - 1] for n in lines.ptx]))
+    for stage, mapped, numbers in (
+        ("ptx", lines.ptx_mapped, lines.ptx),
+        ("sass", lines.sass_mapped, lines.sass),
+    ):
+        line_map = machine_line_map(run, stage)
+        if mapped and line_map is not None:
+            text = trace.text(line_map.ir).split("\n")
+            found.append((stage, numbers, [text[n - 1] for n in numbers]))
     return found
 
 
