@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from irtrace.core.source_map import LineQuery, generated_lines, kernel_source_map
 from irtrace.core.trace import Trace
 from irtrace.core.trace_reader import load_trace
+from irtrace.recording.machine_code import find_cuda_tools
 
 from ..conftest import EXAMPLES
 from .conftest import oracle_nvcc, record_machine_code, tilelang_includes
@@ -66,7 +68,7 @@ def recorded_gemm(tmp_path_factory: pytest.TempPathFactory) -> Trace:
 
 def test_ptx_lines_follow_the_loc_directives(recorded_gemm: Trace) -> None:
     (run,) = recorded_gemm.runs
-    (line_map,) = run.machine_lines
+    line_map = next(m for m in run.machine_lines if m.stage == "ptx")
     ptx = recorded_gemm.text(line_map.ir)
     assert line_map.stage == "ptx" and line_map.source == run.source_sha256
     mapped = dict(line_map.lines)
@@ -80,16 +82,22 @@ def test_ptx_lines_follow_the_loc_directives(recorded_gemm: Trace) -> None:
     assert set(mapped) <= {n for n, _ in instructions(ptx)}
 
 
-def test_python_lines_in_the_ptx_agree_with_nvcc_through_tilelang_s_line_directives(
-    recorded_gemm: Trace, tmp_path: Path
-) -> None:
+@dataclass
+class DirectiveBuild:
+    """TileLang's source with its ``#line`` directives, compiled here by nvcc."""
+
+    ptx: str
+    cubin: Path
+
+
+@pytest.fixture(scope="module")
+def directive_build(tmp_path_factory: pytest.TempPathFactory) -> DirectiveBuild:
     import tilelang
     import tvm
 
     from irtrace.core.specs import parse_spec
     from irtrace.recording.api import RecordRequest, prepare_request
 
-    (run,) = recorded_gemm.runs
     spec, target = CASE
     (prepared,) = prepare_request(RecordRequest(parse_spec(f"{EXAMPLES / spec}"), (target,), {}))
     assert prepared.built is not None
@@ -97,20 +105,37 @@ def test_python_lines_in_the_ptx_agree_with_nvcc_through_tilelang_s_line_directi
     with tvm.transform.PassContext(opt_level=3, config=config), prepared.tvm_target:
         annotated = str(tilelang.lower(prepared.built.func, target=prepared.tvm_target).kernel_source)
     # one directive before every line after the first, so no line counts on from the one above
-    every_line, current = [], None
+    every_line: list[str] = []
+    current = None
     for line in annotated.split("\n"):
         if line.startswith("#line "):
             current = line
             continue
         every_line += [current, line] if current else [line]
-    source = tmp_path / "kernel.cu"
+    folder = tmp_path_factory.mktemp("directives")
+    source = folder / "kernel.cu"
     source.write_text("\n".join(every_line))
-    ptx_path = tmp_path / "kernel.ptx"
-    command = [oracle_nvcc(), "--ptx", "-O3", "-lineinfo", "-arch=sm_90a", "-std=c++20", *tilelang_includes()]
-    subprocess.run([*command, "-o", str(ptx_path), str(source)], check=True, capture_output=True)
-    nvcc_ptx = ptx_path.read_text()
+    cubin = folder / "kernel.cubin"
+    command = [
+        oracle_nvcc(),
+        "--cubin",
+        "-O3",
+        "-lineinfo",
+        "-arch=sm_90a",
+        "-std=c++20",
+        *tilelang_includes(),
+    ]
+    command += ["-keep", f"--keep-dir={folder}", "-o", str(cubin), str(source)]
+    subprocess.run(command, check=True, capture_output=True, cwd=folder)
+    return DirectiveBuild(next(folder.glob("*.ptx")).read_text(), cubin)
 
-    (line_map,) = run.machine_lines
+
+def test_python_lines_in_the_ptx_agree_with_nvcc_through_tilelang_s_line_directives(
+    recorded_gemm: Trace, directive_build: DirectiveBuild
+) -> None:
+    (run,) = recorded_gemm.runs
+    nvcc_ptx = directive_build.ptx
+    line_map = next(m for m in run.machine_lines if m.stage == "ptx")
     ptx = recorded_gemm.text(line_map.ir)
     ours, theirs = instructions(ptx), instructions(nvcc_ptx)
     assert [text for _, text in ours] == [text for _, text in theirs], "#line changed the code"
@@ -140,3 +165,54 @@ def test_python_lines_in_the_ptx_agree_with_nvcc_through_tilelang_s_line_directi
         if n in lines.ptx and theirs[i][0] in by_nvcc
     )
     assert any("st.global" in ptx.split("\n")[n - 1] for n in lines.ptx), "T.copy into C stores to global"
+
+
+SASS_INFO = re.compile(r'\t//## File "([^"]*)", line (\d+)')
+SASS_INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]{4,}\*/\s.*;.*")
+
+
+def test_python_lines_in_the_sass_agree_with_nvdisasm_on_tilelang_s_line_directives(
+    recorded_gemm: Trace, directive_build: DirectiveBuild
+) -> None:
+    """The SASS of the source with directives (compiled by the test above) is the recorded SASS, and
+    ``nvdisasm --print-line-info`` (innermost locations, another mode than the recorder reads)
+    locates in a Python file every instruction the trace maps there, where it locates it in one."""
+
+    (run,) = recorded_gemm.runs
+    tool = find_cuda_tools().disassembler
+    assert Path(tool).name == "nvdisasm"
+    cubin = directive_build.cubin
+    listing = subprocess.run(
+        [tool, "--print-code", "--print-line-info", str(cubin)], capture_output=True, text=True
+    )
+    plain = [line for line in listing.stdout.split("\n") if not SASS_INFO.fullmatch(line)]
+    by_nvdisasm: list[tuple[str, int] | None] = []
+    where = None
+    for line in listing.stdout.split("\n"):
+        info = SASS_INFO.fullmatch(line)
+        if info:
+            where = (info[1], int(info[2]))
+        elif SASS_INSTRUCTION.fullmatch(line):
+            by_nvdisasm.append(where)
+    sass_map = next(m for m in run.machine_lines if m.stage == "sass")
+    sass = recorded_gemm.text(sass_map.ir)
+    assert "\n".join(plain) == sass, "#line changed the SASS"
+    record = kernel_source_map(run)
+    assert record is not None
+    source_to_python: dict[int, set[tuple[str, int]]] = {}
+    for source_line, file, line in record.lines:
+        source_to_python.setdefault(source_line, set()).add((record.files[file], line))
+    mapped = dict(sass_map.lines)
+    ours = [n for n, line in enumerate(sass.split("\n"), start=1) if SASS_INSTRUCTION.fullmatch(line)]
+    checked = 0
+    for number, theirs in zip(ours, by_nvdisasm, strict=True):
+        claimed = source_to_python.get(mapped.get(number, 0), set())
+        if claimed and theirs is not None and theirs[0] in set(record.files):
+            assert theirs in claimed, number
+            checked += 1
+    assert checked > 50
+    store_c = next(
+        n for n, t in enumerate((EXAMPLES / "gemm.py").read_text().splitlines(), 1) if "T.copy(C_local" in t
+    )
+    lines = generated_lines(recorded_gemm, run, LineQuery(store_c)).sass
+    assert any("STG" in sass.split("\n")[n - 1] for n in lines), "T.copy into C stores to global memory"
