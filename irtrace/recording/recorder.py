@@ -462,7 +462,10 @@ class PassRecorder:
         its backend writes them; after the codegen's ``pass`` record, before the run's ``end``."""
         from irtrace.recording.spans import kernel_source_spans
 
-        spans = kernel_source_spans(event.mod, event.target, str(event.name), source)
+        try:
+            spans = kernel_source_spans(event.mod, event.target, str(event.name), source)
+        except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
+            return
         if spans is None:
             return
         run_id = self._run_id()
