@@ -13,7 +13,10 @@ from irtrace.core.source_map import (
     LineInPass,
     SpanRow,
     changed_rows,
+    generated_lines,
+    line_ranges,
     line_through_passes,
+    machine_line_map,
     parse_line_query,
     require_maps,
     span_rows,
@@ -79,11 +82,15 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     run = trace.find_run(args.kernel, args.target)
     only = run.find_pass(args.pass_name) if args.pass_name else None
     found = line_through_passes(trace, run, query, only)
+    generated = _generated(trace, run, query) if only is None else []
     if args.json:
-        print(json.dumps(_line_document(run.kernel, run.target, args.line, found), indent=2))
+        document = _line_document(run.kernel, run.target, args.line, found)
+        for stage, lines, texts in generated:
+            document[stage] = {"lines": list(lines), "text": texts}
+        print(json.dumps(document, indent=2))
         return ExitCode.OK
     where = f"line {query.line}" + (f" of {query.file}" if query.file else "")
-    if not found:
+    if not found and not any(lines for _, lines, _ in generated):
         after = f" after {only.name}" if only is not None else " after any pass"
         echo(f"irtrace: no statement of {where} is in the IR{after}", stderr=True, one_line=True)
         return ExitCode.NOT_FOUND
@@ -91,9 +98,45 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         span = item.first.label if item.first is item.last else f"{item.first.label} .. {item.last.label}"
         echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index})")
         width = len(str(item.lines[-1]))
-        for number, text in zip(item.lines, item.text_lines, strict=True):
-            echo(f"{number:>{width}} | {text}")
+        for number, line_text in zip(item.lines, item.text_lines, strict=True):
+            echo(f"{number:>{width}} | {line_text}")
+    for stage, lines, texts in generated:
+        if not lines:
+            echo(f"== {where} in the {_STAGE_TITLES[stage]}: no line{_NONE_WHY[stage]}")
+            continue
+        ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in line_ranges(lines))
+        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges})")
+        width = len(str(lines[-1]))
+        for number, line_text in zip(lines, texts, strict=True):
+            echo(f"{number:>{width}} | {line_text}")
     return ExitCode.OK
+
+
+_STAGE_TITLES = {"source": "kernel source", "ptx": "PTX", "sass": "SASS"}
+_NONE_WHY = {
+    "source": " (no statement codegen received carries it; `irtrace spans` shows the pass that dropped it)",
+    "ptx": " (nvcc located no PTX instruction on its kernel-source lines)",
+    "sass": " (the line table locates no SASS instruction on its kernel-source lines)",
+}
+
+
+def _generated(trace: Trace, run: Any, query: Any) -> list[tuple[str, tuple[int, ...], list[str]]]:
+    """``(stage, lines, their text)`` for the kernel source, the PTX and the SASS, for each the
+    trace maps (no lines: the Python line became nothing there that the map can name)."""
+    lines = generated_lines(trace, run, query)
+    found: list[tuple[str, tuple[int, ...], list[str]]] = []
+    if lines.source_mapped and run.source_sha256 is not None:
+        text = trace.text(run.source_sha256).split("\n")
+        found.append(("source", lines.source, [text[n - 1] for n in lines.source]))
+    for stage, mapped, numbers in (
+        ("ptx", lines.ptx_mapped, lines.ptx),
+        ("sass", lines.sass_mapped, lines.sass),
+    ):
+        line_map = machine_line_map(run, stage)
+        if mapped and line_map is not None:
+            text = trace.text(line_map.ir).split("\n")
+            found.append((stage, numbers, [text[n - 1] for n in numbers]))
+    return found
 
 
 def _line_document(kernel: str, target: str, line: str, found: list[LineInPass]) -> dict[str, Any]:

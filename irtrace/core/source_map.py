@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from irtrace.core.errors import NotInTraceError, UsageError
-from irtrace.core.schema import KernelRun, PassRecord, SourceMapRecord, occurrence_labels
+from irtrace.core.schema import KernelRun, MachineLines, PassRecord, SourceMapRecord, occurrence_labels
 from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, Trace
 
 _LINE_QUERY = re.compile(r"(?:(?P<file>[^\x00-\x1f]{1,4096}):)?(?P<line>[1-9][0-9]{0,6})")
@@ -264,3 +264,98 @@ def changed_rows(rows: Sequence[SpanRow]) -> list[SpanRow]:
             kept.append(row)
         last = key
     return kept
+
+
+# ----------------------------------------------------------------------------- generated code
+
+
+def kernel_source_map(run: KernelRun) -> SourceMapRecord | None:
+    """The map of ``run``'s kernel source, placed by TileLang's ``#line`` directives (``None`` when
+    the trace holds none: recorded without ``--source-map``, or a backend that writes none)."""
+    return next(
+        (m for m in run.source_maps if m.by == "line_directives" and m.ir == run.source_sha256),
+        None,
+    )
+
+
+def line_ranges(numbers: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted line numbers as ``(first, last)`` runs of consecutive lines."""
+    runs: list[tuple[int, int]] = []
+    for number in sorted(set(numbers)):
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return tuple(runs)
+
+
+@dataclass(frozen=True)
+class GeneratedLines:
+    """What a Python line became in the kernel source, the PTX and the SASS of one run."""
+
+    source: tuple[int, ...]
+    """lines of the kernel source (from 1) whose statement carries the Python line"""
+    ptx: tuple[int, ...]
+    """lines of the PTX (from 1) compiled from those kernel-source lines"""
+    sass: tuple[int, ...]
+    """lines of the SASS listing (from 1) compiled from those kernel-source lines"""
+    source_mapped: bool
+    """whether the trace maps the kernel source at all (else every field is empty because nothing
+    is known, not because the line became nothing)"""
+    ptx_mapped: bool
+    """whether the trace maps the PTX to the kernel source"""
+    sass_mapped: bool
+
+    @property
+    def source_ranges(self) -> tuple[tuple[int, int], ...]:
+        """``source`` as ``(first, last)`` runs of consecutive lines: ``((120, 164),)``."""
+        return line_ranges(self.source)
+
+    @property
+    def ptx_ranges(self) -> tuple[tuple[int, int], ...]:
+        return line_ranges(self.ptx)
+
+    @property
+    def sass_ranges(self) -> tuple[tuple[int, int], ...]:
+        return line_ranges(self.sass)
+
+
+def machine_line_map(run: KernelRun, stage: str) -> MachineLines | None:
+    """The map of ``run``'s ``stage`` (``ptx``, ``sass``) to its kernel source, if the trace holds one."""
+    return next((m for m in run.machine_lines if m.stage == stage and m.source == run.source_sha256), None)
+
+
+def _stage_lines(trace: Trace, run: KernelRun, stage: str, source: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The lines of ``run``'s ``stage`` text compiled from kernel-source lines ``source`` (``None``
+    when the trace does not map that stage); lines past the end of the text are dropped."""
+    line_map = machine_line_map(run, stage)
+    if line_map is None:
+        return None
+    wanted = set(source)
+    count = trace.text(line_map.ir).count("\n") + 1
+    return tuple(
+        sorted({line for line, from_source in line_map.lines if from_source in wanted and line <= count})
+    )
+
+
+def generated_lines(trace: Trace, run: KernelRun, query: LineQuery) -> GeneratedLines:
+    """The kernel-source, PTX and SASS lines Python line ``query`` became in ``run`` (the API for
+    the language server's hover and the MCP tool): source lines by the ``#line`` map of the kernel
+    source, PTX and SASS lines by their maps to the source composed with it. Raises
+    ``NotInTraceError`` when the run has no source maps or none names the file asked for."""
+    require_maps(run)
+    files = wanted_files(run, query)
+    source_map = kernel_source_map(run)
+    if source_map is None or run.source_sha256 is None:
+        return GeneratedLines((), (), (), source_mapped=False, ptx_mapped=False, sass_mapped=False)
+    source = tuple(ir_lines(source_map, files, query.line, trace.text(run.source_sha256)))
+    ptx = _stage_lines(trace, run, "ptx", source)
+    sass = _stage_lines(trace, run, "sass", source)
+    return GeneratedLines(
+        source,
+        ptx or (),
+        sass or (),
+        source_mapped=True,
+        ptx_mapped=ptx is not None,
+        sass_mapped=sass is not None,
+    )

@@ -452,8 +452,39 @@ class PassRecorder:
                 status=STATUS_FAILED if error is not None else STATUS_OK,
                 error=describe_error(error),
             )
+            if source is not None and not host and self.printer.source_map:
+                self._note_source_spans(event, source, frame.index)
             self.overhead += time.perf_counter() - ended
         return result
+
+    def _note_source_spans(self, event: Any, source: str, after: int) -> None:
+        """Queue the kernel source's map by TileLang's ``#line`` directives (``spans.py``), when
+        its backend writes them; after the codegen's ``pass`` record, before the run's ``end``."""
+        from irtrace.recording.spans import kernel_source_spans
+
+        try:
+            spans = kernel_source_spans(event.mod, event.target, str(event.name), source)
+        except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
+            return
+        if spans is None:
+            return
+        run_id = self._run_id()
+        record = SourceMapRecord(
+            run=run_id,
+            after=after,
+            ir=text_sha256(source),
+            statements=spans.statements,
+            with_span=spans.with_span,
+            placed=spans.lines is not None,
+            files=list(spans.files) if spans.lines is not None else [],
+            lines=list(spans.lines or ()),
+            by="line_directives",
+        )
+
+        def write() -> None:
+            self.writer.add_source_map(run_id, record)
+
+        self.printer.write(write)
 
     def finish(self, error: BaseException | None) -> None:
         pass
