@@ -296,7 +296,7 @@ def test_hostile_maps_add_nothing_and_raise_nothing(
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n")
     for fmt in ("rich", "unified", "json", "html"):
-        code, out, err = run_passdiff(
+        code, _, err = run_passdiff(
             capsys, "pass", str(bad), "-p", "tl.LowerTileOp", "-f", fmt, "-o", str(tmp_path / f"out.{fmt}")
         )
         assert code == 1 and "Traceback" not in err, err
