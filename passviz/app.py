@@ -93,7 +93,7 @@ KEYS: tuple[tuple[str, str, str, str, bool], ...] = (
         "m",
         "toggle_source",
         "source",
-        "the kernel's source beside the IR, each IR line naming its source line (traces with source maps)",
+        "the kernel's source beside the IR, IR lines mapped to source lines",
         True,
     ),
     (
@@ -102,7 +102,7 @@ KEYS: tuple[tuple[str, str, str, str, bool], ...] = (
         "source line",
         "pick a line of the kernel (or click it in the source pane): its IR lines are highlighted in "
         "each pass shown (traces recorded with --source-map)",
-        True,
+        False,
     ),
     (
         "f",
@@ -673,13 +673,12 @@ class PassvizApp(App[None]):
             pane.show(IrRows("\n".join(source.lines)), "python")
             pane.shown_source = source  # type: ignore[attr-defined]
         rows = code.rows if code is not None else None
+        picked = frozenset() if self.picked_line is None else frozenset({self.picked_line - 1})
         if not isinstance(rows, IrRows) or rows.source_lines is None or code is None:
-            pane.mark(frozenset())
+            pane.mark(picked)
             return
         on_screen = [rows.source_lines[i] for i in code.visible_rows if rows.source_lines[i] is not None]
-        marked = frozenset(n - 1 for n in on_screen if n is not None)
-        if self.picked_line is not None:
-            marked |= {self.picked_line - 1}
+        marked = frozenset(n - 1 for n in on_screen if n is not None) | picked
         pane.mark(marked, min(marked) if marked else None)
 
     def on_code_view_clicked(self, message: CodeView.Clicked) -> None:
