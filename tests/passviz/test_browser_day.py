@@ -287,3 +287,7 @@ async def test_m_shows_the_source_beside_the_ir_and_guesses_no_mapping(three_tar
         rows = code(app).rows
         assert isinstance(rows, IrRows) and rows.source_lines is None
         assert not source.marked
+        # g asks for a line, but without maps there is nothing to highlight: it says how to get them
+        await pilot.press("g", "3", "6", "enter")
+        await pilot.pause()
+        assert app.picked_line is None and not code(app).marked
