@@ -444,10 +444,11 @@ class PassvizApp(App[None]):
         language = ir_language(record)
         if self.view_mode == "ir":
             text = self.trace.ir_after(record)
-            origins = self._origins(record, after=True) if language == "python" else None
             mapping = None
-            if self.show_source and origins is not None:
-                mapping = [origins[n][0] if n in origins else None for n in range(1, text.count("\n") + 2)]
+            if self.show_source and language == "python":
+                from passviz.line_marks import gutter
+
+                mapping = gutter(self._origins(record, after=True), text)
             code.show(IrRows(text, mapping), language, keep_scroll=keep_scroll)
             self._mark_picked()
             self._update_source(code)
@@ -582,72 +583,41 @@ class PassvizApp(App[None]):
             self._source_cache[self.run_ref] = kernel_source(self.trace, self.current_run)
         return self._source_cache[self.run_ref]
 
-    def _run_maps(self) -> tuple[Any, set[str], int | None] | None:
-        """The current run's source maps (``RunMaps``), its kernel's files among them and the
-        kernel file's length; ``None`` when the trace holds no maps for it."""
+    def _run_maps(self) -> Any:
+        """The current run's ``RunLineMaps`` (``None`` when the trace holds no maps for it)."""
         run = self.current_run
-        if run is None or self.run_ref is None or not run.source_maps:
+        if run is None or self.run_ref is None:
             return None
         if self.run_ref not in self._maps_cache:
-            from irtrace.core.source_map import RunMaps, kernel_files
+            from passviz.line_marks import run_line_maps
 
             source = self._source()
-            self._maps_cache[self.run_ref] = (
-                RunMaps(run),
-                kernel_files(run),
-                len(source.lines) if source is not None else None,
-            )
-        return self._maps_cache[self.run_ref]  # type: ignore[no-any-return]
+            self._maps_cache[self.run_ref] = run_line_maps(run, len(source.lines) if source else None)
+        return self._maps_cache[self.run_ref]
 
     def _origins(self, record: PassRecord, *, after: bool) -> dict[int, tuple[int, ...]] | None:
-        """IR line -> lines of the kernel's file, for the module after ``record`` (or the one it
-        received), from the trace's source maps only; ``None`` without a map."""
-        found = self._run_maps()
-        if found is None:
-            return None
-        from irtrace.core.source_map import origins_by_ir_line
-
-        maps, files, length = found
-        source_map = maps.produced(record) if after else maps.received(record)
-        sha = (record.ir_after or record.ir_before) if after else record.ir_before
-        if source_map is None or not source_map.placed or not files or sha is None:
-            return None
-        return origins_by_ir_line(source_map, files, self.trace.text(sha), length)
+        maps = self._run_maps()
+        return None if maps is None else maps.origins(self.trace, record, after=after)  # type: ignore[no-any-return]
 
     def picked_rows(self) -> frozenset[int] | None:
         """0-based rows of the code pane that print the picked line (IR after the pass, or the
         unified diff); ``None`` when nothing is picked or the view has no map."""
+        from passviz.line_marks import rows_of_line
+
         record, line, code = self.selected_record, self.picked_line, self.query_one("#code", CodeView)
         if record is None or line is None:
             return None
-        rows = code.rows
-        if isinstance(rows, IrRows):
-            after = self._origins(record, after=True)
-            if after is None:
-                return None
-            return frozenset(n - 1 for n, lines in after.items() if line in lines)
-        if isinstance(rows, UnifiedRows):
-            after, before = self._origins(record, after=True), self._origins(record, after=False)
-            if after is None and before is None:
-                return None
-            new = {n for n, lines in (after or {}).items() if line in lines}
-            old = {n for n, lines in (before or {}).items() if line in lines}
-            return frozenset(
-                k
-                for k, item in enumerate(rows.items)
-                if (item.new_no in new and item.kind != "delete")
-                or (item.old_no in old and item.kind == "delete")
-            )
-        return None
+        before = self._origins(record, after=False) if isinstance(code.rows, UnifiedRows) else None
+        return rows_of_line(code.rows, line, self._origins(record, after=True), before)
 
     def _mark_picked(self) -> None:
         """Highlight the picked line's rows in the code pane and say where they are."""
         if self.picked_line is None:
             return
         code = self.query_one("#code", CodeView)
+        marked = self.picked_rows()
         if not isinstance(code.rows, IrRows | UnifiedRows):
             return  # side by side, the run, notes: nothing to mark
-        marked = self.picked_rows()
         if marked is None:
             self._show_header(f"line {self.picked_line}: no source map for this view")
             return
@@ -689,11 +659,7 @@ class PassvizApp(App[None]):
     def pick_line(self, line: int | None) -> None:
         """Highlight ``line``'s IR lines in each pass shown (``None`` stops)."""
         if line is not None and self._run_maps() is None:
-            self.notify(
-                "this run has no source maps: record it with irtrace record --source-map",
-                severity="warning",
-                timeout=4,
-            )
+            self.notify("this run has no source maps: record it with --source-map", severity="warning")
             return
         self.picked_line = line
 
