@@ -12,6 +12,8 @@ Also: a trace without source maps attributes nothing and says once how to get th
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,6 +200,16 @@ def test_the_renderings_name_the_same_lines(
     assert [h.partition(" @@")[2].strip() for h in headers] == [
         f"gemm.py:{','.join(map(str, numbers))}" if numbers else "" for numbers in lines
     ]
+    # patch skips the note after the @@: the patch still turns the IR before into the IR after
+    patch = shutil.which("patch")
+    if patch is not None:
+        record = trace.runs[0].find_pass("tl.LowerTileOp")
+        before = Path(trace.path).with_suffix(".before.py")
+        before.write_text(trace.ir_before(record).rstrip("\n") + "\n")
+        _, raw, _ = run_passdiff(capsys, *argv, "--raw", "-f", "unified")
+        assert any(line.startswith("@@ ") and not line.endswith("@@") for line in raw.splitlines())
+        subprocess.run([patch, "-s", str(before)], input=raw, text=True, check=True)
+        assert before.read_text() == trace.ir_after(record).rstrip("\n") + "\n"
     _, terminal, _ = run_passdiff(capsys, *argv)
     gemm_line = next(n for n in TILE_LINES if "T.gemm(" in GEMM.read_text().splitlines()[n - 1])
     assert f"python gemm.py:{gemm_line}  T.gemm(A_shared, B_shared, C_local, transpose_B=True)" in terminal
