@@ -153,7 +153,7 @@ def gemm_report(gemm_trace: Trace, tmp_path_factory: pytest.TempPathFactory) -> 
 def test_clicking_a_line_highlights_its_ir_lines_in_the_browser(gemm_trace: Trace, gemm_report: Path) -> None:
     """Chromium runs the page's script: the lines it marks after a click are the records' lines,
     in the list of passes and in a drawn diff (both sides)."""
-    from .test_report_browser import chromium_path, playwright_api
+    from .test_report_browser import OVERFLOWING, chromium_path, playwright_api
 
     path = chromium_path()
     if path is None:
@@ -175,6 +175,8 @@ def test_clicking_a_line_highlights_its_ir_lines_in_the_browser(gemm_trace: Trac
             """() => [...document.querySelectorAll('.pythrough .pyentry')].map(e => [+e.dataset.first,
                  +e.dataset.last, [...e.querySelectorAll('.pyhit')].map(s => +s.dataset.ir)])"""
         )
+        overflow = page.evaluate(OVERFLOWING)  # the source and the filled panel stay in their boxes
+        assert overflow["page"] <= overflow["window"] and not overflow["elements"], overflow
         anchor = pass_anchor(run, lower)
         page.locator(f"[id='{anchor}']").scroll_into_view_if_needed()
         page.wait_for_function(f"document.getElementById('{anchor}').dataset.drawn === 'side'")
