@@ -103,6 +103,50 @@ def pass_maps(run: KernelRun) -> list[PassMap]:
     return found
 
 
+class RunMaps:
+    """The source maps of one run looked up by pass: the map of the module a pass received and of
+    the one it produced, by the same rule as ``pass_maps`` (the last map of that text written by
+    then)."""
+
+    def __init__(self, run: KernelRun) -> None:
+        self._by_text = _maps_by_text(run)
+        self._finished = _finished_by(sorted(run.passes, key=lambda p: p.index))
+
+    def received(self, record: PassRecord) -> SourceMapRecord | None:
+        """The map of the module ``record`` received (``None`` when the trace holds none)."""
+        started = {i for i in self._finished.get(record.index, set()) if i < record.index}
+        return _map_of(self._by_text, record.ir_before, started)
+
+    def produced(self, record: PassRecord) -> SourceMapRecord | None:
+        """The map of the module after ``record``; for a failed pass, of the module it received."""
+        if record.ir_after is None:
+            return self.received(record)
+        return _map_of(self._by_text, record.ir_after, self._finished.get(record.index, {record.index}))
+
+
+def kernel_files(run: KernelRun) -> set[str]:
+    """The files of ``run``'s source maps that are the kernel's own file (empty when none is)."""
+    try:
+        return wanted_files(run, LineQuery(1))
+    except NotInTraceError:
+        return set()
+
+
+def origins_by_ir_line(
+    source_map: SourceMapRecord, files: set[str], text: str, source_lines: int | None = None
+) -> dict[int, tuple[int, ...]]:
+    """IR line -> the lines of ``files`` its statements come from, for the lines ``text`` has (and,
+    with ``source_lines``, Python lines the kernel's file has): a hostile map naming lines past
+    either end, or another file, adds nothing."""
+    count = text.count("\n") + (0 if text.endswith("\n") else 1)
+    indexes = {i for i, name in enumerate(source_map.files) if name in files}
+    found: dict[int, set[int]] = {}
+    for ir, file, py in source_map.lines:
+        if file in indexes and ir <= count and (source_lines is None or py <= source_lines):
+            found.setdefault(ir, set()).add(py)
+    return {ir: tuple(sorted(lines)) for ir, lines in found.items()}
+
+
 def input_map(run: KernelRun) -> SourceMapRecord | None:
     """The source map of the module the pipeline received."""
     return next((m for m in run.source_maps if m.after is None and m.ir == run.input_ir), None)
