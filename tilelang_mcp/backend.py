@@ -52,6 +52,7 @@ from irtrace.recording.facts import (
     reached,
 )
 from irtrace.recording.loader import is_module_name
+from irtrace.recording.recorder import CaptureOptions, LoweringOptions
 from irtrace.recording.resolve.candidates import InstanceSources
 from irtrace.recording.resolve.resolver import NEEDS_VALUES
 from irtrace.recording.resolve.resolver import describe as describe_instance
@@ -96,6 +97,8 @@ __all__ = [  # what the server uses, irtrace's types included
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
 """Diagnostics force TileLang's data race check on, as the language server does."""
+NO_IR = CaptureOptions(ir=False)
+"""Facts and diagnostics read the module and the log, never IR texts."""
 
 
 class JobError(Exception):
@@ -358,18 +361,22 @@ def _units(params: Mapping[str, Any]) -> Iterator[Any]:
     return lowering_units(request)
 
 
-def _analyze_unit(unit: Any, **options: Any) -> Any:
-    """``analyze_kernel`` on a unit; a kernel that needs a value nobody gives says what gives it."""
+def _analyze_unit(
+    unit: Any, *, stop_after: tuple[str, ...] = (), pass_configs: Mapping[str, Any] | None = None
+) -> Any:
+    """``analyze_kernel`` on a unit, without IR texts (facts and diagnostics need none); a kernel
+    that needs a value nobody gives says what gives it."""
+    options = LoweringOptions(
+        unit.target, unit.tvm_target, pass_configs or {}, stop_after=stop_after, capture=NO_IR
+    )
     try:
         return analyze_kernel(
             unit.loaded,
             unit.kernel,
             unit.spec,
-            unit.target,
             TraceWriter(None),
-            tvm_target=unit.tvm_target,
+            options,
             symbolic=unit.resolved is not None and bool(unit.resolved.symbolic),
-            **options,
         )
     except IrtraceError as error:
         resolved = unit.resolved
@@ -401,7 +408,7 @@ def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
     kernels = []
     for unit in _units(params):
         stop = layout_stop_pass(unit.target)
-        analyzed = _analyze_unit(unit, stop_after=stop, capture_ir=False)
+        analyzed = _analyze_unit(unit, stop_after=(stop,))
         recorded = analyzed.recorded
         ok = recorded is not None and recorded.error is None and reached(recorded.run.passes, stop)
         facts = buffer_facts(analyzed.built.func, recorded.stopped_module if ok and recorded else None)
@@ -437,7 +444,7 @@ def _diagnostics(params: Mapping[str, Any]) -> dict[str, Any]:
         kernels.append(entry)
         with capture_native_stderr() as log:
             try:
-                analyzed = _analyze_unit(unit, pass_configs={RACE_CHECK_CONFIG: False}, capture_ir=False)
+                analyzed = _analyze_unit(unit, pass_configs={RACE_CHECK_CONFIG: False})
             except (IrtraceError, JobError) as error:
                 entry["status"] = "failed"
                 if isinstance(error, JobError):

@@ -139,7 +139,13 @@ class Worker:
         began = time.perf_counter()
         with tempfile.TemporaryDirectory() as folder:
             try:
-                analyze(str(Path(folder) / "tilelang_lsp_warmup.py"), WARMUP_KERNEL, default_target=target)
+                analyze(
+                    Analyze(
+                        path=str(Path(folder) / "tilelang_lsp_warmup.py"),
+                        text=WARMUP_KERNEL,
+                        default_target=target,
+                    )
+                )
             except Exception:
                 traceback.print_exc()
         return time.perf_counter() - began
@@ -164,7 +170,8 @@ class Worker:
             self.current = None
 
     def dispatch(self, request_id: int, request: Request) -> msgspec.Struct:
-        from irtrace.recording.resolve.candidates import InstanceSources
+        """Run one request: the analysis gets it whole (``AnalysisJob``), with this call's
+        cancellation and progress."""
         from tilelang_lsp.worker import analysis
 
         def should_stop() -> bool:
@@ -173,44 +180,14 @@ class Worker:
         def on_kernel(name: str, line: int) -> None:
             self.send(Progress(request=request_id, kernel=name, line=line))
 
-        instances = InstanceSources(traces=request.instance_traces, picks=dict(request.instance_picks))
-
-        if isinstance(request, Analyze):
-            return analysis.analyze(
-                request.path,
-                request.text,
-                default_target=request.default_target,
-                override_target=request.target,
-                full=request.full,
-                race_check=request.race_check,
-                should_stop=should_stop,
-                on_kernel=on_kernel,
-                instances=instances,
-            )
-        if isinstance(request, Trace):
-            result = analysis.analyze(
-                request.path,
-                request.text,
-                default_target=request.default_target,
-                override_target=request.target,
-                full=True,
-                kernels_only=[request.kernel],
-                trace_path=request.output,
-                on_kernel=on_kernel,
-                instances=instances,
-            )
-            return TraceResult(output=request.output, kernels=result.kernels)
         if isinstance(request, IrAfterPass):
-            return analysis.ir_after_pass(
-                request.path,
-                request.text,
-                request.kernel,
-                request.pass_name,
-                default_target=request.default_target,
-                target=request.target,
-                instances=instances,
-            )
-        raise ValueError(f"unknown worker request {type(request).__name__}")
+            return analysis.ir_after_pass(request)
+        result = analysis.analyze(
+            analysis.AnalysisJob.of(request, should_stop=should_stop, on_kernel=on_kernel)
+        )
+        if isinstance(request, Trace):
+            return TraceResult(output=request.output, kernels=result.kernels)
+        return result
 
 
 def end_process_group() -> None:
