@@ -102,6 +102,8 @@ class PreparedLowering:
     """The request's ``bench_shape`` (the manifest's sizes of symbolic dimensions for ``--bench``)."""
     source_map: bool = False
     """The request's ``source_map``."""
+    resolved: ResolvedInstance | None = None
+    """The instance the resolver found, for a kernel named without arguments (``instances``)."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
         source_as_imported(unit.loaded.path),
         unit.request.bench_shape,
         unit.request.source_map,
+        unit.resolved,
     )
 
 

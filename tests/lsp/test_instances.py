@@ -243,7 +243,8 @@ async def test_the_mcp_server_and_the_language_server_use_the_same_instance_and_
     client: LanguageClient, mcp_server: McpServer, name: str, kernels: tuple[str, ...]
 ) -> None:
     """The same file, nothing written: a kernel named without arguments gets from the MCP server
-    the instance the editor shows (the same resolver, the same words) and the same buffers."""
+    the instance the editor shows (the same resolver, the same words) and the same buffers;
+    ``lower_kernel`` reports the instance it lowered in those words too."""
     path = INSTANCES / name
     uri, got = await compiled_hints(client, path)
     from_mcp: list[tuple[int, str]] = []
@@ -254,4 +255,7 @@ async def test_the_mcp_server_and_the_language_server_use_the_same_instance_and_
         message = await summary(client, uri, kernel)
         assert f"Analyzed `{instance['call']}` — arguments from {instance['origin']};" in message
         from_mcp += [(b["line"], mcp_hint(b)) for b in entry["buffers"]]
+        if kernel == kernels[0]:  # one whole lowering per file
+            lowered = mcp_server.ok("lower_kernel", spec=f"{name}::{kernel}", targets=["cuda:sm_90a"])
+            assert lowered["runs"][0]["instance"] == instance
     assert sorted(from_mcp) == [(line, label) for line, label in got if "source only" not in label]

@@ -46,10 +46,10 @@ from tilelang_lsp.protocol import (
     AnalysisResult,
     Analyze,
     Diagnostic,
+    DocumentRequest,
     IrAfterPass,
     IrText,
     KernelAnalysis,
-    Request,
     Trace,
 )
 from tilelang_lsp.source.text import uses_tilelang
@@ -85,7 +85,7 @@ class AnalysisJob:
     """A worker request as the analysis runs it, derived once from the typed request (which it
     carries whole: the document, its targets, where instances are found) and passed to every step."""
 
-    request: Request
+    request: DocumentRequest
     full: bool = False
     """The whole pipeline (the kernel summary, a trace file), not only up to layout inference."""
     race_check: bool = True
@@ -101,7 +101,7 @@ class AnalysisJob:
     @classmethod
     def of(
         cls,
-        request: Request,
+        request: DocumentRequest,
         *,
         should_stop: Callable[[], bool] = _never,
         on_kernel: Callable[[str, int], None] | None = None,
@@ -145,7 +145,7 @@ class Document:
     project: ProjectConfig
 
 
-def analyze(job: AnalysisJob | Request) -> AnalysisResult:
+def analyze(job: AnalysisJob | DocumentRequest) -> AnalysisResult:
     """Load the request's text as its file, build each kernel and lower it up to layout inference
     (the whole pipeline for ``full``); for the request's ``target``, rather than each kernel's own
     (side-by-side layouts in hover); with the instances its traces and picks give."""

@@ -37,11 +37,11 @@ from tilelang_lsp.protocol import (
     Progress,
     ProtocolError,
     Ready,
-    Request,
     Result,
     Trace,
     TraceResult,
     Warm,
+    WorkerRequest,
     decode_to_worker,
     encode,
     message_id,
@@ -70,7 +70,7 @@ class Worker:
     def __init__(self, out: IO[bytes]) -> None:
         self.out = out
         self.lock = threading.Lock()
-        self.requests: queue.Queue[Call | None] = queue.Queue()
+        self.requests: queue.Queue[Call[WorkerRequest] | None] = queue.Queue()
         self.cancelled: set[int] = set()
         self.current: int | None = None
 
@@ -150,7 +150,7 @@ class Worker:
                 traceback.print_exc()
         return time.perf_counter() - began
 
-    def handle(self, call: Call) -> None:
+    def handle(self, call: Call[WorkerRequest]) -> None:
         request_id = call.id
         self.current = request_id
         try:
@@ -169,7 +169,7 @@ class Worker:
             self.cancelled.discard(request_id)
             self.current = None
 
-    def dispatch(self, request_id: int, request: Request) -> msgspec.Struct:
+    def dispatch(self, request_id: int, request: WorkerRequest) -> msgspec.Struct:
         """Run one request: the analysis gets it whole (``AnalysisJob``), with this call's
         cancellation and progress."""
         from tilelang_lsp.worker import analysis
