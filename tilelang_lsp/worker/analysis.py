@@ -275,7 +275,8 @@ def _analyze_kernel(
     pick: str | None,
     diagnostics: list[Diagnostic],
 ) -> KernelAnalysis:
-    """One kernel: its target and instance, then its build and lowering, into its summary."""
+    """One kernel: its target and instance, then its build and lowering, into its summary (a
+    ``Cancelled`` when the job's ``should_stop`` ended the lowering)."""
     target, target_origin = _kernel_target(job, found)
     resolved = resolve_instance(
         found.kernel,
@@ -299,6 +300,21 @@ def _analyze_kernel(
         return replace(summary, status=FAILED, error=outcome.error, needs_values=outcome.needs_values)
     analyzed, log_text = outcome
     summary = replace(summary, build_ms=analyzed.build_s * 1000, stop_pass=None if job.full else stop)
+    return _lowered_summary(job, found, summary, target, analyzed, log_text, diagnostics)
+
+
+def _lowered_summary(
+    job: AnalysisJob,
+    found: KernelInDocument,
+    summary: KernelAnalysis,
+    target: TargetSpec,
+    analyzed: AnalyzedKernel,
+    log_text: str,
+    diagnostics: list[Diagnostic],
+) -> KernelAnalysis:
+    """A built kernel's summary from its lowering: the passes, what went wrong, and the buffers
+    (hints) or the whole pipeline's facts (the code lens)."""
+    stop = layout_stop_pass(target)
     symbols = found.source.symbols if found.source is not None else {}
     recorded = analyzed.recorded
     if recorded is None:  # a tile of symbolic size: TileLang's layout inference would crash on it
