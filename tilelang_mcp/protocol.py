@@ -15,8 +15,8 @@ import msgspec
 
 from irtrace.core.worker_protocol import Request, WorkerCodec
 
-Seconds = Annotated[float, msgspec.Meta(gt=0, le=86_400)]
-Megabytes = Annotated[int, msgspec.Meta(gt=0, le=2**30)]
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+Megabytes = Annotated[int, msgspec.Meta(gt=0)]
 Line = Annotated[int, msgspec.Meta(ge=1)]
 
 
