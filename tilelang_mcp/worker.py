@@ -32,6 +32,7 @@ from irtrace.core.worker_protocol import (
     encode,
     message_id,
     raw,
+    resident_mb,
 )
 from tilelang_mcp.protocol import CODEC, JobRequest
 
@@ -63,12 +64,6 @@ def warm_up() -> float:
     return time.perf_counter() - began
 
 
-def _rss_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def answer(line: bytes, protocol_fd: int) -> bytes | None:
     """The protocol line answering ``line``: the job's ``Result``, or a ``Failure`` saying why (a
     request that does not follow the schema names the field, and runs nothing); ``None`` for a
@@ -89,7 +84,7 @@ def handle(call: Call[JobRequest], protocol_fd: int) -> Result | Failure:
 
     try:
         body = run_job(call.request, (protocol_fd,))
-        return Result(id=call.id, body=raw(body), rss_mb=_rss_mb())
+        return Result(id=call.id, body=raw(body), rss_mb=resident_mb())
     except (JobError, IrtraceError) as error:
         return Failure(id=call.id, error=describe_job_error(error))
     except Exception as error:  # a bug of ours: say what it was, keep serving

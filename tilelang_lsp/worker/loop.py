@@ -28,6 +28,7 @@ from typing import IO
 import msgspec
 
 from irtrace.core.targets import DEFAULT_TARGET
+from irtrace.core.worker_protocol import resident_mb
 from tilelang_lsp.protocol import (
     Analyze,
     Call,
@@ -47,18 +48,6 @@ from tilelang_lsp.protocol import (
     message_id,
     raw,
 )
-
-
-def _rss_mb() -> float:
-    try:
-        with open("/proc/self/statm") as statm:
-            pages = int(statm.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError):
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
 
 IDLE_BEFORE_WARMUP_S = 0.05
 """How long the worker waits for a first request before lowering its warm-up kernel."""
@@ -157,14 +146,14 @@ class Worker:
             if request_id in self.cancelled:
                 raise _cancelled()
             body = self.dispatch(request_id, call.request)
-            self.send(Result(id=request_id, body=raw(body), rss_mb=_rss_mb()))
+            self.send(Result(id=request_id, body=raw(body), rss_mb=resident_mb()))
         except Exception as error:
             from tilelang_lsp.worker.analysis import Cancelled
 
             cancelled = isinstance(error, Cancelled)
             if not cancelled:
                 traceback.print_exc()
-            self.send(Failure(id=request_id, error=str(error), cancelled=cancelled, rss_mb=_rss_mb()))
+            self.send(Failure(id=request_id, error=str(error), cancelled=cancelled, rss_mb=resident_mb()))
         finally:
             self.cancelled.discard(request_id)
             self.current = None
