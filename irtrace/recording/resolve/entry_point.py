@@ -392,7 +392,8 @@ def _run_program(path: str, text: str, kernels: list[EntryKernel], target: str, 
         with contextlib.suppress(Exception):
             _harmless_gpu_work(stack, target)
         try:
-            # dont_inherit: this module's `from __future__ import annotations` must not reach the program
+            # compiled with dont_inherit: this module's `from __future__ import annotations` must not
+            # reach the program
             exec(compile_source(text, path), namespace)
         except SystemExit as error:
             outcome = "ended" if error.code in (None, 0) else f"exited with status {error.code}"
