@@ -138,7 +138,7 @@ def lower_watched(path: Path, cases: list[tuple[str, str]], on_the_pipeline: tup
     ``irtrace record`` in one process does."""
     from irtrace.core.specs import parse_spec
     from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
 
     truths: dict[tuple[str, str], list[PassTruth]] = {}
     with TraceWriter(path) as writer:
@@ -152,16 +152,17 @@ def lower_watched(path: Path, cases: list[tuple[str, str]], on_the_pipeline: tup
                 found = truths[(name, prepared.target.name)] = []
                 record_lowering(
                     prepared.built.func,
-                    prepared.target,
                     writer,
-                    kernel=name,
-                    spec=spec,
-                    pass_configs=prepared.pass_configs,
-                    tvm_target=prepared.tvm_target,
-                    instruments=[oracle(str(file), tile_op_lines(file), found)],
-                    hold_prints=True,
-                    threaded=name not in on_the_pipeline,
-                    source_map=True,
+                    RunHeader(name, spec),
+                    LoweringOptions(
+                        prepared.target,
+                        prepared.tvm_target,
+                        prepared.pass_configs,
+                        instruments=(oracle(str(file), tile_op_lines(file), found),),
+                        capture=CaptureOptions(
+                            hold_prints=True, threaded=name not in on_the_pipeline, source_map=True
+                        ),
+                    ),
                 )
     return Lowered(load_trace(path), truths)
 

@@ -29,7 +29,7 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.loader import build_primfunc, find_kernels, load_kernel_module
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
     from irtrace.recording.tvm_targets import make_tvm_target
 
     path = EXAMPLES / "gemm.py"
@@ -39,12 +39,9 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     built = build_primfunc(kernel, KernelSpec(str(path), "matmul", (), {}, True), tvm_target, path)
     recorded = record_lowering(
         built.func,
-        target,
         TraceWriter(None),
-        kernel="matmul",
-        tvm_target=tvm_target,
-        stop_after=["tl.LayoutInference"],
-        pass_configs=built.pass_configs,
+        RunHeader("matmul"),
+        LoweringOptions(target, tvm_target, built.pass_configs, stop_after=("tl.LayoutInference",)),
     )
     facts: dict[str, tuple[str, str, str, str | None]] = {}
 

@@ -117,6 +117,7 @@ def test_a_kernel_named_without_arguments_gets_its_recorded_instance(mcp_server:
     assert run["spec"] == f"{EXAMPLES / recorded}" and run["status"] == "ok"
     facts = mcp_server.ok("buffer_facts", spec="fp8_quant.py::per_token_quant")["kernels"][0]
     assert facts["instance"]["origin"] == f"the spec in {EXAMPLES / 'irtrace.toml'}"
+    assert run["instance"] == facts["instance"]  # lower_kernel names the instance it lowered alike
 
 
 def test_a_kernel_named_without_arguments_gets_its_programs_instance(mcp_server: McpServer) -> None:
