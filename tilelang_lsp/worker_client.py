@@ -36,10 +36,12 @@ from tilelang_lsp.protocol import (
     Failure,
     IrAfterPass,
     IrText,
+    LineMaps,
     Progress,
     ProtocolError,
     Ready,
     Result,
+    SourceLines,
     Trace,
     TraceResult,
     Warm,
@@ -455,6 +457,8 @@ class WorkerClient:
     async def request(self, request: Trace, *, timeout: float) -> TraceResult: ...
     @overload
     async def request(self, request: IrAfterPass, *, timeout: float) -> IrText: ...
+    @overload
+    async def request(self, request: LineMaps, *, timeout: float) -> SourceLines: ...
 
     async def request(self, request: WorkerRequest, *, timeout: float) -> msgspec.Struct:
         """Send one request once the worker is ready; at most one is in flight at a time. The

@@ -536,6 +536,7 @@ def analyze_kernel(
     should_stop: Callable[[], bool] | None = None,
     capture_ir: bool = True,
     symbolic: bool = False,
+    source_map: bool = False,
 ) -> AnalyzedKernel:
     """Build ``kernel`` with ``spec``'s arguments for ``target`` and lower it up to ``stop_after``
     (the whole pipeline when ``None``), recording into ``writer``.
@@ -543,7 +544,8 @@ def analyze_kernel(
     A kernel that cannot be built raises ``IrtraceError``; a lowering failure is in the result.
     ``pass_configs`` are defaults under the kernel's own; ``should_stop`` cancels between passes.
     ``symbolic`` (the spec passes symbols for sizes nobody gave): a kernel with a tile of
-    symbolic size is built and not lowered (``symbolic_tiles``).
+    symbolic size is built and not lowered (``symbolic_tiles``). ``source_map``: as
+    ``record_lowering``'s (with ``capture_ir``).
     """
     tvm_target = tvm_target or make_tvm_target(target)
     began = time.perf_counter()
@@ -566,5 +568,6 @@ def analyze_kernel(
         should_stop=should_stop,
         capture_ir=capture_ir,
         kernel_file_text=source_as_imported(loaded.path),
+        source_map=source_map,
     )
     return AnalyzedKernel(built, recorded, build_s)

@@ -75,13 +75,14 @@ def analyze(
     on_kernel: Callable[[str, int], None] | None = None,
     trace_path: str | None = None,
     instances: InstanceSources | None = None,
+    source_map: bool = False,
 ) -> AnalysisResult:
     """Load ``text`` as the file ``path``, build each kernel and lower it up to layout inference.
 
     ``full`` runs the whole pipeline instead (the kernel summary); ``override_target`` analyzes
     for that target rather than each kernel's own (side-by-side layouts in hover). ``instances``
     says where programs' real instances are found (recorded traces, the entry point) and which one
-    the user picked per kernel.
+    the user picked per kernel. ``source_map`` stores source maps in the trace file (``trace_path``).
     """
     started = time.perf_counter()
     file = Path(path)
@@ -110,6 +111,7 @@ def analyze(
             on_kernel=on_kernel,
             trace_path=trace_path,
             instances=instances or InstanceSources(),
+            source_map=source_map,
         )
     finally:
         forget_user_modules(imported_before)
@@ -165,6 +167,7 @@ def _analyze_module(
     on_kernel: Callable[[str, int], None] | None,
     trace_path: str | None,
     instances: InstanceSources,
+    source_map: bool = False,
 ) -> str | None:
     """Each kernel of the module analyzed into ``kernels``; the module's dialect, ``None`` when it
     did not load."""
@@ -206,6 +209,7 @@ def _analyze_module(
                     diagnostics=diagnostics,
                     candidates=candidates.get(kernel.name, []),
                     pick=instances.picks.get(kernel.name),
+                    source_map=source_map,
                 )
             )
     finally:
@@ -229,6 +233,7 @@ def _analyze_kernel(
     diagnostics: list[Diagnostic],
     candidates: list[Candidate],
     pick: str | None,
+    source_map: bool = False,
 ) -> KernelAnalysis:
     file = loaded.path
     target_name, target_origin = resolve_target(source, loaded.dialect, default_target, project)
@@ -292,6 +297,7 @@ def _analyze_kernel(
                     # hints need no IR text; a trace file (trace and IR commands) does
                     capture_ir=trace_path is not None,
                     symbolic=bool(resolved.symbolic),
+                    source_map=source_map and trace_path is not None,
                 )
             except IrtraceError as error:
                 if resolved.symbolic:

@@ -34,6 +34,7 @@ from tilelang_lsp.protocol import (
     Cancel,
     Failure,
     IrAfterPass,
+    LineMaps,
     Progress,
     ProtocolError,
     Ready,
@@ -209,6 +210,18 @@ class Worker:
                 default_target=request.default_target,
                 target=request.target,
                 instances=instances,
+            )
+        if isinstance(request, LineMaps):
+            from tilelang_lsp.worker.source_lines import source_lines
+
+            return source_lines(
+                request.path,
+                request.text,
+                request.kernel,
+                default_target=request.default_target,
+                target=request.target,
+                instances=instances,
+                should_stop=should_stop,
             )
         raise ValueError(f"unknown worker request {type(request).__name__}")
 

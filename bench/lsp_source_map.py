@@ -1,0 +1,79 @@
+"""What source maps would cost the language server: on every edit, or on the first hover of a tile
+operation (what it does).
+
+In the worker's own functions, warm, in this process, per example (median of ``--repeat``, each
+kind of run interleaved with the others so all see the same machine load):
+
+- *edit*: the analysis every edit runs (``analyze``: up to layout inference, no IR printed);
+- *summary*: the background full lowering for the code lens (``analyze(full=True)``, no IR);
+- *maps*: the full lowering with source maps that a tile operation's hover needs
+  (``tilelang_lsp.worker.source_lines.source_lines``: every module printed twice, the trace read
+  back, every line's stages).
+
+``edit_ratio`` is (edit + maps) / edit: what each edit would cost if the maps were made with it;
+``summary_ratio`` is maps / summary: what the background lowering would cost if it made them.
+Ends with one line ``RESULT edit_ratio_max=... summary_ratio_max=... maps_ms_max=... edit_ms_max=...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = {
+    "gemm": (ROOT / "examples" / "gemm.py", "matmul"),
+    "flash_attention": (ROOT / "examples" / "flash_attention.py", "flash_attention_fwd"),
+    "rmsnorm": (ROOT / "examples" / "rmsnorm.py", "rms_norm"),
+}
+
+
+def timed(run: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    run()
+    return (time.perf_counter() - began) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--target", default="cuda:sm_90a")
+    args = parser.parse_args()
+
+    from tilelang_lsp.worker.analysis import analyze
+    from tilelang_lsp.worker.source_lines import source_lines
+
+    edit_ratios, summary_ratios, maps_max, edit_max = [], [], 0.0, 0.0
+    for name, (path, kernel) in EXAMPLES.items():
+        file, text = str(path), path.read_text()
+        runs: dict[str, Callable[[], object]] = {
+            "edit": partial(analyze, file, text, default_target=args.target),
+            "summary": partial(analyze, file, text, default_target=args.target, full=True),
+            "maps": partial(source_lines, file, text, kernel, default_target=args.target),
+        }
+        for run in runs.values():  # warm: the first lowering in a process costs more
+            run()
+        times: dict[str, list[float]] = {key: [] for key in runs}
+        for _ in range(args.repeat):
+            for key, run in runs.items():
+                times[key].append(timed(run))
+        edit, summary, maps = (statistics.median(times[key]) for key in ("edit", "summary", "maps"))
+        edit_ratios.append((edit + maps) / edit)
+        summary_ratios.append(maps / summary)
+        maps_max, edit_max = max(maps_max, maps), max(edit_max, edit)
+        print(
+            f"{name:16} edit {edit:7.1f} ms  summary {summary:7.1f} ms  maps {maps:7.1f} ms  "
+            f"edit+maps/edit {edit_ratios[-1]:.2f}x  maps/summary {summary_ratios[-1]:.2f}x"
+        )
+    print(
+        f"RESULT edit_ratio_max={max(edit_ratios):.2f} summary_ratio_max={max(summary_ratios):.2f} "
+        f"maps_ms_max={maps_max:.1f} edit_ms_max={edit_max:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
