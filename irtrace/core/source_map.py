@@ -173,11 +173,13 @@ def line_through_passes(
     trace: Trace, run: KernelRun, query: LineQuery, only: PassRecord | None = None
 ) -> list[LineInPass]:
     """What Python line ``query`` became after each pass (or only after ``only``), consecutive
-    passes that printed the same lines for it taken together."""
+    passes that printed the same lines for it taken together (not across a pass in between whose
+    module has no statement of that line: a nested pass's, say)."""
     require_maps(run)
     files = wanted_files(run, query)
     found: list[LineInPass] = []
-    for item in pass_maps(run):
+    last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
+    for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
         if item.source_map is None or item.record.ir_after is None:
@@ -191,6 +193,7 @@ def line_through_passes(
         previous = found[-1] if found else None
         if (
             previous is not None
+            and last_shown == position - 1
             and previous.lines == tuple(numbers)
             and previous.text_lines == shown
             and previous.last.record.ir_after == item.record.ir_after
@@ -198,6 +201,7 @@ def line_through_passes(
             found[-1] = LineInPass(previous.first, item, previous.lines, shown)
         else:
             found.append(LineInPass(item, item, tuple(numbers), shown))
+        last_shown = position
     return found
 
 

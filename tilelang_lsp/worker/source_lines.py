@@ -50,6 +50,7 @@ def source_lines(
             trace_path=trace_file,
             instances=instances,
             should_stop=should_stop,
+            race_check=False,  # the pipeline as `irtrace record` runs it, so both print the same IR
             source_map=True,
         )
         trace = load_trace(trace_file)
