@@ -227,6 +227,9 @@ class TileLangMcp:
             self.check_trace,
         ):
             self.server.add_tool(tool)
+        from tilelang_mcp.line_tool import source_line_ir_tool  # it uses this module's helpers
+
+        self.server.add_tool(source_line_ir_tool(self))
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -261,9 +264,11 @@ class TileLangMcp:
         *,
         machine_code: bool = False,
         bench: bool = False,
+        source_map: bool = False,
     ) -> tuple[str, backend.Trace, str | None]:
         """Lower ``spec`` for ``targets`` in the worker into a new session trace; its id, the
-        trace, and why the job stopped early (``None`` when it did not)."""
+        trace, and why the job stopped early (``None`` when it did not). ``source_map`` stores
+        source maps (``source_line_ir``)."""
         checked = self.kernel_spec(spec)
         names = backend.canonical_targets(targets)
         self.recorded += 1  # before any await: concurrent calls get ids of their own
@@ -279,6 +284,7 @@ class TileLangMcp:
                 "output": str(path),
                 "machine_code": machine_code,
                 "bench": bench,
+                "source_map": source_map,
             },
             timeout_s,
         )

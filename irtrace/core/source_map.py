@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from irtrace.core.errors import NotInTraceError, UsageError
 from irtrace.core.schema import KernelRun, PassRecord, SourceMapRecord, occurrence_labels
@@ -203,6 +204,32 @@ def line_through_passes(
             found.append(LineInPass(item, item, tuple(numbers), shown))
         last_shown = position
     return found
+
+
+LINE_FORMAT = "irtrace-line/1"
+"""The ``format`` of ``line_document`` (``irtrace ir --line N --json``, MCP's ``source_line_ir``)."""
+
+
+def line_document(kernel: str, target: str, line: str, found: list[LineInPass]) -> dict[str, Any]:
+    """``found`` as the ``irtrace-line/1`` JSON document; ``line`` is the query as given."""
+    return {
+        "format": LINE_FORMAT,
+        "kernel": kernel,
+        "target": target,
+        "line": line,
+        "passes": [
+            {
+                "first": item.first.label,
+                "first_index": item.first.record.index,
+                "last": item.last.label,
+                "last_index": item.last.record.index,
+                "ir": item.first.record.ir_after,
+                "ir_lines": list(item.lines),
+                "text": list(item.text_lines),
+            }
+            for item in found
+        ],
+    }
 
 
 @dataclass(frozen=True)
