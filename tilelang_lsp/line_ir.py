@@ -12,15 +12,8 @@ mapped: TileLang's codegen keeps no spans (docs/source-maps.md), so nothing here
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
-import hashlib
-import os
 import re
-import shutil
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -40,8 +33,6 @@ TILE_OPERATION = re.compile(
 WAIT_S = 3.0
 """How long the first hover of a version waits for the lowering with source maps (a GEMM: about
 0.5 s warm); past it the hover says to hover again, and the lowering goes on."""
-MAX_FILES = 200
-"""Texts of every pass kept per server; one more removes the oldest."""
 SHOWN_CHARS = 90
 """Characters of an IR line the hover shows."""
 LAYOUT_PASSES = ("tl.LayoutInference", "tl.AscendLayoutInference")
@@ -54,53 +45,6 @@ def tile_operation_at(text: str, line: int, character: int) -> bool:
     if line >= len(lines):
         return False
     return any(m.start("op") <= character <= m.end("op") for m in TILE_OPERATION.finditer(lines[line]))
-
-
-@dataclass
-class LineMapCache:
-    """Per document, the ``SourceLines`` of one version per kernel (a task while it is lowered)."""
-
-    tasks: dict[str, tuple[int, dict[str, asyncio.Task[SourceLines | str]]]] = field(default_factory=dict)
-    folder: Path | None = None
-
-    def forget(self, uri: str) -> None:
-        """The document changed or closed: stop its lowerings (the worker stops after its pass)."""
-        _, kernels = self.tasks.pop(uri, (0, {}))
-        for task in kernels.values():
-            task.cancel()
-
-    def task(
-        self, server: TileLangLanguageServer, doc: Document, kernel: str, target: str
-    ) -> asyncio.Task[SourceLines | str]:
-        version, kernels = self.tasks.get(doc.uri, (doc.version, {}))
-        if version != doc.version:
-            self.forget(doc.uri)
-            kernels = {}
-        if kernel not in kernels:
-            kernels[kernel] = asyncio.create_task(_lower(server, doc, kernel, target))
-        self.tasks[doc.uri] = (doc.version, kernels)
-        return kernels[kernel]
-
-    def write(self, name: str, text: str) -> Path | None:
-        """``text`` in a file of the server's own folder (named by its hash); ``None`` on failure."""
-        key = hashlib.sha256(text.encode()).hexdigest()[:24]
-        try:
-            if self.folder is None:
-                self.folder = Path(tempfile.mkdtemp(prefix="tilelang-lsp-lines-"))
-                atexit.register(shutil.rmtree, self.folder, True)
-            safe = re.sub(r"[^\w.-]", "_", name)[:80]
-            path = self.folder / f"{safe}-{key}.txt"
-            if not path.is_file():
-                partial = self.folder / f".{key}.{os.getpid()}.tmp"
-                partial.write_text(text, encoding="utf-8")
-                partial.replace(path)
-            os.utime(path)
-            kept = sorted(self.folder.glob("*.txt"), key=lambda p: p.stat().st_mtime_ns)
-            for old in kept[: max(0, len(kept) - MAX_FILES)]:
-                old.unlink(missing_ok=True)
-            return path
-        except OSError:
-            return None
 
 
 async def _lower(
@@ -135,7 +79,7 @@ async def line_section(
     kernel = doc.kernel_at(line)
     if kernel is None or kernel.status != OK:
         return None
-    task = server.line_maps.task(server, doc, kernel.name, kernel.target)
+    task = server.line_maps.task(doc, kernel.name, lambda: _lower(server, doc, kernel.name, kernel.target))
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(asyncio.shield(task), wait_s)
     head = f"**Line {line} through the pipeline** — `{kernel.name}` on `{kernel.target}`"

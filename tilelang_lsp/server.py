@@ -27,7 +27,7 @@ from tilelang_lsp.api.catalog import ApiCatalog
 from tilelang_lsp.compile_job import compile_kernels
 from tilelang_lsp.diagnostics import document_diagnostics
 from tilelang_lsp.document import UNTRUSTED, Document, ExtraTarget, Failure
-from tilelang_lsp.line_ir import LineMapCache
+from tilelang_lsp.line_maps import LineMapCache
 from tilelang_lsp.options import InitializationOptions
 from tilelang_lsp.pictures import LayoutPictures
 from tilelang_lsp.protocol import AnalysisResult, Analyze, CompiledKernel, CompileJob, Diagnostic

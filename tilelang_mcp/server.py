@@ -30,7 +30,7 @@ from pydantic import Field
 from irtrace import __version__
 from irtrace.core.instances import instance_trace_files
 from irtrace.core.targets import DEFAULT_TARGET
-from tilelang_mcp import backend
+from tilelang_mcp import backend, line_tool
 from tilelang_mcp.roots import AllowedRoots, RootError
 from tilelang_mcp.worker_client import WorkerClient, WorkerError
 
@@ -225,11 +225,9 @@ class TileLangMcp:
             self.machine_code,
             self.coverage_matrix,
             self.check_trace,
+            self.source_line_ir,
         ):
             self.server.add_tool(tool)
-        from tilelang_mcp.line_tool import source_line_ir_tool  # it uses this module's helpers
-
-        self.server.add_tool(source_line_ir_tool(self))
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -706,6 +704,35 @@ class TileLangMcp:
         lines = text.strip().splitlines()
         # the counts and the verdict (render_text's second and last lines); the whole text follows
         return result(f"{lines[1]}\n{lines[-1]}", document, text)
+
+    @tool_errors
+    async def source_line_ir(
+        self,
+        line: line_tool.Line,
+        spec: OptionalSpec = None,
+        trace: TraceRef = None,
+        target: Target = None,
+        kernel: Kernel = None,
+        pass_name: line_tool.PassName = None,
+        timeout_s: Timeout = None,
+    ) -> CallToolResult:
+        """What a line of the kernel's Python file (a T.gemm, T.copy, T.reduce_* call) became after
+        each pass: the IR lines printing statements that carry that line's span, consecutive passes
+        printing the same taken together, from a lowering recorded with source maps (give `spec` to
+        lower it so, or a `trace` recorded with them)."""
+        if (trace is None) == (spec is None):
+            raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
+        if spec is not None:
+            line_tool.check_line(
+                self.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file"), line
+            )
+            targets = [target] if target else []
+            trace_id, loaded, _ = await self.record(spec, targets, None, timeout_s, source_map=True)
+        else:
+            assert trace is not None
+            trace_id, loaded = await self.load(trace)
+        run = self.run_of(loaded, kernel, target)
+        return result(*line_tool.line_answer(trace_id, loaded, run, line, pass_name))
 
     def _target(self, target: str | None) -> str | None:
         """A target as irtrace names it; ``None`` is the kernel dialect's default."""
