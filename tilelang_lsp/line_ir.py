@@ -95,9 +95,9 @@ async def line_section(
     full = server.line_maps.write(
         f"{found.kernel}-{found.target}-line{line}", every_pass_text(doc, found, entry)
     )
-    link = f" [Every pass]({full.as_uri()})" if full is not None else ""
-    count = f"In {_passes_in(entry)} of {len(found.passes)} passes."
-    return f"{head}\n\n{body}\n\n{count}{link} Kernel source: not mapped."
+    link = f" · [Every pass]({full.as_uri()})" if full is not None else ""
+    count = f"In {_passes_in(entry)} of {len(found.passes)} passes"
+    return f"{head}\n\n{body}\n\n{count}{link} · Kernel source: not mapped (its codegen keeps no spans)."
 
 
 def _passes_in(entry: LineThroughPasses) -> int:
@@ -105,22 +105,21 @@ def _passes_in(entry: LineThroughPasses) -> int:
 
 
 def key_stages(found: SourceLines, entry: LineThroughPasses) -> list[tuple[str, LineStage | None]]:
-    """``(what, stage)``: the first stage, the ones holding layout inference and LowerTileOp, and
-    the last one; ``None`` when no statement after that pass carries the line."""
-    picked: list[tuple[str, LineStage | None]] = [("first", entry.stages[0])]
+    """``(what, stage)`` in pass order: the first stage, the ones holding layout inference and
+    LowerTileOp, and the last one; ``None`` when no statement after that pass carries the line."""
+    picked: dict[int, tuple[str, LineStage | None]] = {}
+    for stage in (entry.stages[0], entry.stages[-1]):
+        picked[stage.first_index] = (stage.first, stage)
     for names in (LAYOUT_PASSES, (LOWER_TILE_OP,)):
         index = next((i for i, label in enumerate(found.passes) if label in names), None)
         if index is None:
             continue
         stage = next((s for s in entry.stages if s.first_index <= index <= s.last_index), None)
-        picked.append((found.passes[index], stage))
-    picked.append(("last", entry.stages[-1]))
-    shown: list[tuple[str, LineStage | None]] = []
-    for what, stage in picked:
-        if stage is not None and any(stage is other for _, other in shown):
-            continue
-        shown.append((what, stage))
-    return shown
+        if stage is None:
+            picked[index] = (found.passes[index], None)
+        else:
+            picked[stage.first_index] = (stage.first, stage)
+    return [picked[index] for index in sorted(picked)]
 
 
 def render_section(found: SourceLines, entry: LineThroughPasses) -> str:
