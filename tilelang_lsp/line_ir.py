@@ -85,6 +85,8 @@ async def line_section(
     head = f"**Line {line} through the pipeline** — `{kernel.name}` on `{kernel.target}`"
     if not task.done():
         return f"{head}: lowering with source maps… hover again in a moment."
+    if task.cancelled():  # the text changed meanwhile
+        return f"{head}: the text changed; hover again."
     found = task.result()
     if isinstance(found, str):
         return f"{head}: {found}"
