@@ -12,13 +12,23 @@ kind of run interleaved with the others so all see the same machine load):
 
 ``edit_ratio`` is (edit + maps) / edit: what each edit would cost if the maps were made with it;
 ``summary_ratio`` is maps / summary: what the background lowering would cost if it made them.
-Ends with one line ``RESULT edit_ratio_max=... summary_ratio_max=... maps_ms_max=... edit_ms_max=...``.
+
+With ``--server``, also through a real server (trusted, background work held off), per example:
+``didOpen`` and its analysis, then a hover on its first tile operation until the answer names IR
+lines (*first hover*: the lowering with maps, asked by that hover), then the same hover again
+(*cached hover*).
+
+Ends with one line ``RESULT edit_ratio_max=... summary_ratio_max=... maps_ms_max=... edit_ms_max=...``
+(and ``first_hover_ms_max=... cached_hover_ms_max=...`` with ``--server``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import re
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -38,10 +48,63 @@ def timed(run: Callable[[], object]) -> float:
     return (time.perf_counter() - began) * 1000
 
 
+TILE_OP = re.compile(r"T\.(gemm|copy|reduce_\w+|fill)\(")
+
+
+async def hover_times() -> dict[str, tuple[float, float]]:
+    """Per example, the first and the cached tile-operation hover through a real server (ms)."""
+    from lsprotocol import types
+    from pytest_lsp.client import make_test_lsp_client
+
+    client = make_test_lsp_client()
+    published: set[str] = set()
+    original = client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def publish(params: types.PublishDiagnosticsParams) -> None:
+        published.add(params.uri)
+        original(params)
+
+    client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+    await client.start_io(sys.executable, "-m", "tilelang_lsp.cli", cwd=str(ROOT))
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=ROOT.as_uri(),
+            initialization_options={"trusted": True, "backgroundDelayMs": 600_000},
+        )
+    )
+    times: dict[str, tuple[float, float]] = {}
+    for name, (path, _) in EXAMPLES.items():
+        text = path.read_text()
+        uri = path.as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+        )
+        while uri not in published:
+            await asyncio.sleep(0.02)
+        line, match = next((n, m) for n, t in enumerate(text.splitlines()) if (m := TILE_OP.search(t)))
+        params = types.HoverParams(
+            types.TextDocumentIdentifier(uri), types.Position(line, match.start(1) + 1)
+        )
+        began = time.perf_counter()
+        while True:
+            hover = await client.text_document_hover_async(params)
+            if hover is not None and "IR line" in str(hover.contents):
+                break
+        first = (time.perf_counter() - began) * 1000
+        began = time.perf_counter()
+        await client.text_document_hover_async(params)
+        times[name] = (first, (time.perf_counter() - began) * 1000)
+        print(f"{name:16} first hover {first:7.1f} ms  cached hover {times[name][1]:6.1f} ms", flush=True)
+    await client.shutdown_session()
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--target", default="cuda:sm_90a")
+    parser.add_argument("--server", action="store_true", help="also time hovers through a real server")
     args = parser.parse_args()
 
     from tilelang_lsp.worker.analysis import analyze
@@ -69,10 +132,17 @@ def main() -> None:
             f"{name:16} edit {edit:7.1f} ms  summary {summary:7.1f} ms  maps {maps:7.1f} ms  "
             f"edit+maps/edit {edit_ratios[-1]:.2f}x  maps/summary {summary_ratios[-1]:.2f}x"
         )
-    print(
+    result = (
         f"RESULT edit_ratio_max={max(edit_ratios):.2f} summary_ratio_max={max(summary_ratios):.2f} "
         f"maps_ms_max={maps_max:.1f} edit_ms_max={edit_max:.1f}"
     )
+    if args.server:
+        hovers = asyncio.run(hover_times())
+        result += (
+            f" first_hover_ms_max={max(f for f, _ in hovers.values()):.1f}"
+            f" cached_hover_ms_max={max(c for _, c in hovers.values()):.1f}"
+        )
+    print(result)
 
 
 if __name__ == "__main__":

@@ -116,11 +116,11 @@ def key_stages(found: SourceLines, entry: LineThroughPasses) -> list[tuple[str, 
         index = next((i for i, label in enumerate(found.passes) if label in names), None)
         if index is None:
             continue
-        stage = next((s for s in entry.stages if s.first_index <= index <= s.last_index), None)
-        if stage is None:
+        holding = next((s for s in entry.stages if s.first_index <= index <= s.last_index), None)
+        if holding is None:
             picked[index] = (found.passes[index], None)
         else:
-            picked[stage.first_index] = (stage.first, stage)
+            picked[holding.first_index] = (holding.first, holding)
     return [picked[index] for index in sorted(picked)]
 
 
