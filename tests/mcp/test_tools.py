@@ -448,5 +448,6 @@ def test_source_line_ir_refuses_bad_lines_paths_and_traces(
         "source_line_ir", spec="gemm.py::matmul(__import__('os'))", line=1
     )
     assert "no source maps" in mcp_server.error("source_line_ir", trace=sm90["trace"], line=36)
+    assert "outside the allowed roots" in mcp_server.error("source_line_ir", trace="/etc/hosts", line=1)
     assert "either" in mcp_server.error("source_line_ir", line=36)
     assert mcp_server.ok("list_targets")["targets"]  # the server is still there
