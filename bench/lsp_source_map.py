@@ -107,6 +107,7 @@ def main() -> None:
     parser.add_argument("--server", action="store_true", help="also time hovers through a real server")
     args = parser.parse_args()
 
+    from tilelang_lsp.protocol import LineMaps
     from tilelang_lsp.worker.analysis import analyze
     from tilelang_lsp.worker.source_lines import source_lines
 
@@ -116,7 +117,9 @@ def main() -> None:
         runs: dict[str, Callable[[], object]] = {
             "edit": partial(analyze, file, text, default_target=args.target),
             "summary": partial(analyze, file, text, default_target=args.target, full=True),
-            "maps": partial(source_lines, file, text, kernel, default_target=args.target),
+            "maps": partial(
+                source_lines, LineMaps(path=file, text=text, kernel=kernel, default_target=args.target)
+            ),
         }
         for run in runs.values():  # warm: the first lowering in a process costs more
             run()

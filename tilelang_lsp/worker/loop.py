@@ -214,15 +214,7 @@ class Worker:
         if isinstance(request, LineMaps):
             from tilelang_lsp.worker.source_lines import source_lines
 
-            return source_lines(
-                request.path,
-                request.text,
-                request.kernel,
-                default_target=request.default_target,
-                target=request.target,
-                instances=instances,
-                should_stop=should_stop,
-            )
+            return source_lines(request, should_stop)
         raise ValueError(f"unknown worker request {type(request).__name__}")
 
 

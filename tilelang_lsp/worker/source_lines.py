@@ -14,7 +14,7 @@ from irtrace.core.errors import NotInTraceError
 from irtrace.core.source_map import LineQuery, line_through_passes, pass_maps, wanted_files
 from irtrace.core.trace_reader import load_trace
 from irtrace.recording.resolve.candidates import InstanceSources
-from tilelang_lsp.protocol import LineStage, LineThroughPasses, SourceLines
+from tilelang_lsp.protocol import LineMaps, LineStage, LineThroughPasses, SourceLines
 from tilelang_lsp.worker.analysis import analyze
 
 MAX_STAGE_LINES = 200
@@ -26,29 +26,21 @@ def _never() -> bool:
     return False
 
 
-def source_lines(
-    path: str,
-    text: str,
-    kernel: str,
-    *,
-    default_target: str,
-    target: str | None = None,
-    instances: InstanceSources | None = None,
-    should_stop: Callable[[], bool] = _never,
-) -> SourceLines:
-    """``kernel`` of the document lowered through the whole pipeline with source maps, and for every
+def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) -> SourceLines:
+    """The request's kernel lowered through the whole pipeline with source maps, and for every
     line of the document its statements carry, the IR lines that line became after each pass."""
+    kernel = request.kernel
     with tempfile.TemporaryDirectory() as folder:
         trace_file = str(Path(folder) / "lines.jsonl")
         result = analyze(
-            path,
-            text,
-            default_target=default_target,
-            override_target=target,
+            request.path,
+            request.text,
+            default_target=request.default_target,
+            override_target=request.target,
             full=True,
             kernels_only=[kernel],
             trace_path=trace_file,
-            instances=instances,
+            instances=InstanceSources(traces=request.instance_traces, picks=dict(request.instance_picks)),
             should_stop=should_stop,
             race_check=False,  # the pipeline as `irtrace record` runs it, so both print the same IR
             source_map=True,
