@@ -10,9 +10,9 @@ from typing import Any
 
 from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
 from irtrace.core.source_map import (
-    LineInPass,
     SpanRow,
     changed_rows,
+    line_document,
     line_through_passes,
     parse_line_query,
     require_maps,
@@ -23,8 +23,6 @@ from irtrace.edge.command import echo, load_trace_warning_if_cut
 
 SPANS_FORMAT = "irtrace-spans/1"
 """The ``format`` of ``irtrace spans --format json``."""
-LINE_FORMAT = "irtrace-line/1"
-"""The ``format`` of ``irtrace ir --line N --json``."""
 
 
 def add_spans_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -80,7 +78,7 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     only = run.find_pass(args.pass_name) if args.pass_name else None
     found = line_through_passes(trace, run, query, only)
     if args.json:
-        print(json.dumps(_line_document(run.kernel, run.target, args.line, found), indent=2))
+        print(json.dumps(line_document(run.kernel, run.target, args.line, found), indent=2))
         return ExitCode.OK
     where = f"line {query.line}" + (f" of {query.file}" if query.file else "")
     if not found:
@@ -94,27 +92,6 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         for number, text in zip(item.lines, item.text_lines, strict=True):
             echo(f"{number:>{width}} | {text}")
     return ExitCode.OK
-
-
-def _line_document(kernel: str, target: str, line: str, found: list[LineInPass]) -> dict[str, Any]:
-    return {
-        "format": LINE_FORMAT,
-        "kernel": kernel,
-        "target": target,
-        "line": line,
-        "passes": [
-            {
-                "first": item.first.label,
-                "first_index": item.first.record.index,
-                "last": item.last.label,
-                "last_index": item.last.record.index,
-                "ir": item.first.record.ir_after,
-                "ir_lines": list(item.lines),
-                "text": list(item.text_lines),
-            }
-            for item in found
-        ],
-    }
 
 
 def cmd_spans(args: argparse.Namespace) -> ExitCode:
