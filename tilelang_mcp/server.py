@@ -265,8 +265,7 @@ class TileLangMcp:
         source_map: bool = False,
     ) -> tuple[str, backend.Trace, str | None]:
         """Lower ``spec`` for ``targets`` in the worker into a new session trace; its id, the
-        trace, and why the job stopped early (``None`` when it did not). ``source_map`` stores
-        source maps (``source_line_ir``)."""
+        trace, and why the job stopped early (``None`` when it did not)."""
         checked = self.kernel_spec(spec)
         names = backend.canonical_targets(targets)
         self.recorded += 1  # before any await: concurrent calls get ids of their own
@@ -716,16 +715,13 @@ class TileLangMcp:
         pass_name: line_tool.PassName = None,
         timeout_s: Timeout = None,
     ) -> CallToolResult:
-        """What a line of the kernel's Python file (a T.gemm, T.copy, T.reduce_* call) became after
-        each pass: the IR lines printing statements that carry that line's span, consecutive passes
-        printing the same taken together, from a lowering recorded with source maps (give `spec` to
-        lower it so, or a `trace` recorded with them)."""
+        """The IR lines a line of the kernel's file (a T.gemm, T.copy call) became after each pass, from
+        a lowering with source maps: `spec` lowers it so, or give a `trace` recorded with them."""
         if (trace is None) == (spec is None):
             raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
         if spec is not None:
-            line_tool.check_line(
-                self.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file"), line
-            )
+            file = self.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
+            line_tool.check_line(file, line)
             targets = [target] if target else []
             trace_id, loaded, _ = await self.record(spec, targets, None, timeout_s, source_map=True)
         else:
