@@ -2,7 +2,7 @@
 
 The envelope (``Call``, ``Cancel``, ``Ready``, ``Warm``, ``Progress``, ``Result``, ``Failure``) is
 ``irtrace.core.worker_protocol``'s, which the MCP server's worker speaks too; here are the
-requests (``Analyze``, ``Trace``, ``IrAfterPass``: a document's text and how to analyze it) and
+requests (``Analyze``, ``Trace``, ``IrAfterPass``, ``LineMaps``: a document's text and how to analyze it) and
 the facts they answer with (``ApiIndex``, TileLang's API, is the server's own record, read from
 source and cached, not a worker message). Imports no tilelang: the server process uses it.
 """
@@ -168,6 +168,40 @@ class IrText(msgspec.Struct, frozen=True, kw_only=True):
     text: str
 
 
+class LineStage(msgspec.Struct, frozen=True, kw_only=True):
+    """The IR lines a Python line became after a pass, or after consecutive passes that printed
+    the same text (``irtrace.core.source_map.LineInPass``)."""
+
+    first: str
+    """The pass label (``name`` or ``name#N``)."""
+    first_index: int
+    last: str
+    last_index: int
+    ir_lines: tuple[int, ...]
+    """Lines of the module's print (from 1) that print a statement whose span is the Python line."""
+    text: tuple[str, ...]
+    """Those lines as printed."""
+
+
+class LineThroughPasses(msgspec.Struct, frozen=True, kw_only=True):
+    """One Python line of the kernel's file and what it became, pass by pass."""
+
+    line: int
+    stages: tuple[LineStage, ...] = ()
+
+
+class SourceLines(msgspec.Struct, frozen=True, kw_only=True):
+    """A kernel's full lowering recorded with source maps: for each line of the document that some
+    module's statements carry as their span, the IR lines it became after each pass."""
+
+    kernel: str
+    target: str
+    passes: tuple[str, ...] = ()
+    """Every pass label of the run, by pass index."""
+    lines: tuple[LineThroughPasses, ...] = ()
+    lowering_ms: float = 0.0
+
+
 class CompileJob(msgspec.Struct, frozen=True):
     """One kernel for the nvcc job (``python -m tilelang_lsp.worker.machine_code``), which gets a
     JSON array of them on stdin and answers each with a ``CompiledKernel`` line."""
@@ -225,7 +259,15 @@ class IrAfterPass(DocumentRequest, frozen=True, kw_only=True, tag="irAfterPass")
     pass_name: str
 
 
-WorkerRequest = Analyze | Trace | IrAfterPass
+class LineMaps(DocumentRequest, frozen=True, kw_only=True, tag="lineMaps"):
+    """One kernel's full lowering recorded with source maps (asked on the first hover of a tile
+    operation, not on every edit: maps print each module twice)."""
+
+    answer = SourceLines
+    kernel: str
+
+
+WorkerRequest = Analyze | Trace | IrAfterPass | LineMaps
 CODEC: WorkerCodec[WorkerRequest] = WorkerCodec(WorkerRequest)
 decode_to_worker = CODEC.decode_to_worker
 

@@ -34,7 +34,16 @@ from irtrace.edge.worker_client import (
     session_rss_mb,
 )
 from irtrace.edge.worker_client import WorkerClient as SharedWorkerClient
-from tilelang_lsp.protocol import AnalysisResult, Analyze, IrAfterPass, IrText, Trace, TraceResult
+from tilelang_lsp.protocol import (
+    AnalysisResult,
+    Analyze,
+    IrAfterPass,
+    IrText,
+    LineMaps,
+    SourceLines,
+    Trace,
+    TraceResult,
+)
 
 __all__ = [
     "CANCEL_GRACE_S",
@@ -159,6 +168,8 @@ class WorkerClient(SharedWorkerClient):
     async def request(self, request: Trace, *, timeout: float) -> TraceResult: ...
     @overload
     async def request(self, request: IrAfterPass, *, timeout: float) -> IrText: ...
+    @overload
+    async def request(self, request: LineMaps, *, timeout: float) -> SourceLines: ...
     @overload
     async def request(self, request: Request, *, timeout: float) -> Any: ...
 

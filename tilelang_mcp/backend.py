@@ -102,6 +102,7 @@ __all__ = [  # what the server uses, irtrace's types included
     "resource_lines",
     "run_job",
     "run_summary",
+    "source_line_document",
     "target_table",
     "with_path",
 ]
@@ -307,6 +308,7 @@ def _record_job(request: Record, limits: JobLimits, close_fds: Sequence[int]) ->
         request.targets,
         agent_pass_configs(request.pass_configs),
         instances=instance_sources(request),
+        source_map=request.source_map,
     )
 
     def job(writer: TraceWriter) -> list[dict[str, Any]]:
@@ -615,6 +617,30 @@ def check_report(new: Trace, baseline: Trace, policy: str | None) -> tuple[dict[
     """``irtrace check``: the new trace against the baseline under a policy (defaults if ``None``)."""
     report = check_traces(new, baseline, load_policy(policy) if policy is not None else Policy())
     return report_document(report), render_text(report)
+
+
+def source_line_document(trace: Trace, run: KernelRun, line: int, pass_name: str | None) -> dict[str, Any]:
+    """What line ``line`` of the kernel's file became after each pass (or after ``pass_name``), as
+    ``irtrace ir TRACE --line LINE --json`` gives it (``irtrace-line/1``). A line past the end of
+    the kernel's file as the trace stores it is an error, not an empty answer."""
+    from irtrace.core.source_map import (
+        LineQuery,
+        generated_texts,
+        line_document,
+        line_through_passes,
+        require_maps,
+    )
+
+    require_maps(run)
+    source = trace.kernel_file(run)
+    if source is not None:
+        count = source.count("\n") + (0 if source.endswith("\n") else 1)
+        if line > count:
+            raise JobError(f"line {line} is past the end of {run.kernel}'s file ({count} lines)")
+    only = resolve_query(run, pass_name) if pass_name is not None else None
+    found = line_through_passes(trace, run, LineQuery(line), only)
+    generated = generated_texts(trace, run, LineQuery(line)) if only is None else []
+    return line_document(run.kernel, run.target, str(line), found, generated)
 
 
 def resource_lines(run: KernelRun) -> list[str]:

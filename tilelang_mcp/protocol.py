@@ -69,6 +69,8 @@ class Record(Job, frozen=True, kw_only=True, tag="record"):
     pass_configs: dict[str, Any] = {}  # noqa: RUF012 (msgspec copies an empty default)
     machine_code: bool = False
     bench: bool = False
+    source_map: bool = False
+    """Store source maps (``source_line_ir``)."""
 
 
 class Facts(Job, frozen=True, kw_only=True, tag="facts"):

@@ -30,7 +30,7 @@ from pydantic import Field
 from irtrace import __version__
 from irtrace.core.instances import instance_trace_files
 from irtrace.core.targets import DEFAULT_TARGET
-from tilelang_mcp import backend
+from tilelang_mcp import backend, line_tool
 from tilelang_mcp.protocol import Diagnostics, Facts, InvalidJob, Job, Record, Recorded, make_job
 from tilelang_mcp.roots import AllowedRoots, RootError
 from tilelang_mcp.worker_client import RequestCancelled, RequestFailed, WorkerClient, WorkerError
@@ -234,6 +234,7 @@ class TileLangMcp:
             self.machine_code,
             self.coverage_matrix,
             self.check_trace,
+            self.source_line_ir,
         ):
             self.server.add_tool(tool)
 
@@ -278,6 +279,7 @@ class TileLangMcp:
         *,
         machine_code: bool = False,
         bench: bool = False,
+        source_map: bool = False,
     ) -> tuple[str, backend.Trace, Recorded]:
         """Lower ``spec`` for ``targets`` in the worker into a new session trace; its id, the
         trace and what the job said (why it stopped early, each run's instance)."""
@@ -294,6 +296,7 @@ class TileLangMcp:
             output=str(path),
             machine_code=machine_code,
             bench=bench,
+            source_map=source_map,
         )
         trace = await self.load_file(path)
         stored = StoredTrace(trace_id, path, f"{spec} on {', '.join(names)}")
@@ -713,6 +716,32 @@ class TileLangMcp:
         lines = text.strip().splitlines()
         # the counts and the verdict (render_text's second and last lines); the whole text follows
         return result(f"{lines[1]}\n{lines[-1]}", document, text)
+
+    @tool_errors
+    async def source_line_ir(
+        self,
+        line: line_tool.Line,
+        spec: OptionalSpec = None,
+        trace: TraceRef = None,
+        target: Target = None,
+        kernel: Kernel = None,
+        pass_name: line_tool.PassName = None,
+        timeout_s: Timeout = None,
+    ) -> CallToolResult:
+        """The IR lines a line of the kernel's file (a T.gemm, T.copy call) became after each pass, from
+        a lowering with source maps: `spec` lowers it so, or give a `trace` recorded with them."""
+        if (trace is None) == (spec is None):
+            raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
+        if spec is not None:
+            file = self.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
+            line_tool.check_line(file, line)
+            targets = [target] if target else []
+            trace_id, loaded, _ = await self.record(spec, targets, None, timeout_s, source_map=True)
+        else:
+            assert trace is not None
+            trace_id, loaded = await self.load(trace)
+        run = self.run_of(loaded, kernel, target)
+        return result(*line_tool.line_answer(trace_id, loaded, run, line, pass_name))
 
     def _target(self, target: str | None) -> str | None:
         """A target as irtrace names it; ``None`` is the kernel dialect's default."""

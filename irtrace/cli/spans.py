@@ -10,13 +10,12 @@ from typing import Any
 
 from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
 from irtrace.core.source_map import (
-    LineInPass,
     SpanRow,
     changed_rows,
-    generated_lines,
+    generated_texts,
+    line_document,
     line_ranges,
     line_through_passes,
-    machine_line_map,
     parse_line_query,
     require_maps,
     span_rows,
@@ -26,8 +25,6 @@ from irtrace.edge.command import echo, load_trace_warning_if_cut
 
 SPANS_FORMAT = "irtrace-spans/1"
 """The ``format`` of ``irtrace spans --format json``."""
-LINE_FORMAT = "irtrace-line/1"
-"""The ``format`` of ``irtrace ir --line N --json``."""
 
 
 def add_spans_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,12 +79,9 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     run = trace.find_run(args.kernel, args.target)
     only = run.find_pass(args.pass_name) if args.pass_name else None
     found = line_through_passes(trace, run, query, only)
-    generated = _generated(trace, run, query) if only is None else []
+    generated = generated_texts(trace, run, query) if only is None else []
     if args.json:
-        document = _line_document(run.kernel, run.target, args.line, found)
-        for stage, lines, texts in generated:
-            document[stage] = {"lines": list(lines), "text": texts}
-        print(json.dumps(document, indent=2))
+        print(json.dumps(line_document(run.kernel, run.target, args.line, found, generated), indent=2))
         return ExitCode.OK
     where = f"line {query.line}" + (f" of {query.file}" if query.file else "")
     if not found and not any(lines for _, lines, _ in generated):
@@ -118,46 +112,6 @@ _NONE_WHY = {
     "ptx": " (nvcc located no PTX instruction on its kernel-source lines)",
     "sass": " (the line table locates no SASS instruction on its kernel-source lines)",
 }
-
-
-def _generated(trace: Trace, run: Any, query: Any) -> list[tuple[str, tuple[int, ...], list[str]]]:
-    """``(stage, lines, their text)`` for the kernel source, the PTX and the SASS, for each the
-    trace maps (no lines: the Python line became nothing there that the map can name)."""
-    lines = generated_lines(trace, run, query)
-    found: list[tuple[str, tuple[int, ...], list[str]]] = []
-    if lines.source_mapped and run.source_sha256 is not None:
-        text = trace.text(run.source_sha256).split("\n")
-        found.append(("source", lines.source, [text[n - 1] for n in lines.source]))
-    for stage, mapped, numbers in (
-        ("ptx", lines.ptx_mapped, lines.ptx),
-        ("sass", lines.sass_mapped, lines.sass),
-    ):
-        line_map = machine_line_map(run, stage)
-        if mapped and line_map is not None:
-            text = trace.text(line_map.ir).split("\n")
-            found.append((stage, numbers, [text[n - 1] for n in numbers]))
-    return found
-
-
-def _line_document(kernel: str, target: str, line: str, found: list[LineInPass]) -> dict[str, Any]:
-    return {
-        "format": LINE_FORMAT,
-        "kernel": kernel,
-        "target": target,
-        "line": line,
-        "passes": [
-            {
-                "first": item.first.label,
-                "first_index": item.first.record.index,
-                "last": item.last.label,
-                "last_index": item.last.record.index,
-                "ir": item.first.record.ir_after,
-                "ir_lines": list(item.lines),
-                "text": list(item.text_lines),
-            }
-            for item in found
-        ],
-    }
 
 
 def cmd_spans(args: argparse.Namespace) -> ExitCode:

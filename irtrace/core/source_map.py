@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from irtrace.core.errors import NotInTraceError, UsageError
 from irtrace.core.schema import KernelRun, MachineLines, PassRecord, SourceMapRecord, occurrence_labels
@@ -217,11 +218,13 @@ def line_through_passes(
     trace: Trace, run: KernelRun, query: LineQuery, only: PassRecord | None = None
 ) -> list[LineInPass]:
     """What Python line ``query`` became after each pass (or only after ``only``), consecutive
-    passes that printed the same lines for it taken together."""
+    passes that printed the same lines for it taken together (not across a pass in between whose
+    module has no statement of that line: a nested pass's, say)."""
     require_maps(run)
     files = wanted_files(run, query)
     found: list[LineInPass] = []
-    for item in pass_maps(run):
+    last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
+    for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
         if item.source_map is None or item.record.ir_after is None:
@@ -235,6 +238,7 @@ def line_through_passes(
         previous = found[-1] if found else None
         if (
             previous is not None
+            and last_shown == position - 1
             and previous.lines == tuple(numbers)
             and previous.text_lines == shown
             and previous.last.record.ir_after == item.record.ir_after
@@ -242,7 +246,40 @@ def line_through_passes(
             found[-1] = LineInPass(previous.first, item, previous.lines, shown)
         else:
             found.append(LineInPass(item, item, tuple(numbers), shown))
+        last_shown = position
     return found
+
+
+LINE_FORMAT = "irtrace-line/1"
+"""The ``format`` of ``line_document`` (``irtrace ir --line N --json``, MCP's ``source_line_ir``)."""
+
+
+def line_document(
+    kernel: str, target: str, line: str, found: list[LineInPass], generated: Sequence[GeneratedText] = ()
+) -> dict[str, Any]:
+    """``found`` (and the ``generated`` code's lines, keyed by stage) as the ``irtrace-line/1`` JSON
+    document; ``line`` is the query as given."""
+    document: dict[str, Any] = {
+        "format": LINE_FORMAT,
+        "kernel": kernel,
+        "target": target,
+        "line": line,
+        "passes": [
+            {
+                "first": item.first.label,
+                "first_index": item.first.record.index,
+                "last": item.last.label,
+                "last_index": item.last.record.index,
+                "ir": item.first.record.ir_after,
+                "ir_lines": list(item.lines),
+                "text": list(item.text_lines),
+            }
+            for item in found
+        ],
+    }
+    for stage, lines, texts in generated:
+        document[stage] = {"lines": list(lines), "text": texts}
+    return document
 
 
 @dataclass(frozen=True)
@@ -403,3 +440,26 @@ def generated_lines(trace: Trace, run: KernelRun, query: LineQuery) -> Generated
         ptx_mapped=ptx is not None,
         sass_mapped=sass is not None,
     )
+
+
+GeneratedText = tuple[str, tuple[int, ...], list[str]]
+"""``(stage, lines, their text)``: ``source``, ``ptx`` or ``sass``."""
+
+
+def generated_texts(trace: Trace, run: KernelRun, query: LineQuery) -> list[GeneratedText]:
+    """The kernel-source, PTX and SASS lines Python line ``query`` became, with their text, for each
+    stage the trace maps (no lines: the line became nothing there that the map can name)."""
+    lines = generated_lines(trace, run, query)
+    found: list[GeneratedText] = []
+    if lines.source_mapped and run.source_sha256 is not None:
+        text = trace.text(run.source_sha256).split("\n")
+        found.append(("source", lines.source, [text[n - 1] for n in lines.source]))
+    for stage, mapped, numbers in (
+        ("ptx", lines.ptx_mapped, lines.ptx),
+        ("sass", lines.sass_mapped, lines.sass),
+    ):
+        line_map = machine_line_map(run, stage)
+        if mapped and line_map is not None:
+            text = trace.text(line_map.ir).split("\n")
+            found.append((stage, numbers, [text[n - 1] for n in numbers]))
+    return found

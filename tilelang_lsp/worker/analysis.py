@@ -50,6 +50,7 @@ from tilelang_lsp.protocol import (
     IrAfterPass,
     IrText,
     KernelAnalysis,
+    LineMaps,
     Trace,
 )
 from tilelang_lsp.source.text import uses_tilelang
@@ -97,6 +98,8 @@ class AnalysisJob:
     """Asked before each kernel and after every pass: a newer edit cancels the analysis."""
     on_kernel: Callable[[str, int], None] | None = None
     """Told each kernel's name and line before it is built (the worker's ``Progress``)."""
+    source_map: bool = False
+    """Store source maps in the trace file (``LineMaps``: ``tilelang_lsp.worker.source_lines``)."""
 
     @classmethod
     def of(
@@ -113,6 +116,8 @@ class AnalysisJob:
             return cls(request, request.full, request.race_check, None, trace_path, should_stop, on_kernel)
         if isinstance(request, Trace):
             trace_path = request.output
+        if isinstance(request, LineMaps):  # the pipeline as `irtrace record` runs it: no race check
+            return cls(request, True, False, (request.kernel,), trace_path, should_stop, on_kernel, True)
         if isinstance(request, (Trace, IrAfterPass)):
             return cls(request, True, True, (request.kernel,), trace_path, should_stop, on_kernel)
         raise ValueError(f"unknown worker request {type(request).__name__}")
@@ -130,7 +135,9 @@ class AnalysisJob:
             {RACE_CHECK_CONFIG: False} if self.race_check else {},
             stop_after=() if self.full else (stop,),
             should_stop=self.should_stop,
-            capture=CaptureOptions(ir=self.trace_path is not None),
+            capture=CaptureOptions(
+                ir=self.trace_path is not None, source_map=self.source_map and self.trace_path is not None
+            ),
         )
 
 

@@ -35,6 +35,7 @@ from tilelang_lsp.protocol import (
     Cancel,
     Failure,
     IrAfterPass,
+    LineMaps,
     Progress,
     ProtocolError,
     Ready,
@@ -171,6 +172,10 @@ class Worker:
 
         if isinstance(request, IrAfterPass):
             return analysis.ir_after_pass(request)
+        if isinstance(request, LineMaps):
+            from tilelang_lsp.worker.source_lines import source_lines
+
+            return source_lines(request, should_stop)
         result = analysis.analyze(
             analysis.AnalysisJob.of(request, should_stop=should_stop, on_kernel=on_kernel)
         )
