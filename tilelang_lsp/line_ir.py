@@ -5,8 +5,9 @@ a link to a text of every pass.
 The answer comes from the kernel's full lowering recorded with source maps (the worker's
 ``LineMaps`` request), asked on the first such hover of a document version, never on an edit: maps
 print each module a second time (``bench/lsp_source_map.py``). It covers every line of the kernel at
-once, so later hovers of that version answer at once. The generated CUDA or HIP source is not
-mapped: TileLang's codegen keeps no spans (docs/source-maps.md), so nothing here names its lines.
+once, so later hovers of that version answer at once. The generated CUDA or HIP source's lines
+come from TileLang's own ``#line`` directives (docs/source-maps.md); other backends' codegens write
+none, and the hover says so rather than guess.
 """
 
 from __future__ import annotations
@@ -99,7 +100,21 @@ async def line_section(
     )
     link = f" · [Every pass]({full.as_uri()})" if full is not None else ""
     count = f"In {_passes_in(entry)} of {len(found.passes)} passes"
-    return f"{head}\n\n{body}\n\n{count}{link} · Kernel source: not mapped (its codegen keeps no spans)."
+    return f"{head}\n\n{body}\n\n{count}{link} · {kernel_source_words(found, entry)}"
+
+
+def kernel_source_words(found: SourceLines, entry: LineThroughPasses) -> str:
+    """``In the CUDA source: lines 120-164``, or why no line is named."""
+    from irtrace.core.source_map import line_ranges
+
+    language = found.source_language or "kernel"
+    if not found.source_mapped:
+        return f"{language} source: not mapped (this backend's codegen writes no `#line` directives)."
+    if not entry.source_lines:
+        return f"{language} source: no line carries this line (code TileLang's own macros emit is theirs)."
+    ranges = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in line_ranges(entry.source_lines))
+    noun = "line" if len(entry.source_lines) == 1 else "lines"
+    return f"In the {language} source: {noun} {ranges}."
 
 
 def _passes_in(entry: LineThroughPasses) -> int:

@@ -188,6 +188,9 @@ class LineThroughPasses(msgspec.Struct, frozen=True, kw_only=True):
 
     line: int
     stages: tuple[LineStage, ...] = ()
+    source_lines: tuple[int, ...] = ()
+    """Lines of the generated kernel source (from 1) the Python line became, by TileLang's own
+    ``#line`` directives (``irtrace.core.source_map.generated_lines``)."""
 
 
 class SourceLines(msgspec.Struct, frozen=True, kw_only=True):
@@ -200,6 +203,10 @@ class SourceLines(msgspec.Struct, frozen=True, kw_only=True):
     """Every pass label of the run, by pass index."""
     lines: tuple[LineThroughPasses, ...] = ()
     lowering_ms: float = 0.0
+    source_language: str = ""
+    """``CUDA``, ``HIP``, ...: the generated source's language."""
+    source_mapped: bool = False
+    """Whether the generated source is mapped at all (its backend's codegen writes ``#line``)."""
 
 
 class CompileJob(msgspec.Struct, frozen=True):

@@ -56,3 +56,39 @@ def gemm_line_oracle(target: str = "cuda:sm_90a") -> LineOracle:
     ):
         tilelang.lower(func, target=tvm_target)
     return LineOracle(line, truths)
+
+
+@functools.cache
+def gemm_source_lines_by_directive(line: int, target: str = "cuda:sm_90a") -> tuple[str, set[int]]:
+    """``matmul()``'s CUDA source from plain ``tilelang.lower``, and the lines of it that TileLang's
+    own codegen, with its ``tl.emit_line_directives`` config, puts under a ``#line`` directive
+    naming ``line`` of the GEMM's file (as a C preprocessor would read the directives: each one
+    applies to the lines after it, up to the next)."""
+    import re
+
+    import tilelang
+    import tvm
+
+    from irtrace.core.targets import get_target
+    from irtrace.recording.tvm_targets import make_tvm_target
+
+    tvm_target = make_tvm_target(get_target(target))
+    sources = []
+    for directives in (False, True):
+        func = load_kernel_module(GEMM_FILE).matmul()
+        config = {"tl.emit_line_directives": True} if directives else {}
+        with tvm.transform.PassContext(opt_level=3, config=config), tvm_target:
+            sources.append(tilelang.lower(func, target=tvm_target).kernel_source)
+    plain, annotated = sources
+    under: set[int] = set()
+    current: tuple[int, str] | None = None
+    number = 0
+    for text in annotated.split("\n"):
+        directive = re.fullmatch(r'#line (\d+) "(.*)"', text)
+        if directive is not None:
+            current = (int(directive[1]), directive[2])
+            continue
+        number += 1
+        if current is not None and current[0] == line and current[1].endswith(GEMM_FILE.name):
+            under.add(number)
+    return plain, under

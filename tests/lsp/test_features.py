@@ -337,7 +337,7 @@ async def test_hover_on_a_tile_operation_shows_what_its_line_became(client: Lang
     printer watching the same lowering (ORACLES.md, "Source maps")."""
     from urllib.parse import unquote, urlparse
 
-    from tests.lsp.line_oracle import GEMM_FILE, gemm_line_oracle
+    from tests.lsp.line_oracle import GEMM_FILE, gemm_line_oracle, gemm_source_lines_by_directive
 
     truth = gemm_line_oracle()
     uri, version = open_fresh(client, GEMM_FILE)
@@ -355,6 +355,13 @@ async def test_hover_on_a_tile_operation_shows_what_its_line_became(client: Lang
             break
         assert "lowering with source maps" in section, section
         await asyncio.sleep(0.5)
+    copy_line = next(
+        n for n, text in enumerate(GEMM_FILE.read_text().splitlines(), 1) if "T.copy(C_local" in text
+    )
+    copy_params = types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(copy_line - 1, 14)
+    )
+    copy_hover = await client.text_document_hover_async(copy_params)  # the same lowering, cached
     # closed at once: its background work (extra targets, full lowering, nvcc) is not this test's
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
     assert "gemm" in docs  # TileLang's API docs stay first
@@ -398,3 +405,16 @@ async def test_hover_on_a_tile_operation_shows_what_its_line_became(client: Lang
         line = oracle_pass.text.split("\n")[min(numbers) - 1].strip()
         assert line.startswith(bullet["code"].rstrip("…"))
     assert {layout, lower_tile_op} <= shown
+    # the generated source: T.gemm's code is TileLang's macros', T.copy's is named by its lines,
+    # which TileLang's own #line directives put under that Python line
+    assert "CUDA source: no line carries this line" in section
+    assert copy_hover is not None and isinstance(copy_hover.contents, types.MarkupContent)
+    named = re.search(r"In the CUDA source: lines? ([\d, -]+)\.", copy_hover.contents.value)
+    assert named is not None, copy_hover.contents.value
+    numbers = set()
+    for part in named[1].split(", "):
+        first, _, last = part.partition("-")
+        numbers |= set(range(int(first), int(last or first) + 1))
+    source, under = gemm_source_lines_by_directive(copy_line)
+    stores = {n for n, text in enumerate(source.split("\n"), 1) if re.search(r"\(C \+ .*\) = ", text)}
+    assert stores and stores <= numbers <= under

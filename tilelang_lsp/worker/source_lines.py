@@ -11,7 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from irtrace.core.errors import NotInTraceError
-from irtrace.core.source_map import LineQuery, line_through_passes, pass_maps, wanted_files
+from irtrace.core.source_map import (
+    LineQuery,
+    generated_lines,
+    kernel_source_map,
+    line_through_passes,
+    pass_maps,
+    wanted_files,
+)
+from irtrace.core.targets import TARGETS
 from irtrace.core.trace_reader import load_trace
 from tilelang_lsp.protocol import LineMaps, LineStage, LineThroughPasses, SourceLines
 from tilelang_lsp.worker.analysis import AnalysisJob, analyze
@@ -67,11 +75,14 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
             for item in line_through_passes(trace, run, LineQuery(number))
         )
         if stages:
-            lines.append(LineThroughPasses(line=number, stages=stages))
+            source = generated_lines(trace, run, LineQuery(number)).source[:MAX_STAGE_LINES]
+            lines.append(LineThroughPasses(line=number, stages=stages, source_lines=source))
     return SourceLines(
         kernel=run.kernel,
         target=run.target,
         passes=passes,
         lines=tuple(lines),
         lowering_ms=(run.total_s or 0.0) * 1000,
+        source_language=spec.source_language if (spec := TARGETS.get(run.target)) else "",
+        source_mapped=kernel_source_map(run) is not None,
     )
