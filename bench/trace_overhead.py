@@ -47,19 +47,17 @@ def lower_traced(
     source_map: bool = False,
 ) -> float:
     from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
 
     started = time.perf_counter()
     with TraceWriter(path) as writer:
         result = record_lowering(
             func,
-            target,
             writer,
-            kernel="bench",
-            pass_configs=configs,
-            tvm_target=tvm_target,
-            threaded=threaded,
-            source_map=source_map,
+            RunHeader("bench"),
+            LoweringOptions(
+                target, tvm_target, configs, capture=CaptureOptions(threaded=threaded, source_map=source_map)
+            ),
         )
     elapsed = time.perf_counter() - started
     if result.error is not None:

@@ -39,6 +39,7 @@ from passdiff.align import (
 from passdiff.errors import PassdiffError
 from passdiff.layouts import LayoutComparison, compare_layouts
 from passdiff.normalize import NormalizeRules, normalize_ir
+from passdiff.origins import NOT_RECORDED, DiffOrigins, state_origins
 from passdiff.textdiff import TextDiff, diff_texts, whitespace_key
 
 __all__ = [
@@ -142,6 +143,8 @@ class RunComparison:
     """Facts worth showing: a run that failed, a missing kernel source."""
     layouts: LayoutComparison | None = None
     """The layouts layout inference picked in each run, buffer by buffer (``passdiff.layouts``)."""
+    origins: DiffOrigins = NOT_RECORDED
+    """Which Python lines of the kernel the lines of ``diff`` come from (``passdiff.origins``)."""
 
     @property
     def different(self) -> bool:
@@ -345,6 +348,7 @@ def compare_runs(
     found = _first_difference(texts, trace_a, run_a, trace_b, run_b, alignment)
     diff = None
     input_differs = False
+    origins = NOT_RECORDED
     if found is not None:
         diff = _with_rules(
             diff_texts(texts.get(trace_a, found.sha_a), texts.get(trace_b, found.sha_b), _layout_only(rules)),
@@ -353,6 +357,15 @@ def compare_runs(
         row = found.row
         if row.a is not None and row.b is not None:
             input_differs = texts.differ(trace_a, row.a.ir_before, trace_b, row.b.ir_before)
+        # the pass after which each run's IR is shown: its own, or the other run's latest
+        origins = state_origins(
+            trace_a,
+            run_a,
+            row.a if row.a is not None else found.compared_with,
+            trace_b,
+            run_b,
+            row.b if row.b is not None else found.compared_with,
+        )
     input_diff = None
     if run_a.input_ir and run_b.input_ir:
         input_diff = _with_rules(
@@ -405,6 +418,7 @@ def compare_runs(
         machine_diffs=tuple(machine_diffs),
         notes=tuple(notes),
         layouts=_layouts(run_a, run_b, labels, preposition),
+        origins=origins,
     )
 
 

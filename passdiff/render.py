@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from irtrace.core.summary import NEW_STAGE
 from passdiff.compare import NOT_REACHED, PassAlignment, RunComparison
-from passdiff.summary import MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, diff_names
+from passdiff.origins import NO_MAPS_HINT, DiffOrigins
+from passdiff.summary import MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, diff_names, hunk_note
 from passdiff.textdiff import (
     DELETE,
     EQUAL,
@@ -21,6 +22,7 @@ from passdiff.textdiff import (
     REINDENT,
     REPLACE,
     DiffLine,
+    SideBySideRow,
     TextDiff,
     WordBudget,
     block_lines,
@@ -140,6 +142,13 @@ def _cause(comparison: RunComparison, first: PassAlignment) -> str:
     return " (same input IR: this pass makes the difference)"
 
 
+def origins_hint(report: DiffReport) -> str | None:
+    """One line saying how to see each hunk's Python lines, when no IR diff shown has source maps."""
+    shown = [item.origins for item in report.pass_diffs if not item.new_stage and not item.diff.is_empty]
+    shown += [c.origins for c in report.comparisons if c.diff is not None and c.first_difference is not None]
+    return NO_MAPS_HINT if shown and not any(origins.recorded for origins in shown) else None
+
+
 def layout_section(comparison: RunComparison) -> list[str]:
     """A heading and one line per buffer whose inferred layout differs; nothing when none does
     (or when a run recorded no layouts only because the other is missing)."""
@@ -164,12 +173,17 @@ def render_unified(report: DiffReport, context: int = DEFAULT_CONTEXT) -> str:
             out.append(f"# {base}: {_span(item)}: {NEW_STAGE}: {NEW_STAGE_NOTE}\n")
             continue
         out.append(
-            item.diff.unified(f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context)
+            item.diff.unified(
+                f"a/{base}/before-{item.from_pass}",
+                f"b/{base}/after-{item.to_pass}",
+                context,
+                hunk_note(item.origins),
+            )
         )
     for comparison in report.comparisons:
         if comparison.diff is not None and comparison.first_difference is not None:
             names = diff_names(comparison, comparison.first_difference.label)
-            out.append(comparison.diff.unified(*names, context))
+            out.append(comparison.diff.unified(*names, context, hunk_note(comparison.origins)))
         if comparison.source_diff is not None:
             out.append(comparison.source_diff.unified(*diff_names(comparison, "source"), context))
         for stage, diff in comparison.machine_diffs:
@@ -188,6 +202,9 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
     sides = sides_line(report)
     if sides is not None:
         console.print(Text(sides, style="dim"))
+    hint = origins_hint(report)
+    if hint is not None:
+        console.print(Text(hint, style="dim"))
     for item in report.pass_diffs:
         counts = ((NEW_STAGE, "cyan"),) if item.new_stage else _counts(item.diff)
         header = Text.assemble(
@@ -203,7 +220,7 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
             if item.diff.is_empty:
                 continue
             console.print(Text(f"what the span did before {item.failed_pass}:", style="bold"))
-        _print_diff(console, item.diff, context, "the pass did not change the IR")
+        _print_diff(console, item.diff, context, "the pass did not change the IR", item.origins)
     for comparison in report.comparisons:
         console.print(Text(comparison.title, style="bold"))
         for fact in comparison_facts(comparison, report.mode):
@@ -220,7 +237,7 @@ def render_terminal(report: DiffReport, console: Console, context: int = DEFAULT
                 )
                 + Text.assemble(*_counts(comparison.diff))
             )
-            _print_diff(console, comparison.diff, context, "")
+            _print_diff(console, comparison.diff, context, "", comparison.origins)
         if comparison.source_diff is not None and not comparison.source_diff.is_empty:
             console.print(Text.assemble(("kernel source", "bold"), "  ", *_counts(comparison.source_diff)))
             _print_diff(console, comparison.source_diff, context, "")
@@ -252,23 +269,32 @@ def counts_text(diff: TextDiff) -> str:
     return f"+{diff.added} -{diff.removed}{extra}"
 
 
-def _print_diff(console: Console, diff: TextDiff, context: int, empty_message: str) -> None:
+def _print_diff(
+    console: Console, diff: TextDiff, context: int, empty_message: str, origins: DiffOrigins | None = None
+) -> None:
     if diff.is_empty:
         if empty_message:
             console.print(empty_message)
         return
-    for text in terminal_lines(diff, context):
+    for text in terminal_lines(diff, context, origins):
         console.print(text, crop=False, overflow="ignore", no_wrap=True, soft_wrap=True)
 
 
-def terminal_lines(diff: TextDiff, context: int = DEFAULT_CONTEXT) -> Iterator[Text]:
-    """The diff as rich ``Text`` lines: gutter with line numbers, sign, and highlighted words."""
+def terminal_lines(
+    diff: TextDiff, context: int = DEFAULT_CONTEXT, origins: DiffOrigins | None = None
+) -> Iterator[Text]:
+    """The diff as rich ``Text`` lines: gutter with line numbers, sign, and highlighted words;
+    with ``origins`` (source maps), each hunk starts with the Python lines it comes from."""
     from rich.text import Text
 
     width = len(str(max(diff.before.count("\n"), diff.after.count("\n")) + 1))
+    groups = grouped_opcodes(diff.opcodes(), context) if origins is not None and origins.mapped else []
     for number, hunk in enumerate(_hunks(diff, context)):
         if number:
             yield Text("⋯", style="dim")
+        if groups:
+            for heading in hunk_lines(origins, groups[number]):  # type: ignore[arg-type]
+                yield Text(heading, style="cyan")
         for kind, line, pieces in hunk:
             if kind == NOTE:
                 yield Text(f"{'':>{width}} {'':>{width}} │ ", style="dim") + Text(
@@ -296,6 +322,15 @@ def terminal_lines(diff: TextDiff, context: int = DEFAULT_CONTEXT) -> Iterator[T
 
 
 HunkLine = tuple[str, DiffLine, list[tuple[str, str]] | None]
+
+
+def hunk_lines(origins: DiffOrigins, group: list[tuple[str, int, int, int, int]]) -> list[str]:
+    """What a hunk's heading says: ``python gemm.py:36  T.gemm(...)`` per Python line of its
+    changed lines, or that none of them comes from a line of the kernel."""
+    described = origins.described(origins.of_opcodes(group))
+    if not described:
+        return ["python: none (no changed line carries a span of the kernel's file)"]
+    return [f"python {line}" for line in described]
 
 
 def _hunks(diff: TextDiff, context: int) -> Iterator[list[HunkLine]]:
@@ -365,6 +400,7 @@ td.reindent { background: #fff8c5; } td.reindent::before { content: "⇥ "; colo
 del { background: #ff818266; text-decoration: none; } ins { background: #abf2bc; text-decoration: none; }
 .count-add { color: #1a7f37; } .count-del { color: #cf222e; }
 tr.note td { color: #9a6700; font-style: italic; white-space: normal; }
+tr.py td { background: #ddf4ff; color: #0550ae; white-space: normal; }
 """
 
 
@@ -386,6 +422,9 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
     elif report.sources:
         parts.append(f'<p class="facts">traces: {_e(", ".join(report.sources))}</p>')
     parts.append(f'<p class="rules">{_e(rules_line(report))}</p>')
+    hint = origins_hint(report)
+    if hint is not None:
+        parts.append(f'<p class="rules">{_e(hint)}</p>')
     for item in report.pass_diffs:
         parts.append(_html_pass(item, context))
     for comparison in report.comparisons:
@@ -400,7 +439,7 @@ def render_html(report: DiffReport, context: int | None = DEFAULT_CONTEXT) -> st
         if comparison.diff is not None and comparison.first_difference is not None:
             label = _e(comparison.first_difference.both_labels)
             parts.append(f"<h3>IR after {label} {_html_counts(comparison.diff)}</h3>")
-            parts.append(html_table(comparison.diff, context))
+            parts.append(html_table(comparison.diff, context, comparison.origins))
         if comparison.source_diff is not None and not comparison.source_diff.is_empty:
             parts.append(f"<h3>kernel source {_html_counts(comparison.source_diff)}</h3>")
             parts.append(html_table(comparison.source_diff, context))
@@ -418,7 +457,9 @@ def _html_pass(item: PassDiff, context: int | None) -> str:
         heading = f"<h2>{_e(item.kernel)} on {_e(item.target)}: {_e(span)} {NEW_STAGE}</h2>"
         return f"{heading}<p>{_e(NEW_STAGE_NOTE)}</p>"
     body = (
-        html_table(item.diff, context) if not item.diff.is_empty else "<p>the pass did not change the IR</p>"
+        html_table(item.diff, context, item.origins)
+        if not item.diff.is_empty
+        else "<p>the pass did not change the IR</p>"
     )
     if item.failed_pass is not None:
         failure = (
@@ -437,8 +478,12 @@ def _html_counts(diff: TextDiff) -> str:
     return f'{added} <span class="count-del">-{diff.removed}</span>{reindented}'
 
 
-def html_table(diff: TextDiff, context: int | None = DEFAULT_CONTEXT) -> str:
-    """A side-by-side table of ``diff`` with changed words marked by ``<del>``/``<ins>``."""
+def html_table(
+    diff: TextDiff, context: int | None = DEFAULT_CONTEXT, origins: DiffOrigins | None = None
+) -> str:
+    """A side-by-side table of ``diff`` with changed words marked by ``<del>``/``<ins>``; with
+    ``origins`` (source maps), each stretch of rows starts with the Python lines it comes from
+    (a ``tr.py`` row)."""
     # Column widths come from <col>: a first row spanning all columns (a gap) must not set them.
     rows = [
         '<table class="diff"><colgroup><col class="no"><col class="code"><col class="no"><col class="code">'
@@ -446,32 +491,51 @@ def html_table(diff: TextDiff, context: int | None = DEFAULT_CONTEXT) -> str:
     ]
     previous_old = previous_new = 0
     budget = WordBudget()
+    blocks: list[list[SideBySideRow]] = []
     for row in diff.side_by_side(context):
-        if context is not None and (
-            (row.old_no is not None and row.old_no > previous_old + 1)
-            or (row.new_no is not None and row.new_no > previous_new + 1)
+        if not blocks or (
+            context is not None
+            and (
+                (row.old_no is not None and row.old_no > previous_old + 1)
+                or (row.new_no is not None and row.new_no > previous_new + 1)
+            )
         ):
-            rows.append('<tr class="gap"><td colspan="4">⋯</td></tr>')
+            blocks.append([])
+        blocks[-1].append(row)
         previous_old = row.old_no or previous_old
         previous_new = row.new_no or previous_new
-        old_text, new_text = _e(row.old_text), _e(row.new_text)
-        words = diff_words(row.old_text, row.new_text, budget) if row.kind == REPLACE else None
-        if words is not None and words.skipped:
-            rows.append(f'<tr class="note"><td colspan="4">{_e(words.skipped)}</td></tr>')
-        elif words is not None:
-            pieces = words.pieces
-            old_text = "".join(
-                _e(f) if k == EQUAL else f"<del>{_e(f)}</del>" for k, f in pieces if k != INSERT
+    for number, block in enumerate(blocks):
+        if number:
+            rows.append('<tr class="gap"><td colspan="4">⋯</td></tr>')
+        if origins is not None and origins.mapped:
+            changed = [row for row in block if row.kind != EQUAL]
+            hunk = origins.hunk(
+                [row.old_no for row in changed if row.old_no is not None],
+                [row.new_no for row in changed if row.new_no is not None],
             )
-            new_text = "".join(
-                _e(f) if k == EQUAL else f"<ins>{_e(f)}</ins>" for k, f in pieces if k != DELETE
+            described = origins.described(hunk) or [
+                "none (no changed line carries a span of the kernel's file)"
+            ]
+            rows.append(f'<tr class="py"><td colspan="4">python {_e("; ".join(described))}</td></tr>')
+        for row in block:
+            old_text, new_text = _e(row.old_text), _e(row.new_text)
+            words = diff_words(row.old_text, row.new_text, budget) if row.kind == REPLACE else None
+            if words is not None and words.skipped:
+                rows.append(f'<tr class="note"><td colspan="4">{_e(words.skipped)}</td></tr>')
+            elif words is not None:
+                pieces = words.pieces
+                old_text = "".join(
+                    _e(f) if k == EQUAL else f"<del>{_e(f)}</del>" for k, f in pieces if k != INSERT
+                )
+                new_text = "".join(
+                    _e(f) if k == EQUAL else f"<ins>{_e(f)}</ins>" for k, f in pieces if k != DELETE
+                )
+            old_class = {REPLACE: "replace-old", DELETE: "delete", REINDENT: "reindent"}.get(row.kind, "")
+            new_class = {REPLACE: "replace-new", INSERT: "insert", REINDENT: "reindent"}.get(row.kind, "")
+            rows.append(
+                f'<tr><td class="no">{row.old_no or ""}</td><td class="{old_class}">{old_text}</td>'
+                f'<td class="no">{row.new_no or ""}</td><td class="{new_class}">{new_text}</td></tr>'
             )
-        old_class = {REPLACE: "replace-old", DELETE: "delete", REINDENT: "reindent"}.get(row.kind, "")
-        new_class = {REPLACE: "replace-new", INSERT: "insert", REINDENT: "reindent"}.get(row.kind, "")
-        rows.append(
-            f'<tr><td class="no">{row.old_no or ""}</td><td class="{old_class}">{old_text}</td>'
-            f'<td class="no">{row.new_no or ""}</td><td class="{new_class}">{new_text}</td></tr>'
-        )
     rows.append("</table>")
     return "\n".join(rows)
 

@@ -6,6 +6,7 @@ The CLI builds a report, then renders it; ``report_document`` is what ``--format
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,8 @@ from irtrace.core.trace import KernelRun, Trace
 from passdiff.compare import BOTH, PassAlignment, RunComparison, diff_span, resolve_pass
 from passdiff.layouts import layout_document
 from passdiff.normalize import NormalizeRules
-from passdiff.textdiff import TextDiff
+from passdiff.origins import NOT_RECORDED, DiffOrigins, pass_origins
+from passdiff.textdiff import Opcode, TextDiff, grouped_opcodes
 
 JSON_SCHEMA = 1
 """Version of the JSON summary; bumped when a field changes meaning or goes away."""
@@ -43,6 +45,8 @@ class PassDiff:
     new_stage: bool = False
     """The span holds a stage whose output is another language (``irtrace.core.summary.is_new_stage``):
     its texts are not diffed and no lines are counted."""
+    origins: DiffOrigins = NOT_RECORDED
+    """Which Python lines of the kernel the diff's lines come from (``passdiff.origins``)."""
 
 
 def pass_diff(
@@ -68,6 +72,7 @@ def pass_diff(
         failed_pass=labels[failed.index] if failed else None,
         error=failed.error if failed else None,
         new_stage=any(is_new_stage(p) for p in span),
+        origins=pass_origins(trace, run, first, last),
     )
 
 
@@ -119,14 +124,46 @@ def report_document(report: DiffReport, *, context: int = 3) -> dict[str, Any]:
     }
 
 
-def _diff_document(diff: TextDiff, from_name: str, to_name: str, context: int) -> dict[str, Any]:
-    return {
+def _diff_document(
+    diff: TextDiff, from_name: str, to_name: str, context: int, origins: DiffOrigins | None = None
+) -> dict[str, Any]:
+    document: dict[str, Any] = {
         "equal": diff.is_empty,
         "added": diff.added,
         "removed": diff.removed,
         "reindented": diff.reindented,
-        "unified": diff.unified(from_name, to_name, context),
+        "unified": diff.unified(from_name, to_name, context, hunk_note(origins)),
     }
+    if origins is not None:
+        document["source_lines"] = origins_document(diff, origins, context)
+    return document
+
+
+def hunk_note(origins: DiffOrigins | None) -> Callable[[list[Opcode]], str] | None:
+    """What a unified diff says after each hunk's ``@@``: the Python lines it comes from."""
+    if origins is None or not origins.mapped:
+        return None
+    return lambda group: origins.label(origins.of_opcodes(group))
+
+
+def origins_document(diff: TextDiff, origins: DiffOrigins, context: int) -> dict[str, Any] | None:
+    """Per hunk of the unified diff, the Python lines of its changed lines on each side; ``null``
+    when the runs hold no source maps."""
+    if not origins.recorded:
+        return None
+    hunks = []
+    for group in grouped_opcodes(diff.opcodes(), context):
+        hunk = origins.of_opcodes(group)
+        hunks.append(
+            {
+                "old_start": group[0][1] + 1,
+                "new_start": group[0][3] + 1,
+                "a": None if hunk.old is None else list(hunk.old),
+                "b": None if hunk.new is None else list(hunk.new),
+            }
+        )
+    shown = origins.after or origins.before
+    return {"file": shown.file if shown else None, "same_file": origins.same_source, "hunks": hunks}
 
 
 def _pass_diff_document(item: PassDiff, context: int) -> dict[str, Any]:
@@ -143,7 +180,11 @@ def _pass_diff_document(item: PassDiff, context: int) -> dict[str, Any]:
             {"equal": False, "added": None, "removed": None, "reindented": None, "unified": ""}
             if item.new_stage
             else _diff_document(
-                item.diff, f"a/{base}/before-{item.from_pass}", f"b/{base}/after-{item.to_pass}", context
+                item.diff,
+                f"a/{base}/before-{item.from_pass}",
+                f"b/{base}/after-{item.to_pass}",
+                context,
+                item.origins,
             )
         ),
     }
@@ -169,7 +210,9 @@ def _comparison_document(item: RunComparison, context: int) -> dict[str, Any]:
             **_alignment_document(item.first_difference),
             "input_differs": item.input_differs,
             "compared_with": item.compared_with_label,
-            **_diff_document(item.diff, *diff_names(item, item.first_difference.label), context),
+            **_diff_document(
+                item.diff, *diff_names(item, item.first_difference.label), context, item.origins
+            ),
         }
     return {
         "kernel": item.kernel,

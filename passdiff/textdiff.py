@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -110,11 +110,19 @@ class TextDiff:
         """The diff as ``difflib``-style opcodes over line indexes (0-based)."""
         return list(self.line_opcodes)
 
-    def unified(self, from_name: str = "before", to_name: str = "after", context: int = 3) -> str:
+    def unified(
+        self,
+        from_name: str = "before",
+        to_name: str = "after",
+        context: int = 3,
+        hunk_note: Callable[[list[Opcode]], str] | None = None,
+    ) -> str:
         """A unified diff that ``patch`` applies to ``before`` to get ``after`` ('' when equal).
 
         The texts are taken as ``irtrace ir`` writes them, ending in a newline, so the patch
-        applies to the files it writes even where a hunk touches the last line.
+        applies to the files it writes even where a hunk touches the last line. ``hunk_note``
+        gives the text after a hunk's ``@@ ... @@`` (where diff -p names the function; patch
+        skips it), one line without control characters.
         """
         if self.is_empty:
             return ""
@@ -123,9 +131,9 @@ class TextDiff:
         out = [f"--- {from_name}\n", f"+++ {to_name}\n"]
         for group in grouped_opcodes(self.opcodes(), context):
             first, last = group[0], group[-1]
-            out.append(
-                f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n",
-            )
+            note = hunk_note(group) if hunk_note is not None else ""
+            ranges = f"-{_range(first[1], last[2])} +{_range(first[3], last[4])}"
+            out.append(f"@@ {ranges} @@{' ' if note else ''}{note}\n")
             for tag, i1, i2, j1, j2 in group:
                 if tag == EQUAL:
                     out.extend(" " + old_lines[i] + "\n" for i in range(i1, i2))

@@ -97,6 +97,14 @@ KEYS: tuple[tuple[str, str, str, str, bool], ...] = (
         True,
     ),
     (
+        "g",
+        "pick_line",
+        "source line",
+        "pick a line of the kernel (or click it in the source pane): its IR lines are highlighted in "
+        "each pass shown (traces recorded with --source-map)",
+        False,
+    ),
+    (
         "f",
         "toggle_full",
         "full width",
@@ -147,6 +155,8 @@ class PassvizApp(App[None]):
     """The kernel's source is shown beside the IR."""
     full_width: reactive[bool] = reactive(False)
     """The lists are hidden and the code pane takes the whole width."""
+    picked_line: reactive[int | None] = reactive(None)
+    """The line of the kernel's file whose IR lines are highlighted in the pass shown (``g``)."""
 
     def __init__(self, traces: Sequence[Trace | str | Path], *, show_times: bool = True) -> None:
         super().__init__()
@@ -163,6 +173,7 @@ class PassvizApp(App[None]):
         """The lists were hidden for the layouts view, not by ``f``."""
         self._shown: tuple[Any, ...] | None = None
         self._source_cache: dict[RunRef, Any] = {}
+        self._maps_cache: dict[RunRef, Any] = {}
         self._count_caches: list[dict[tuple[str, str], tuple[int, int]]] = [{} for _ in self.traces]
         self.sub_title = self._title(0)
 
@@ -433,8 +444,13 @@ class PassvizApp(App[None]):
         language = ir_language(record)
         if self.view_mode == "ir":
             text = self.trace.ir_after(record)
-            mapping = self._source_mapping(text) if self.show_source and language == "python" else None
+            mapping = None
+            if self.show_source and language == "python":
+                from passviz.line_marks import gutter
+
+                mapping = gutter(self._origins(record, after=True), text)
             code.show(IrRows(text, mapping), language, keep_scroll=keep_scroll)
+            self._mark_picked()
             self._update_source(code)
             return
         self._update_source(None)
@@ -502,6 +518,8 @@ class PassvizApp(App[None]):
         code.scroll_to(y=max(0, first - 3), animate=False, immediate=True)
         if note:
             self._show_header(note)
+        if self.view_mode == "diff":
+            self._mark_picked()
 
     # ------------------------------------------------------------------ against the --compare trace
 
@@ -565,13 +583,47 @@ class PassvizApp(App[None]):
             self._source_cache[self.run_ref] = kernel_source(self.trace, self.current_run)
         return self._source_cache[self.run_ref]
 
-    def _source_mapping(self, text: str) -> list[int | None] | None:
-        source = self._source()
-        if source is None:
+    def _run_maps(self) -> Any:
+        """The current run's ``RunLineMaps`` (``None`` when the trace holds no maps for it)."""
+        run = self.current_run
+        if run is None or self.run_ref is None:
             return None
-        from passviz.source_map import map_lines
+        if self.run_ref not in self._maps_cache:
+            from passviz.line_marks import run_line_maps
 
-        return [None if n is None else n + 1 for n in map_lines(text.splitlines(), source)]
+            source = self._source()
+            self._maps_cache[self.run_ref] = run_line_maps(run, len(source.lines) if source else None)
+        return self._maps_cache[self.run_ref]
+
+    def _origins(self, record: PassRecord, *, after: bool) -> dict[int, tuple[int, ...]] | None:
+        maps = self._run_maps()
+        return None if maps is None else maps.origins(self.trace, record, after=after)  # type: ignore[no-any-return]
+
+    def picked_rows(self) -> frozenset[int] | None:
+        """0-based rows of the code pane that print the picked line (IR after the pass, or the
+        unified diff); ``None`` when nothing is picked or the view has no map."""
+        from passviz.line_marks import rows_of_line
+
+        record, line, code = self.selected_record, self.picked_line, self.query_one("#code", CodeView)
+        if record is None or line is None:
+            return None
+        before = self._origins(record, after=False) if isinstance(code.rows, UnifiedRows) else None
+        return rows_of_line(code.rows, line, self._origins(record, after=True), before)
+
+    def _mark_picked(self) -> None:
+        """Highlight the picked line's rows in the code pane and say where they are."""
+        if self.picked_line is None:
+            return
+        code = self.query_one("#code", CodeView)
+        marked = self.picked_rows()
+        if not isinstance(code.rows, IrRows | UnifiedRows):
+            return  # side by side, the run, notes: nothing to mark
+        if marked is None:
+            self._show_header(f"line {self.picked_line}: no source map for this view")
+            return
+        code.mark(marked, min(marked) if marked else None)
+        where = f"rows {', '.join(str(n + 1) for n in sorted(marked)[:12])}" if marked else "no line here"
+        self._show_header(f"line {self.picked_line}: {where}")
 
     def _update_source(self, code: CodeView | None) -> None:
         """Show the kernel's source, marking the lines the IR lines on screen came from."""
@@ -591,12 +643,29 @@ class PassvizApp(App[None]):
             pane.show(IrRows("\n".join(source.lines)), "python")
             pane.shown_source = source  # type: ignore[attr-defined]
         rows = code.rows if code is not None else None
+        picked = frozenset() if self.picked_line is None else frozenset({self.picked_line - 1})
         if not isinstance(rows, IrRows) or rows.source_lines is None or code is None:
-            pane.mark(frozenset())
+            pane.mark(picked)
             return
         on_screen = [rows.source_lines[i] for i in code.visible_rows if rows.source_lines[i] is not None]
-        marked = frozenset(n - 1 for n in on_screen if n is not None)
+        marked = frozenset(n - 1 for n in on_screen if n is not None) | picked
         pane.mark(marked, min(marked) if marked else None)
+
+    def on_code_view_clicked(self, message: CodeView.Clicked) -> None:
+        """A click on a line of the source pane picks it."""
+        if message.view.id == "source" and self._source() is not None:
+            self.pick_line(message.row + 1)
+
+    def pick_line(self, line: int | None) -> None:
+        """Highlight ``line``'s IR lines in each pass shown (``None`` stops)."""
+        if line is not None and self._run_maps() is None:
+            self.notify("this run has no source maps: record it with --source-map", severity="warning")
+            return
+        self.picked_line = line
+
+    def watch_picked_line(self) -> None:
+        self._shown = None
+        self._show_code()
 
     def on_code_view_scrolled(self, message: CodeView.Scrolled) -> None:
         if message.view.id == "code" and self.show_source:
@@ -674,6 +743,15 @@ class PassvizApp(App[None]):
         if not self.show_source and self.view_mode != "ir":
             self.view_mode = "ir"
         self.show_source = not self.show_source
+
+    def action_pick_line(self) -> None:
+        from passviz.widgets.line_prompt import LinePrompt
+
+        def chosen(line: int | None) -> None:
+            if line is not None:  # None: cancelled; CLEAR (0): highlight none
+                self.pick_line(line or None)
+
+        self.push_screen(LinePrompt(self.picked_line), chosen)
 
     def action_toggle_full(self) -> None:
         self._widened = False

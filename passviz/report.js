@@ -87,8 +87,8 @@
         table.appendChild(cols);
       }
       function same(i, j) {
-        if (side) row(table, [el("td", "n", i + 1), el("td", "t", a[i]), el("td", "n", j + 1), el("td", "t", a[i])]);
-        else row(table, [el("td", "n", i + 1), el("td", "s", " "), el("td", "t", a[i])]);
+        if (side) row(table, [el("td", "n", i + 1), lines(el("td", "t", a[i]), i + 1, null), el("td", "n", j + 1), lines(el("td", "t", a[i]), null, j + 1)]);
+        else row(table, [el("td", "n", i + 1), el("td", "s", " "), lines(el("td", "t", a[i]), i + 1, j + 1)]);
       }
       hunks(blocks, a.length).forEach(function (h) {
         var first = h.blocks[0], i = Math.max(0, first[0] - C), j = first[2] - (first[0] - i);
@@ -104,8 +104,8 @@
               marks = o !== null && nw !== null && o.trim() !== nw.trim() ? words(o, nw) : null;
               var re = o !== null && nw !== null && o.trim() === nw.trim();
               var lc = el("td", "t " + (o === null ? "gap" : re ? "re" : "del")), rc = el("td", "t " + (nw === null ? "gap" : re ? "re" : "ins"));
-              if (o !== null) fill(lc, o, marks && marks[0]);
-              if (nw !== null) fill(rc, nw, marks && marks[1]);
+              if (o !== null) { fill(lc, o, marks && marks[0]); lines(lc, blk[0] + k + 1, null); }
+              if (nw !== null) { fill(rc, nw, marks && marks[1]); lines(rc, null, blk[2] + k + 1); }
               row(table, [el("td", "n", o === null ? "" : blk[0] + k + 1), lc, el("td", "n", nw === null ? "" : blk[2] + k + 1), rc]);
             }
           } else {
@@ -115,11 +115,11 @@
               pairs.push(oo.trim() === nn.trim() ? null : words(oo, nn));
             }
             for (k = 0; k < dels; k++) {
-              var c = el("td", "t"); fill(c, a[blk[0] + k], pairs[k] && pairs[k][0]);
+              var c = lines(el("td", "t"), blk[0] + k + 1, null); fill(c, a[blk[0] + k], pairs[k] && pairs[k][0]);
               row(table, [el("td", "n", blk[0] + k + 1), el("td", "s", "-"), c]).className = "del";
             }
             for (k = 0; k < ins; k++) {
-              var d = el("td", "t"); fill(d, b[blk[2] + k], pairs[k] && pairs[k][1]);
+              var d = lines(el("td", "t"), null, blk[2] + k + 1); fill(d, b[blk[2] + k], pairs[k] && pairs[k][1]);
               row(table, [el("td", "n", blk[2] + k + 1), el("td", "s", "+"), d]).className = "ins";
             }
           }
@@ -131,7 +131,68 @@
       if (!blocks.length) body.textContent = "(only normalized-away changes)";
       else body.appendChild(table);
       details.dataset.drawn = side ? "side" : "unified";
+      markDiff(details);
     }
+    // A code cell's line numbers in the old (o) and new (n) text, for the Python-line marks.
+    function lines(cell, o, n) {
+      if (o !== null) cell.dataset.o = o;
+      if (n !== null) cell.dataset.n = n;
+      return cell;
+    }
+    // Python lines (source maps, report_source.py): a click on a kernel line lists the IR lines it
+    // became after every pass and marks them in the run's diffs. Only numbers come from the maps.
+    var pymaps = {}, chosen = {};
+    document.querySelectorAll("script.pymap").forEach(function (s) {
+      try { pymaps[s.dataset.run] = JSON.parse(s.textContent); } catch (err) { /* no marks for it */ }
+    });
+    function hits(run, number) {
+      var map = pymaps[run] && pymaps[run].maps[+number], line = chosen[run];
+      var found = number !== "" && number !== undefined && map && line !== undefined ? map[line] : null;
+      return new Set(found || []);
+    }
+    function markDiff(details) {
+      var run = details.dataset.run;
+      if (!run || chosen[run] === undefined) return;
+      var old = hits(run, details.dataset.pya), neu = hits(run, details.dataset.pyb);
+      details.querySelectorAll("td[data-o], td[data-n]").forEach(function (td) {
+        var hit = (td.dataset.o && old.has(+td.dataset.o)) || (td.dataset.n && neu.has(+td.dataset.n));
+        td.classList.toggle("pyhit", !!hit);
+      });
+    }
+    function showThrough(box, run) {
+      var panel = box.querySelector(".pythrough"), line = chosen[run];
+      var entries = (pymaps[run] && pymaps[run].through[line]) || [];
+      panel.textContent = "";
+      panel.appendChild(el("p", "", "Line " + line + " after each pass (" + entries.length + " runs of passes):"));
+      entries.forEach(function (entry) {
+        var part = el("div", "pyentry"), head = el("h4");
+        part.dataset.first = entry[0]; part.dataset.last = entry[1];
+        var name = entry[2] + (entry[1] !== entry[0] ? " … " + entry[3] : "");
+        if (entry[4]) { var link = el("a", "", name); link.href = "#" + entry[4]; head.appendChild(link); }
+        else head.textContent = name;
+        part.appendChild(head);
+        var pre = el("pre"), shown = text(entry[5]);
+        entry[6].forEach(function (n) {
+          var span = el("span", "pyhit", String(n).padStart(5) + "  " + (shown[n - 1] === undefined ? "" : shown[n - 1]));
+          span.dataset.ir = n;
+          pre.appendChild(span);
+        });
+        part.appendChild(pre);
+        panel.appendChild(part);
+      });
+    }
+    document.addEventListener("click", function (e) {
+      var line = e.target.closest ? e.target.closest(".pysrc [data-py]") : null;
+      if (!line) return;
+      var box = line.closest(".pysrc"), run = box.dataset.run;
+      chosen[run] = +line.dataset.py;
+      box.querySelectorAll("[data-py].chosen").forEach(function (x) { x.classList.remove("chosen"); });
+      line.classList.add("chosen");
+      showThrough(box, run);
+      document.querySelectorAll("details.diff[data-drawn]").forEach(function (d) {
+        if (d.dataset.run === run) markDiff(d);
+      });
+    });
     function draw(details) {
       if (details.open && details.dataset.drawn !== (wide.matches ? "side" : "unified")) render(details);
     }

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from irtrace.core.perf import latency_cell, latency_text, lowest_occupancy
 from irtrace.core.summary import NEW_STAGE, is_new_stage, totals_by_pass
-from irtrace.core.trace import KernelRun, PassRecord, RunHeader, Trace, headers_of
+from irtrace.core.trace import KernelRun, PassRecord, Trace, headers_of
 from passviz.model import LineCounts, format_ms, line_counts, pass_entries
 from passviz.report_diffs import OPEN_LIMIT, DiffStore, TextStore, script_element, texts_element
 from passviz.report_diffs import STYLE as REPORT_DIFF_STYLE
 from passviz.report_grid import STYLE as GRID_STYLE
-from passviz.semantics import CATEGORIES, semantic_css, semantic_html
+from passviz.report_source import STYLE as SOURCE_STYLE
+from passviz.semantics import CATEGORIES, semantic_css
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1em auto; padding: 0 1em; max-width: 1600px;
@@ -46,11 +47,6 @@ details > summary { cursor: pointer; }
 code { font-size: 12px; }
 pre.ir { background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto; font-size: 12px; }
 .legend span { margin-right: 1.5em; }
-.sourcemap { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
-.sourcemap pre { margin: 0; background: #fafafa; border: 1px solid #eee; padding: .5em; overflow-x: auto;
-  font-size: 12px; }
-.sourcemap .src { color: #5f87af; } .sourcemap a { color: #5f87af; text-decoration: none; }
-.sourcemap .mapped { background: #e8f0fb; display: inline-block; width: 100%; }
 """
 
 
@@ -77,7 +73,7 @@ def report_parts(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title or f'passviz report: {name}')}</title>",
-        f"<style>{STYLE}{REPORT_DIFF_STYLE}{GRID_STYLE}{semantic_css()}</style></head><body>",
+        f"<style>{STYLE}{REPORT_DIFF_STYLE}{GRID_STYLE}{SOURCE_STYLE}{semantic_css()}</style></head><body>",
         f"<h1>{_e(title or f'passviz report: {name}')}</h1>",
         f"<p>Recorded {_e(trace.created)}; {len(runs)} run(s) of {kernels} kernel(s).",
         " Sections: <a href='#runs'>runs</a> · <a href='#time'>time</a> · <a href='#drawings'>pipelines</a>"
@@ -144,7 +140,7 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _run_anchor(run: KernelRun | RunHeader) -> str:
+def _run_anchor(run: KernelRun) -> str:
     return _e(f"run{run.run_id}")
 
 
@@ -302,8 +298,11 @@ def _run_section(
     store: DiffStore,
 ) -> str:
     from passviz.report_layouts import run_layouts_table
+    from passviz.report_source import SourceLines
+    from passviz.source_map import kernel_source
 
     counts = _counts(trace, run, store)
+    python_lines = SourceLines(trace, run, store.store_text)
     rows = []
     diffs = []
     for entry in pass_entries(run):
@@ -349,7 +348,7 @@ def _run_section(
             hint = f" <span class='hint'>({changed} changed lines: folded)</span>" if folded else ""
             diffs.append(
                 f"<details class='diff'{'' if folded else ' open'} id='{anchor}' "
-                f"data-a='{old}' data-b='{new}' "
+                f"data-a='{old}' data-b='{new}'{python_lines.diff_attributes(record)} "
                 f"data-ops='{blocks}'><summary>{_e(entry.label)} {lines}{hint}</summary>"
                 f"<div class='diffbody'></div></details>"
             )
@@ -369,47 +368,10 @@ def _run_section(
             + "</table></div></details>"
         )
         + run_layouts_table(run, layout_links)
-        + _source_map(trace, run, store)
+        + python_lines.section(
+            lambda record: pass_anchor(run, record) if record.changed or record.failed else None,
+            kernel_source(trace, run),
+        )
         + "<p>Diffs of the passes that changed the IR:</p>"
         + "".join(diffs)
-    )
-
-
-def _source_map(trace: Trace, run: KernelRun, store: DiffStore) -> str:
-    """The module handed to the pipeline beside the kernel's source, each IR line naming (and
-    linking to) the source line it came from. The source is the text the trace holds, never a
-    file its spec names (a hostile trace would publish that file in the report)."""
-    from passviz.source_map import kernel_source, map_lines
-
-    source = kernel_source(trace, run)
-    if source is None or not run.input_ir:
-        return ""
-    key = (run.input_ir, source.name, source.lines, source.first, source.last)
-    earlier = store.source_maps.get(key)
-    if earlier is not None:
-        name = f"{_e(earlier.kernel)} @ {_e(earlier.target)}"
-        return f"<p>Source map: the same as for <a href='#{_run_anchor(earlier)}'>{name}</a>.</p>"
-    store.source_maps[key] = RunHeader(run.run_id, run.kernel, run.target, "", "")
-    ir_lines = trace.text(run.input_ir).splitlines()
-    mapped = map_lines(ir_lines, source)
-    base = f"{_run_anchor(run)}-src"
-    targets = {n for n in mapped if n is not None}
-    ir_rows = []
-    for line, number in zip(ir_lines, mapped, strict=True):
-        mark = f"<a href='#{base}{number + 1}'>L{number + 1}</a>" if number is not None else ""
-        ir_rows.append(f"<span class='src'>{mark:>4}</span> {semantic_html(line)}")
-    source_rows = []
-    for number in range(source.first, source.last + 1):
-        text = f"<span class='src'>{number + 1:>4}</span> {semantic_html(source.lines[number])}"
-        css = " class='mapped'" if number in targets else ""
-        source_rows.append(f"<span id='{base}{number + 1}'{css}>{text}</span>")
-    newline = "\n"
-    return (
-        f"<details><summary>source map: the module handed to the pipeline beside "
-        f"<code>{_e(source.name)}</code> as the trace recorded it</summary>"
-        "<p>Each IR line names the source line it most likely came from (read from the operators and "
-        "names it shares with it; traces hold no source spans).</p>"
-        f"<div class='sourcemap'><pre>{newline.join(ir_rows)}</pre>"
-        f"<pre>{newline.join(source_rows)}</pre></div>"
-        "</details>"
     )

@@ -16,7 +16,7 @@ import gzip
 import json
 from pathlib import Path
 
-from irtrace.core.trace import RunHeader, Trace
+from irtrace.core.trace import Trace
 from passdiff import NormalizeRules, diff_texts
 from passdiff.normalize import normalize_ir
 
@@ -89,8 +89,6 @@ class DiffStore:
         self._normal: dict[str | None, str] = {None: ""}
         self._diffs: dict[tuple[str, str], tuple[int, int, str, int, tuple[int, int]]] = {}
         self.counts: dict[tuple[str, str], tuple[int, int]] = {}
-        self.source_maps: dict[tuple[object, ...], RunHeader] = {}
-        """The first run shown with each source map (later runs with the same one link to it)."""
         self.lazy = texts.lazy
         """``(added, removed)`` by the pair of texts, as ``passviz.model.line_counts`` caches them:
         the diff drawn is the diff counted, computed once."""

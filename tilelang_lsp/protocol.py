@@ -1,23 +1,55 @@
-"""The messages between the language server and its worker, defined once for both sides.
+"""The language server's requests to its worker and their answers, on the shared worker protocol.
 
-One JSON object per line on the worker's stdin and stdout, encoded and decoded with msgspec: the
-server sends a ``Call`` (an ``Analyze``, ``Trace`` or ``IrAfterPass`` request under an id) or a
-``Cancel``; the worker answers each call with a ``Result`` or a ``Failure`` and reports ``Ready``,
-``Warm`` and ``Progress`` events (``ApiIndex``, TileLang's API, is the server's own record, read
-from source and cached, not a worker message). A result's body stays raw until the caller decodes
-it with the type its request names (``Analyze.answer``), so a malformed answer fails that one request with a
-message naming the field, never the reader. Imports no tilelang: the server process uses it.
+The envelope (``Call``, ``Cancel``, ``Ready``, ``Warm``, ``Progress``, ``Result``, ``Failure``) is
+``irtrace.core.worker_protocol``'s, which the MCP server's worker speaks too; here are the
+requests (``Analyze``, ``Trace``, ``IrAfterPass``, ``LineMaps``: a document's text and how to analyze it) and
+the facts they answer with (``ApiIndex``, TileLang's API, is the server's own record, read from
+source and cached, not a worker message). Imports no tilelang: the server process uses it.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Final, Literal, TypeVar
+from typing import Final, Literal
 
 import msgspec
 
 from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.resources import KernelResources
 from irtrace.core.targets import DEFAULT_TARGET
+from irtrace.core.worker_protocol import (
+    Call,
+    Cancel,
+    Failure,
+    Progress,
+    ProtocolError,
+    Ready,
+    Request,
+    Result,
+    Warm,
+    WorkerCodec,
+    decode_body,
+    decode_from_worker,
+    encode,
+    message_id,
+    raw,
+)
+
+__all__ = [  # the shared envelope, so that this module names every message the worker speaks
+    "Call",
+    "Cancel",
+    "Failure",
+    "Progress",
+    "ProtocolError",
+    "Ready",
+    "Request",
+    "Result",
+    "Warm",
+    "decode_body",
+    "decode_from_worker",
+    "encode",
+    "message_id",
+    "raw",
+]
 
 Buffer = BufferFact
 """One buffer of a kernel as the compiler sees it after layout inference (hints and hover): the
@@ -136,6 +168,47 @@ class IrText(msgspec.Struct, frozen=True, kw_only=True):
     text: str
 
 
+class LineStage(msgspec.Struct, frozen=True, kw_only=True):
+    """The IR lines a Python line became after a pass, or after consecutive passes that printed
+    the same text (``irtrace.core.source_map.LineInPass``)."""
+
+    first: str
+    """The pass label (``name`` or ``name#N``)."""
+    first_index: int
+    last: str
+    last_index: int
+    ir_lines: tuple[int, ...]
+    """Lines of the module's print (from 1) that print a statement whose span is the Python line."""
+    text: tuple[str, ...]
+    """Those lines as printed."""
+
+
+class LineThroughPasses(msgspec.Struct, frozen=True, kw_only=True):
+    """One Python line of the kernel's file and what it became, pass by pass."""
+
+    line: int
+    stages: tuple[LineStage, ...] = ()
+    source_lines: tuple[int, ...] = ()
+    """Lines of the generated kernel source (from 1) the Python line became, by TileLang's own
+    ``#line`` directives (``irtrace.core.source_map.generated_lines``)."""
+
+
+class SourceLines(msgspec.Struct, frozen=True, kw_only=True):
+    """A kernel's full lowering recorded with source maps: for each line of the document that some
+    module's statements carry as their span, the IR lines it became after each pass."""
+
+    kernel: str
+    target: str
+    passes: tuple[str, ...] = ()
+    """Every pass label of the run, by pass index."""
+    lines: tuple[LineThroughPasses, ...] = ()
+    lowering_ms: float = 0.0
+    source_language: str = ""
+    """``CUDA``, ``HIP``, ...: the generated source's language."""
+    source_mapped: bool = False
+    """Whether the generated source is mapped at all (its backend's codegen writes ``#line``)."""
+
+
 class CompileJob(msgspec.Struct, frozen=True):
     """One kernel for the nvcc job (``python -m tilelang_lsp.worker.machine_code``), which gets a
     JSON array of them on stdin and answers each with a ``CompiledKernel`` line."""
@@ -155,11 +228,9 @@ class CompiledKernel(msgspec.Struct, frozen=True, kw_only=True):
 # --- requests (server to worker) ---------------------------------------------------------------
 
 
-class Request(msgspec.Struct, frozen=True, kw_only=True, tag_field="method", forbid_unknown_fields=True):
+class DocumentRequest(Request, frozen=True, kw_only=True):
     """A document's text to run in the worker (it is not read from disk: it may be unsaved)."""
 
-    answer: ClassVar[type[msgspec.Struct]]
-    """The type of the worker's answer."""
     path: str
     text: str
     default_target: str = DEFAULT_TARGET
@@ -167,11 +238,11 @@ class Request(msgspec.Struct, frozen=True, kw_only=True, tag_field="method", for
     """Analyze for this target instead of each kernel's own."""
     instance_traces: tuple[str, ...] = ()
     """Trace files whose recorded instances the kernels are analyzed with."""
-    instance_picks: dict[str, str] = {}
+    instance_picks: dict[str, str] = {}  # noqa: RUF012 (msgspec copies an empty default)
     """Per kernel, the instance the user picked (its label)."""
 
 
-class Analyze(Request, frozen=True, kw_only=True, tag="analyze"):
+class Analyze(DocumentRequest, frozen=True, kw_only=True, tag="analyze"):
     """Each kernel built and lowered up to layout inference, or the whole pipeline (``full``)."""
 
     answer = AnalysisResult
@@ -179,7 +250,7 @@ class Analyze(Request, frozen=True, kw_only=True, tag="analyze"):
     race_check: bool = True
 
 
-class Trace(Request, frozen=True, kw_only=True, tag="trace"):
+class Trace(DocumentRequest, frozen=True, kw_only=True, tag="trace"):
     """One kernel lowered through the whole pipeline into the trace file ``output``."""
 
     answer = TraceResult
@@ -187,7 +258,7 @@ class Trace(Request, frozen=True, kw_only=True, tag="trace"):
     output: str
 
 
-class IrAfterPass(Request, frozen=True, kw_only=True, tag="irAfterPass"):
+class IrAfterPass(DocumentRequest, frozen=True, kw_only=True, tag="irAfterPass"):
     """The IR after ``pass_name`` (``name`` or ``name#2``) of one kernel's full lowering."""
 
     answer = IrText
@@ -195,64 +266,17 @@ class IrAfterPass(Request, frozen=True, kw_only=True, tag="irAfterPass"):
     pass_name: str
 
 
-WorkerRequest = Analyze | Trace | IrAfterPass
+class LineMaps(DocumentRequest, frozen=True, kw_only=True, tag="lineMaps"):
+    """One kernel's full lowering recorded with source maps (asked on the first hover of a tile
+    operation, not on every edit: maps print each module twice)."""
 
-
-class Call(msgspec.Struct, frozen=True, tag="call", tag_field="kind", forbid_unknown_fields=True):
-    id: int
-    request: WorkerRequest
-
-
-class Cancel(msgspec.Struct, frozen=True, tag="cancel", tag_field="kind", forbid_unknown_fields=True):
-    """Stop call ``id`` after the pass it is in."""
-
-    id: int
-
-
-ToWorker = Call | Cancel
-
-
-# --- answers and events (worker to server) -----------------------------------------------------
-
-
-class Ready(msgspec.Struct, frozen=True, kw_only=True, tag="ready", tag_field="kind"):
-    """tilelang is imported: the worker takes requests."""
-
-    pid: int
-    import_s: float
-    prefix: str
-    """The worker's ``sys.prefix`` (its environment)."""
-    tilelang: str
-    """The folder tilelang was imported from."""
-
-
-class Warm(msgspec.Struct, frozen=True, kw_only=True, tag="warm", tag_field="kind"):
-    """The warm-up lowering is done."""
-
-    warmup_s: float
-
-
-class Progress(msgspec.Struct, frozen=True, kw_only=True, tag="progress", tag_field="kind"):
-    """Call ``request`` starts building the kernel ``kernel`` (defined at ``line``)."""
-
-    request: int
+    answer = SourceLines
     kernel: str
-    line: int
 
 
-class Result(msgspec.Struct, frozen=True, kw_only=True, tag="result", tag_field="kind"):
-    id: int
-    body: msgspec.Raw
-    """The request's ``answer`` type, decoded by the caller."""
-    rss_mb: float
-
-
-class Failure(msgspec.Struct, frozen=True, kw_only=True, tag="failure", tag_field="kind"):
-    id: int
-    error: str
-    cancelled: bool = False
-    """Stopped by a ``Cancel``, not failed."""
-    rss_mb: float | None = None
+WorkerRequest = Analyze | Trace | IrAfterPass | LineMaps
+CODEC: WorkerCodec[WorkerRequest] = WorkerCodec(WorkerRequest)
+decode_to_worker = CODEC.decode_to_worker
 
 
 class ApiParameter(msgspec.Struct, frozen=True, kw_only=True):
@@ -301,70 +325,6 @@ class ApiIndex(msgspec.Struct, frozen=True, kw_only=True, tag="apiIndex", tag_fi
     """The ``tilelang`` package folder it was read from."""
     modules: tuple[ApiModule, ...] = ()
     elapsed_s: float = 0.0
-
-
-FromWorker = Ready | Warm | Progress | Result | Failure
-
-# --- encoding ----------------------------------------------------------------------------------
-
-
-class ProtocolError(Exception):
-    """A message that does not follow the protocol; the text says which field and why."""
-
-
-T = TypeVar("T")
-
-_encoder = msgspec.json.Encoder()
-_to_worker: msgspec.json.Decoder[Call | Cancel] = msgspec.json.Decoder(ToWorker)
-_from_worker: msgspec.json.Decoder[Ready | Warm | Progress | Result | Failure] = msgspec.json.Decoder(
-    FromWorker
-)
-
-
-def encode(message: msgspec.Struct) -> bytes:
-    """One protocol line, newline included."""
-    return _encoder.encode(message) + b"\n"
-
-
-def raw(value: msgspec.Struct) -> msgspec.Raw:
-    """A result body for ``Result``."""
-    return msgspec.Raw(_encoder.encode(value))
-
-
-def decode_to_worker(line: bytes | str) -> Call | Cancel:
-    try:
-        return _to_worker.decode(line)
-    except msgspec.DecodeError as error:
-        raise ProtocolError(f"malformed request: {error}") from None
-
-
-def decode_from_worker(line: bytes | str) -> Ready | Warm | Progress | Result | Failure:
-    try:
-        return _from_worker.decode(line)
-    except msgspec.DecodeError as error:
-        raise ProtocolError(f"malformed worker message: {error}") from None
-
-
-def decode_body(body: msgspec.Raw | bytes, kind: type[T], method: str) -> T:
-    """A ``Result``'s body as ``kind``, the type its request named."""
-    try:
-        return msgspec.json.decode(body, type=kind)
-    except msgspec.DecodeError as error:
-        raise ProtocolError(f"malformed answer to {method}: {error}") from None
-
-
-class Envelope(msgspec.Struct):
-    """Only the id of a message that failed to decode, to answer it with the reason."""
-
-    id: int | None = None
-
-
-def message_id(line: bytes | str) -> int | None:
-    """The ``id`` of a malformed message, when it has a readable one."""
-    try:
-        return msgspec.json.decode(line, type=Envelope).id
-    except msgspec.DecodeError:
-        return None
 
 
 def to_json(value: msgspec.Struct) -> object:

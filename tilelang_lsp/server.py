@@ -27,6 +27,7 @@ from tilelang_lsp.api.catalog import ApiCatalog
 from tilelang_lsp.compile_job import compile_kernels
 from tilelang_lsp.diagnostics import document_diagnostics
 from tilelang_lsp.document import UNTRUSTED, Document, ExtraTarget, Failure
+from tilelang_lsp.line_maps import LineMapCache
 from tilelang_lsp.options import InitializationOptions
 from tilelang_lsp.pictures import LayoutPictures
 from tilelang_lsp.protocol import AnalysisResult, Analyze, CompiledKernel, CompileJob, Diagnostic
@@ -81,6 +82,8 @@ class TileLangLanguageServer(LanguageServer):
         self.untrusted_reported = False
         self.pictures = LayoutPictures()
         """The hover's layout pictures."""
+        self.line_maps = LineMapCache()
+        """The hover's source-line maps, per document version (lowered on the first hover)."""
 
     def _make_worker(self) -> WorkerClient:
         return WorkerClient(
@@ -116,6 +119,7 @@ class TileLangLanguageServer(LanguageServer):
     def close_document(self, uri: str) -> None:
         doc = self.documents.pop(uri, None)
         self.hint_cache.pop(uri, None)
+        self.line_maps.forget(uri)
         jobs = self.jobs.pop(uri, None)
         if jobs is not None:
             jobs.cancel()
@@ -139,6 +143,7 @@ class TileLangLanguageServer(LanguageServer):
         """
         doc = self.documents[uri]
         jobs = self.jobs.setdefault(uri, DocumentJobs())
+        self.line_maps.forget(uri)
         imports = imports_tilelang(doc.text)
         # Text that does not parse runs nowhere; it is shown as a TileLang file (its syntax error,
         # source hints) when a line of it imports tilelang.

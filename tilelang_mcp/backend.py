@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ from irtrace.recording.facts import (
     reached,
 )
 from irtrace.recording.loader import is_module_name
+from irtrace.recording.recorder import CaptureOptions, LoweringOptions
 from irtrace.recording.resolve.candidates import InstanceSources
 from irtrace.recording.resolve.resolver import NEEDS_VALUES
 from irtrace.recording.resolve.resolver import describe as describe_instance
@@ -63,6 +65,15 @@ from passdiff import (
     count_line_changes,
     diff_span,
     label_in_run,
+)
+from tilelang_mcp.protocol import (
+    Diagnostics,
+    Facts,
+    Job,
+    JobRequest,
+    Record,
+    Recorded,
+    RunInstance,
 )
 
 __all__ = [  # what the server uses, irtrace's types included
@@ -83,6 +94,7 @@ __all__ = [  # what the server uses, irtrace's types included
     "dump",
     "failure_input",
     "find_ir",
+    "instance_document",
     "load_trace",
     "parse_kernel_spec",
     "pass_rows",
@@ -90,12 +102,15 @@ __all__ = [  # what the server uses, irtrace's types included
     "resource_lines",
     "run_job",
     "run_summary",
+    "source_line_document",
     "target_table",
     "with_path",
 ]
 
 RACE_CHECK_CONFIG = "tl.disable_data_race_check"
 """Diagnostics force TileLang's data race check on, as the language server does."""
+NO_IR = CaptureOptions(ir=False)
+"""Facts and diagnostics read the module and the log, never IR texts."""
 
 
 class JobError(Exception):
@@ -194,16 +209,17 @@ def load_trace_bounded(path: Path, limits: JobLimits, store: Path) -> Trace:
 # ----------------------------------------------------------------------------- jobs (worker side)
 
 
-def run_job(method: str, params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int] = ()) -> Any:
-    """Run one job in a forked child; ``close_fds`` are the worker's protocol descriptors, closed
-    in the child so kernel code cannot write to them."""
-    if method == "record":
-        return _record_job(params, limits, close_fds)
-    if method == "facts":
-        return _analysis_job(_facts, params, limits, close_fds)
-    if method == "diagnostics":
-        return _analysis_job(_diagnostics, params, limits, close_fds)
-    raise JobError(f"unknown job {method!r}")
+def run_job(request: JobRequest, close_fds: Sequence[int] = ()) -> Any:
+    """Run one job in a forked child under the request's limits; ``close_fds`` are the worker's
+    protocol descriptors, closed in the child so kernel code cannot write to them."""
+    limits = JobLimits(request.timeout_s, request.memory_mb)
+    if isinstance(request, Record):
+        return _record_job(request, limits, close_fds)
+    if isinstance(request, Facts):
+        return _analysis_job(partial(_facts, request), limits, close_fds)
+    if isinstance(request, Diagnostics):
+        return _analysis_job(partial(_diagnostics, request), limits, close_fds)
+    raise JobError(f"unknown job {type(request).__name__}")
 
 
 def _enter_child(limits: JobLimits, close_fds: Sequence[int]) -> None:
@@ -269,107 +285,121 @@ def _out_of_memory(message: str, limits: JobLimits) -> str:
     return message
 
 
-def agent_pass_configs(params: Mapping[str, Any]) -> dict[str, Any]:
+def agent_pass_configs(given: Mapping[str, Any]) -> dict[str, Any]:
     """An agent's pass configs, decoded as a trace's are (``irtrace.recording.trace_configs``):
     registered configs of their types only; compile flags (nvcc's command line) and options that
     write files are refused, naming the first."""
     from irtrace.recording.trace_configs import decode_trace_configs
 
-    given = params.get("pass_configs") or {}
-    if not isinstance(given, Mapping):
-        raise JobError("pass_configs must be an object of config names and values")
     decoded = decode_trace_configs(dict(given), where="the tool call")
     if decoded.dropped:
         raise JobError(f"pass config {decoded.dropped[0]}: tilelang-mcp does not pass it")
     return decoded.configs
 
 
-def _record_job(params: Mapping[str, Any], limits: JobLimits, close_fds: Sequence[int]) -> dict[str, Any]:
-    """Lower a spec for its targets into ``params["output"]``: the CLI's ``irtrace record``."""
+def _record_job(request: Record, limits: JobLimits, close_fds: Sequence[int]) -> Recorded:
+    """Lower a spec for its targets into ``request.output``: the CLI's ``irtrace record``; with
+    the instance each run was lowered with."""
     from irtrace.recording.bench import bench_for
     from irtrace.recording.machine_code import machine_code_for
 
-    request = RecordRequest(
-        parse_spec(params["spec"]),
-        tuple(params.get("targets") or ()),
-        agent_pass_configs(params),
-        instances=instance_sources(params),
+    recording_request = RecordRequest(
+        parse_spec(request.spec),
+        request.targets,
+        agent_pass_configs(request.pass_configs),
+        instances=instance_sources(request),
+        source_map=request.source_map,
     )
-    machine_code = bool(params.get("machine_code"))
-    bench = bool(params.get("bench"))
 
-    def job(writer: TraceWriter) -> dict[str, Any]:
-        with machine_code_for(writer, machine_code) as compiler, bench_for(writer, bench) as bench_hook:
+    def job(writer: TraceWriter) -> list[dict[str, Any]]:
+        instances: list[dict[str, Any]] = []
+        with (
+            machine_code_for(writer, request.machine_code) as compiler,
+            bench_for(writer, request.bench) as bench_hook,
+        ):
             hooks = [hook for hook in (compiler.after_run if compiler else None, bench_hook) if hook]
 
             def after_run(run: KernelRun, prepared: Any) -> None:
+                if prepared is not None:
+                    instances.append(_run_instance(run, prepared))
                 for hook in hooks:
                     hook(run, prepared)
 
-            recording = record_kernels([request], writer, after_run=after_run if hooks else None)
+            recording = record_kernels([recording_request], writer, after_run=after_run)
         if recording.errors:
             raise recording.errors[0]
-        return {}
+        return instances
 
-    writer = TraceWriter(params["output"])
+    writer = TraceWriter(request.output)
     try:
-        _, runs, stopped = _isolated(job, writer, limits, close_fds)
+        instances, runs, stopped = _isolated(job, writer, limits, close_fds)
     except BaseException:
         writer.abandon(keep=False)
-        Path(params["output"]).unlink(missing_ok=True)
+        Path(request.output).unlink(missing_ok=True)
         raise
     if not runs:
         writer.abandon(keep=False)
-        Path(params["output"]).unlink(missing_ok=True)
+        Path(request.output).unlink(missing_ok=True)
         raise JobError(stopped or "nothing was lowered")
     writer.close()
-    return {"output": params["output"], "runs": len(runs), "stopped": stopped}
+    return Recorded(
+        output=request.output,
+        runs=len(runs),
+        stopped=stopped,
+        instances=tuple(msgspec.convert(found, RunInstance) for found in instances or ()),
+    )
+
+
+def _run_instance(run: KernelRun, prepared: Any) -> dict[str, Any]:
+    """The instance a run was lowered with, as JSON (it comes back from the job's child)."""
+    if prepared.resolved is not None:
+        described = dict(describe_instance(prepared.resolved))
+    else:
+        described = {"call": prepared.spec.text.partition("::")[2] or prepared.name, "origin": "the spec"}
+    return {"kernel": run.kernel, "target": run.target, **described}
 
 
 def _analysis_job(
-    analyze: Callable[[Mapping[str, Any]], dict[str, Any]],
-    params: Mapping[str, Any],
-    limits: JobLimits,
-    close_fds: Sequence[int],
+    analyze: Callable[[], dict[str, Any]], limits: JobLimits, close_fds: Sequence[int]
 ) -> dict[str, Any]:
     writer = TraceWriter(None)
-    result, _, stopped = _isolated(lambda _writer: analyze(params), writer, limits, close_fds)
+    result, _, stopped = _isolated(lambda _writer: analyze(), writer, limits, close_fds)
     if stopped is not None:
         raise JobError(stopped)
     assert isinstance(result, dict)
     return result
 
 
-def instance_sources(params: Mapping[str, Any]) -> InstanceSources:
+def instance_sources(request: Job) -> InstanceSources:
     """Where a kernel named without arguments finds its instance: the language server's resolver
     (``irtrace.recording.resolve``), with the root's recorded traces (``instance_traces``)."""
-    root = params.get("manifest_root")
-    return InstanceSources(
-        traces=tuple(str(t) for t in params.get("instance_traces") or ()),
-        manifest_root=str(root) if root else None,
+    return InstanceSources(traces=request.instance_traces, manifest_root=request.manifest_root)
+
+
+def _units(request: Facts | Diagnostics) -> Iterator[Any]:
+    target = request.target  # None: the dialect's default
+    recording_request = RecordRequest(
+        parse_spec(request.spec), (target,) if target else (), instances=instance_sources(request)
     )
+    return lowering_units(recording_request)
 
 
-def _units(params: Mapping[str, Any]) -> Iterator[Any]:
-    target = params.get("target")  # None: the dialect's default
-    request = RecordRequest(
-        parse_spec(params["spec"]), (target,) if target else (), instances=instance_sources(params)
+def _analyze_unit(
+    unit: Any, *, stop_after: tuple[str, ...] = (), pass_configs: Mapping[str, Any] | None = None
+) -> Any:
+    """``analyze_kernel`` on a unit, without IR texts (facts and diagnostics need none); a kernel
+    that needs a value nobody gives says what gives it."""
+    options = LoweringOptions(
+        unit.target, unit.tvm_target, pass_configs or {}, stop_after=stop_after, capture=NO_IR
     )
-    return lowering_units(request)
-
-
-def _analyze_unit(unit: Any, **options: Any) -> Any:
-    """``analyze_kernel`` on a unit; a kernel that needs a value nobody gives says what gives it."""
     try:
         return analyze_kernel(
             unit.loaded,
             unit.kernel,
             unit.spec,
-            unit.target,
             TraceWriter(None),
-            tvm_target=unit.tvm_target,
+            options,
             symbolic=unit.resolved is not None and bool(unit.resolved.symbolic),
-            **options,
         )
     except IrtraceError as error:
         resolved = unit.resolved
@@ -387,6 +417,16 @@ def _not_reached(recorded: Any) -> str | None:
     return error_headline(str(recorded.error)) if recorded.error is not None else None
 
 
+def instance_document(instance: RunInstance) -> dict[str, Any]:
+    """A run's instance as ``buffer_facts`` answers it (``describe``'s keys: empty ones left out)."""
+    data = msgspec.to_builtins(instance)
+    return {
+        key: value
+        for key, value in data.items()
+        if key not in ("kernel", "target") and (value or key in ("call", "origin"))
+    }
+
+
 def _instance(unit: Any) -> dict[str, Any]:
     """The instance a unit was analyzed with, in the resolver's words."""
     if unit.resolved is not None:
@@ -394,14 +434,14 @@ def _instance(unit: Any) -> dict[str, Any]:
     return {"call": unit.spec.text.partition("::")[2] or unit.kernel.name, "origin": "the spec"}
 
 
-def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
+def _facts(request: Facts) -> dict[str, Any]:
     """Each kernel of the spec lowered up to layout inference, and its buffers (the language
     server's hover facts), those declared on ``line`` when it is given."""
-    line = params.get("line")
+    line = request.line
     kernels = []
-    for unit in _units(params):
+    for unit in _units(request):
         stop = layout_stop_pass(unit.target)
-        analyzed = _analyze_unit(unit, stop_after=stop, capture_ir=False)
+        analyzed = _analyze_unit(unit, stop_after=(stop,))
         recorded = analyzed.recorded
         ok = recorded is not None and recorded.error is None and reached(recorded.run.passes, stop)
         facts = buffer_facts(analyzed.built.func, recorded.stopped_module if ok and recorded else None)
@@ -421,14 +461,14 @@ def _facts(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"kernels": kernels}
 
 
-def _diagnostics(params: Mapping[str, Any]) -> dict[str, Any]:
+def _diagnostics(request: Diagnostics) -> dict[str, Any]:
     """Errors and warnings of the real frontend and pipeline for each kernel of the spec."""
-    spec = parse_spec(params["spec"])
+    spec = parse_spec(request.spec)
     file = Path(spec.path)
     found: list[dict[str, Any]] = []
     kernels: list[dict[str, Any]] = []
     try:
-        units = list(_units(params))
+        units = list(_units(request))
     except KernelSourceError as error:
         code = "syntax" if isinstance(error.__cause__, SyntaxError) else "import"
         return {"kernels": [], "diagnostics": [asdict(error_diagnostics(error, file, code=code))]}
@@ -437,7 +477,7 @@ def _diagnostics(params: Mapping[str, Any]) -> dict[str, Any]:
         kernels.append(entry)
         with capture_native_stderr() as log:
             try:
-                analyzed = _analyze_unit(unit, pass_configs={RACE_CHECK_CONFIG: False}, capture_ir=False)
+                analyzed = _analyze_unit(unit, pass_configs={RACE_CHECK_CONFIG: False})
             except (IrtraceError, JobError) as error:
                 entry["status"] = "failed"
                 if isinstance(error, JobError):
@@ -577,6 +617,30 @@ def check_report(new: Trace, baseline: Trace, policy: str | None) -> tuple[dict[
     """``irtrace check``: the new trace against the baseline under a policy (defaults if ``None``)."""
     report = check_traces(new, baseline, load_policy(policy) if policy is not None else Policy())
     return report_document(report), render_text(report)
+
+
+def source_line_document(trace: Trace, run: KernelRun, line: int, pass_name: str | None) -> dict[str, Any]:
+    """What line ``line`` of the kernel's file became after each pass (or after ``pass_name``), as
+    ``irtrace ir TRACE --line LINE --json`` gives it (``irtrace-line/1``). A line past the end of
+    the kernel's file as the trace stores it is an error, not an empty answer."""
+    from irtrace.core.source_map import (
+        LineQuery,
+        generated_texts,
+        line_document,
+        line_through_passes,
+        require_maps,
+    )
+
+    require_maps(run)
+    source = trace.kernel_file(run)
+    if source is not None:
+        count = source.count("\n") + (0 if source.endswith("\n") else 1)
+        if line > count:
+            raise JobError(f"line {line} is past the end of {run.kernel}'s file ({count} lines)")
+    only = resolve_query(run, pass_name) if pass_name is not None else None
+    found = line_through_passes(trace, run, LineQuery(line), only)
+    generated = generated_texts(trace, run, LineQuery(line)) if only is None else []
+    return line_document(run.kernel, run.target, str(line), found, generated)
 
 
 def resource_lines(run: KernelRun) -> list[str]:

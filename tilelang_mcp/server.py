@@ -30,9 +30,10 @@ from pydantic import Field
 from irtrace import __version__
 from irtrace.core.instances import instance_trace_files
 from irtrace.core.targets import DEFAULT_TARGET
-from tilelang_mcp import backend
+from tilelang_mcp import backend, line_tool
+from tilelang_mcp.protocol import Diagnostics, Facts, InvalidJob, Job, Record, Recorded, make_job
 from tilelang_mcp.roots import AllowedRoots, RootError
-from tilelang_mcp.worker_client import WorkerClient, WorkerError
+from tilelang_mcp.worker_client import RequestCancelled, RequestFailed, WorkerClient, WorkerError
 
 DEFAULT_LINES = 200
 """Lines of IR or diff a call returns unless it asks for another ``limit``."""
@@ -141,7 +142,15 @@ def tool_errors(
             return await function(*args, **kwargs)
         except ToolError:
             raise
-        except (backend.IrtraceError, backend.JobError, RootError, WorkerError) as error:
+        except (
+            backend.IrtraceError,
+            backend.JobError,
+            InvalidJob,
+            RootError,
+            WorkerError,
+            RequestFailed,
+            RequestCancelled,
+        ) as error:
             raise ToolError(backend.describe_job_error(error)) from None
 
     return wrapper
@@ -225,6 +234,7 @@ class TileLangMcp:
             self.machine_code,
             self.coverage_matrix,
             self.check_trace,
+            self.source_line_ir,
         ):
             self.server.add_tool(tool)
 
@@ -238,19 +248,27 @@ class TileLangMcp:
         file = self.config.roots.check(spec.path, "kernel file")
         return backend.with_path(spec, file)
 
-    def instance_params(self, checked: str) -> dict[str, Any]:
-        """Where the resolver may look for a checked spec's instance: the recorded traces of its
-        root (``irtrace.jsonl``, ``.irtrace/*.jsonl``), and no manifest above that root."""
-        root = self.config.roots.root_of(Path(backend.parse_kernel_spec(checked).path))
-        return {"instance_traces": list(instance_trace_files(root)), "manifest_root": str(root)}
-
     def timeout(self, asked: float | None) -> float:
         return min(asked, self.config.timeout_s) if asked else self.config.timeout_s
 
-    async def job(self, method: str, params: dict[str, Any], timeout_s: float | None) -> Any:
-        return await self.worker.request(
-            method, params, timeout_s=self.timeout(timeout_s), memory_mb=self.config.memory_mb
+    async def job(self, kind: type[Job], spec: str, timeout_s: float | None, **fields: Any) -> Any:
+        """Run a job of ``kind`` for the spec ``spec`` in the worker: its file checked against the
+        roots, the instance sources of its root, this call's limits, and ``fields``, all through
+        the job's schema (an unknown field or a bad value is a tool error naming it)."""
+        checked = self.kernel_spec(spec)
+        # a kernel named without arguments may take an instance recorded under its root
+        # (``irtrace.jsonl``, ``.irtrace/*.jsonl``); no manifest above that root is read
+        root = self.config.roots.root_of(Path(backend.parse_kernel_spec(checked).path))
+        request = make_job(
+            kind,
+            spec=checked,
+            timeout_s=self.timeout(timeout_s),
+            memory_mb=self.config.memory_mb,
+            instance_traces=list(instance_trace_files(root)),
+            manifest_root=str(root),
+            **fields,
         )
+        return await self.worker.job(request)
 
     async def record(
         self,
@@ -261,33 +279,31 @@ class TileLangMcp:
         *,
         machine_code: bool = False,
         bench: bool = False,
-    ) -> tuple[str, backend.Trace, str | None]:
+        source_map: bool = False,
+    ) -> tuple[str, backend.Trace, Recorded]:
         """Lower ``spec`` for ``targets`` in the worker into a new session trace; its id, the
-        trace, and why the job stopped early (``None`` when it did not)."""
-        checked = self.kernel_spec(spec)
+        trace and what the job said (why it stopped early, each run's instance)."""
         names = backend.canonical_targets(targets)
         self.recorded += 1  # before any await: concurrent calls get ids of their own
         trace_id = f"t{self.recorded}"
         path = self.config.store / f"{trace_id}.jsonl"
-        answer = await self.job(
-            "record",
-            {
-                "spec": checked,
-                **self.instance_params(checked),
-                "targets": names,
-                "pass_configs": pass_configs or {},
-                "output": str(path),
-                "machine_code": machine_code,
-                "bench": bench,
-            },
+        answer: Recorded = await self.job(
+            Record,
+            spec,
             timeout_s,
+            targets=names,
+            pass_configs=pass_configs or {},
+            output=str(path),
+            machine_code=machine_code,
+            bench=bench,
+            source_map=source_map,
         )
         trace = await self.load_file(path)
         stored = StoredTrace(trace_id, path, f"{spec} on {', '.join(names)}")
         self.traces[trace_id] = stored
         self.publish(stored, trace)
         await self.notify_resources()
-        return trace_id, trace, answer.get("stopped") if isinstance(answer, dict) else None
+        return trace_id, trace, answer
 
     async def load_file(self, path: Path) -> backend.Trace:
         """A trace file read by a child process under the job limits (``load_trace_bounded``)."""
@@ -370,13 +386,18 @@ class TileLangMcp:
         run's status, time and pass counts, and for one target (or pass_list=true) its passes with
         their time, whether they changed the IR and +/- lines; for a failure, the failing pass, its
         error and the IR it received. Returns a trace id for get_ir, diff_passes and check_trace."""
-        trace_id, trace, stopped = await self.record(spec, targets or [], pass_configs, timeout_s)
+        trace_id, trace, recorded = await self.record(spec, targets or [], pass_configs, timeout_s)
+        stopped = recorded.stopped
+        instances = {(found.kernel, found.target): found for found in recorded.instances}
         runs = []
         lines = []
         rows_left = MAX_PASS_ROWS
         listed = pass_list if pass_list is not None else len(trace.runs) == 1
         for run in trace.runs:
             data = backend.run_summary(trace, run)
+            instance = instances.get((run.kernel, run.target))
+            if instance is not None:  # the resolver's words, as the language server's hover says them
+                data["instance"] = backend.instance_document(instance)
             if listed:
                 rows = backend.pass_rows(trace, run)
                 data["pass_list"] = rows[:rows_left]
@@ -400,6 +421,8 @@ class TileLangMcp:
                     data["ir_received_info"] = {"note": f"the IR it received: {ask}"}
             runs.append(data)
             lines.append(_run_line(data))
+            if instance is not None:
+                lines.append(f"  analyzed `{instance.call}`: arguments from {instance.origin}")
         if stopped:
             lines.append(f"stopped early: {stopped}")
         data = {"trace": trace_id, "resource": f"trace://{trace_id}", "stopped": stopped, "runs": runs}
@@ -592,14 +615,7 @@ class TileLangMcp:
         """The buffers of a kernel as the compiler sees them after layout inference (as the language
         server's hover shows): shape, allocated shape (pipeline stages), dtype, scope, inferred layout
         (fragment threads and elements per thread, or the swizzle) and bytes."""
-        checked = self.kernel_spec(spec)
-        params = {
-            "spec": checked,
-            **self.instance_params(checked),
-            "target": self._target(target),
-            "line": line,
-        }
-        answer = await self.job("facts", params, timeout_s)
+        answer = await self.job(Facts, spec, timeout_s, target=self._target(target), line=line)
         lines = []
         for kernel in answer["kernels"]:
             head = f"{kernel['kernel']} on {kernel['target']}"
@@ -618,9 +634,7 @@ class TileLangMcp:
         """Errors and warnings from TileLang's real frontend and pipeline for a kernel file (its
         module-level PrimFuncs) or one kernel spec: syntax and import errors, build errors, the
         failing pass, and the warnings TileLang's checks log (buffer read before written, data race)."""
-        checked = self.kernel_spec(spec)
-        params = {"spec": checked, **self.instance_params(checked), "target": self._target(target)}
-        answer = await self.job("diagnostics", params, timeout_s)
+        answer = await self.job(Diagnostics, spec, timeout_s, target=self._target(target))
         found = answer["diagnostics"]
         lines = [
             f"{Path(d['file'] or '?').name}:{d['line'] or '?'}: {d['severity']} [{d['code']}] "
@@ -645,9 +659,10 @@ class TileLangMcp:
         """Compile a kernel's CUDA source with nvcc (ptxas -v) and report per kernel function its
         registers, spilled bytes, static and dynamic shared memory, barriers and stack; with
         bench, its measured latency on the GPU."""
-        trace_id, trace, stopped = await self.record(
+        trace_id, trace, recorded = await self.record(
             spec, [target], pass_configs, timeout_s, machine_code=True, bench=bench
         )
+        stopped = recorded.stopped
         runs = [backend.run_summary(trace, run) for run in trace.runs]
         lines = []
         for run, data in zip(trace.runs, runs, strict=True):
@@ -671,7 +686,8 @@ class TileLangMcp:
     ) -> CallToolResult:
         """Lower a kernel for every target and say where it lowers and where not: one cell per
         kernel x target, failures grouped by root cause (failing pass and error)."""
-        trace_id, trace, stopped = await self.record(spec, targets or ["all"], pass_configs, timeout_s)
+        trace_id, trace, recorded = await self.record(spec, targets or ["all"], pass_configs, timeout_s)
+        stopped = recorded.stopped
         document, markdown = backend.coverage_document(trace)
         document = {"trace": trace_id, "stopped": stopped, **document}
         failures = sum(cell["status"] != "ok" for cell in document["cells"])
@@ -700,6 +716,32 @@ class TileLangMcp:
         lines = text.strip().splitlines()
         # the counts and the verdict (render_text's second and last lines); the whole text follows
         return result(f"{lines[1]}\n{lines[-1]}", document, text)
+
+    @tool_errors
+    async def source_line_ir(
+        self,
+        line: line_tool.Line,
+        spec: OptionalSpec = None,
+        trace: TraceRef = None,
+        target: Target = None,
+        kernel: Kernel = None,
+        pass_name: line_tool.PassName = None,
+        timeout_s: Timeout = None,
+    ) -> CallToolResult:
+        """The IR lines a line of the kernel's file (a T.gemm, T.copy call) became after each pass, from
+        a lowering with source maps: `spec` lowers it so, or give a `trace` recorded with them."""
+        if (trace is None) == (spec is None):
+            raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
+        if spec is not None:
+            file = self.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
+            line_tool.check_line(file, line)
+            targets = [target] if target else []
+            trace_id, loaded, _ = await self.record(spec, targets, None, timeout_s, source_map=True)
+        else:
+            assert trace is not None
+            trace_id, loaded = await self.load(trace)
+        run = self.run_of(loaded, kernel, target)
+        return result(*line_tool.line_answer(trace_id, loaded, run, line, pass_name))
 
     def _target(self, target: str | None) -> str | None:
         """A target as irtrace names it; ``None`` is the kernel dialect's default."""

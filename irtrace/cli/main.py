@@ -240,7 +240,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.cli.record_order import run_times_for
     from irtrace.cli.record_progress import recording_progress, run_warning_lines
     from irtrace.core.specs import parse_spec
-    from irtrace.core.targets import get_target
+    from irtrace.core.targets import check_target_name
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest, Shard, record_kernels
     from irtrace.recording.bench import bench_for
@@ -253,8 +253,7 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     if args.timeout is not None and not (0 < args.timeout < 1e9):
         raise UsageError(f"--timeout {args.timeout:g}: give a number of seconds above 0")
     for name in args.target:
-        if name != "all":
-            get_target(name)
+        check_target_name(name)  # `all`, `cuda:*` and `hip:*` are expanded per kernel's dialect
     bench = bench_settings(args)  # a bad --bench-shape is said before a missing GPU
     _check_machine_code_and_bench(args)
     if args.jobs < 1 or args.repeat < 1:
@@ -463,7 +462,7 @@ def _latency(run: KernelRun) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.targets import get_target
+    from irtrace.core.targets import PORTABLE, expand_target, get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.capture import (
         SOURCE_MAP_ENV,
@@ -477,7 +476,8 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     command = list(args.script)
     if command and command[0] == "--":
         command = command[1:]
-    targets = [get_target(name) for name in args.target]
+    named = {spec.name: spec for name in args.target for spec in expand_target(name, PORTABLE)}
+    targets = list(named.values())
     auto_target = get_target(args.auto_target) if args.auto_target else None
     split_command(command)  # the script is there: checked before the output is touched
     if args.source_map:

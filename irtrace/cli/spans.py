@@ -10,9 +10,11 @@ from typing import Any
 
 from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
 from irtrace.core.source_map import (
-    LineInPass,
     SpanRow,
     changed_rows,
+    generated_texts,
+    line_document,
+    line_ranges,
     line_through_passes,
     parse_line_query,
     require_maps,
@@ -23,8 +25,6 @@ from irtrace.edge.command import echo, load_trace_warning_if_cut
 
 SPANS_FORMAT = "irtrace-spans/1"
 """The ``format`` of ``irtrace spans --format json``."""
-LINE_FORMAT = "irtrace-line/1"
-"""The ``format`` of ``irtrace ir --line N --json``."""
 
 
 def add_spans_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,11 +79,12 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     run = trace.find_run(args.kernel, args.target)
     only = run.find_pass(args.pass_name) if args.pass_name else None
     found = line_through_passes(trace, run, query, only)
+    generated = generated_texts(trace, run, query) if only is None else []
     if args.json:
-        print(json.dumps(_line_document(run.kernel, run.target, args.line, found), indent=2))
+        print(json.dumps(line_document(run.kernel, run.target, args.line, found, generated), indent=2))
         return ExitCode.OK
     where = f"line {query.line}" + (f" of {query.file}" if query.file else "")
-    if not found:
+    if not found and not any(lines for _, lines, _ in generated):
         after = f" after {only.name}" if only is not None else " after any pass"
         echo(f"irtrace: no statement of {where} is in the IR{after}", stderr=True, one_line=True)
         return ExitCode.NOT_FOUND
@@ -91,30 +92,26 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         span = item.first.label if item.first is item.last else f"{item.first.label} .. {item.last.label}"
         echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index})")
         width = len(str(item.lines[-1]))
-        for number, text in zip(item.lines, item.text_lines, strict=True):
-            echo(f"{number:>{width}} | {text}")
+        for number, line_text in zip(item.lines, item.text_lines, strict=True):
+            echo(f"{number:>{width}} | {line_text}")
+    for stage, lines, texts in generated:
+        if not lines:
+            echo(f"== {where} in the {_STAGE_TITLES[stage]}: no line{_NONE_WHY[stage]}")
+            continue
+        ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in line_ranges(lines))
+        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges})")
+        width = len(str(lines[-1]))
+        for number, line_text in zip(lines, texts, strict=True):
+            echo(f"{number:>{width}} | {line_text}")
     return ExitCode.OK
 
 
-def _line_document(kernel: str, target: str, line: str, found: list[LineInPass]) -> dict[str, Any]:
-    return {
-        "format": LINE_FORMAT,
-        "kernel": kernel,
-        "target": target,
-        "line": line,
-        "passes": [
-            {
-                "first": item.first.label,
-                "first_index": item.first.record.index,
-                "last": item.last.label,
-                "last_index": item.last.record.index,
-                "ir": item.first.record.ir_after,
-                "ir_lines": list(item.lines),
-                "text": list(item.text_lines),
-            }
-            for item in found
-        ],
-    }
+_STAGE_TITLES = {"source": "kernel source", "ptx": "PTX", "sass": "SASS"}
+_NONE_WHY = {
+    "source": " (no statement codegen received carries it; `irtrace spans` shows the pass that dropped it)",
+    "ptx": " (nvcc located no PTX instruction on its kernel-source lines)",
+    "sass": " (the line table locates no SASS instruction on its kernel-source lines)",
+}
 
 
 def cmd_spans(args: argparse.Namespace) -> ExitCode:

@@ -288,6 +288,26 @@ class LaunchesRecord(Struct, frozen=True, kw_only=True, tag="launches", tag_fiel
     """launches not counted because the kernel had more distinct signatures than are kept"""
 
 
+class MachineLines(Struct, frozen=True, kw_only=True):
+    """Which lines of a machine-code stage's text come from which line of the kernel source."""
+
+    stage: Literal["ptx", "sass"]
+    ir: Sha
+    """SHA-256 of the stage's text (its `ir_after`)"""
+    source: Sha
+    """SHA-256 of the kernel source the lines refer to (the run's `source_sha256`)"""
+    lines: list[tuple[Id, Id]] = []
+    """`[stage_line, source_line]`, both from 1: the PTX instruction on `stage_line` was compiled
+    from `source_line` of the kernel source, by the `.loc` directives nvcc writes under TileLang's
+    `-lineinfo` (code inlined from TileLang's or CUDA's headers: the kernel-source line it was
+    inlined at); sorted"""
+
+    def __post_init__(self) -> None:
+        for stage_line, source_line in self.lines:
+            if stage_line < 1 or source_line < 1:
+                raise SchemaError(f"machine: line map entry {[stage_line, source_line]} needs lines from 1")
+
+
 class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field="record"):
     """The run's kernel source compiled by nvcc: its two stages and what each kernel function uses.
     Written after the run's `end` (the compile overlaps the next kernel's lowering), so runs of other
@@ -308,6 +328,8 @@ class MachineRecord(Struct, frozen=True, kw_only=True, tag="machine", tag_field=
     thread), `static_smem` (bytes, as ptxas reports), `dynamic_smem` (bytes TileLang launches with; `null`
     when symbolic), `barriers`, `stack` (bytes per thread)
     """
+    line_maps: list[MachineLines] = []
+    """`MachineLines` objects, one per stage mapped (with `--source-map`): PTX lines to kernel-source lines"""
 
 
 class TensorArg(Struct, frozen=True, kw_only=True):
@@ -414,6 +436,10 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     `pass` record of the pass that produced the module (and once for the module the pipeline
     received), only for a module made of new objects: a pass whose module holds the very same
     objects as the last one mapped keeps that map. Older readers skip it.
+
+    With `after` naming the `codegen` stage, the text is the kernel source (`ir` is the run's
+    `source_sha256`) and `by` is `line_directives`: the lines were placed by TileLang's own `#line`
+    directives (docs/source-maps.md, "The kernel source").
     """
 
     run: Id
@@ -434,6 +460,10 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     lines: list[tuple[Id, Id, Id]] = []
     """`[ir_line, file, line]`: IR line `ir_line` (from 1) prints a statement whose span is line `line` of
     `files[file]`; sorted, one entry per distinct triple"""
+    by: Literal["printer", "line_directives"] = "printer"
+    """how the lines were placed: `printer`, TVM's printer annotating the statements (an IR text);
+    `line_directives`, the `#line` directives TileLang's codegen writes before each statement with a
+    span (the kernel source; a line belongs to the statement whose directive is the last above it)"""
 
     def __post_init__(self) -> None:
         if self.with_span > self.statements:
@@ -525,6 +555,8 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """Which IR lines come from which Python line, per module recorded (``srcmap`` records)."""
     launches: tuple[LaunchSignature, ...] = ()
     """What the program passed at each launch, by distinct signature (``irtrace run``)."""
+    machine_lines: tuple[MachineLines, ...] = ()
+    """Machine-code lines to kernel-source lines (the ``machine`` record's ``line_maps``)."""
 
     def __post_init__(self) -> None:
         for key, kind, expected in (("args", list, "a list"), ("kwargs", dict, "an object")):

@@ -37,6 +37,7 @@ OBJECTS: tuple[type[msgspec.Struct], ...] = (
     schema.TensorArg,
     schema.BufferLayout,
     schema.ResourceCounts,
+    schema.MachineLines,
     schema.LaunchSignature,
     schema.LaunchArg,
 )

@@ -10,9 +10,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from irtrace.core.errors import NotInTraceError, UsageError
-from irtrace.core.schema import KernelRun, PassRecord, SourceMapRecord, occurrence_labels
+from irtrace.core.schema import KernelRun, MachineLines, PassRecord, SourceMapRecord, occurrence_labels
 from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, Trace
 
 _LINE_QUERY = re.compile(r"(?:(?P<file>[^\x00-\x1f]{1,4096}):)?(?P<line>[1-9][0-9]{0,6})")
@@ -103,6 +104,50 @@ def pass_maps(run: KernelRun) -> list[PassMap]:
     return found
 
 
+class RunMaps:
+    """The source maps of one run looked up by pass: the map of the module a pass received and of
+    the one it produced, by the same rule as ``pass_maps`` (the last map of that text written by
+    then)."""
+
+    def __init__(self, run: KernelRun) -> None:
+        self._by_text = _maps_by_text(run)
+        self._finished = _finished_by(sorted(run.passes, key=lambda p: p.index))
+
+    def received(self, record: PassRecord) -> SourceMapRecord | None:
+        """The map of the module ``record`` received (``None`` when the trace holds none)."""
+        started = {i for i in self._finished.get(record.index, set()) if i < record.index}
+        return _map_of(self._by_text, record.ir_before, started)
+
+    def produced(self, record: PassRecord) -> SourceMapRecord | None:
+        """The map of the module after ``record``; for a failed pass, of the module it received."""
+        if record.ir_after is None:
+            return self.received(record)
+        return _map_of(self._by_text, record.ir_after, self._finished.get(record.index, {record.index}))
+
+
+def kernel_files(run: KernelRun) -> set[str]:
+    """The files of ``run``'s source maps that are the kernel's own file (empty when none is)."""
+    try:
+        return wanted_files(run, LineQuery(1))
+    except NotInTraceError:
+        return set()
+
+
+def origins_by_ir_line(
+    source_map: SourceMapRecord, files: set[str], text: str, source_lines: int | None = None
+) -> dict[int, tuple[int, ...]]:
+    """IR line -> the lines of ``files`` its statements come from, for the lines ``text`` has (and,
+    with ``source_lines``, Python lines the kernel's file has): a hostile map naming lines past
+    either end, or another file, adds nothing."""
+    count = text.count("\n") + (0 if text.endswith("\n") else 1)
+    indexes = {i for i, name in enumerate(source_map.files) if name in files}
+    found: dict[int, set[int]] = {}
+    for ir, file, py in source_map.lines:
+        if file in indexes and ir <= count and (source_lines is None or py <= source_lines):
+            found.setdefault(ir, set()).add(py)
+    return {ir: tuple(sorted(lines)) for ir, lines in found.items()}
+
+
 def input_map(run: KernelRun) -> SourceMapRecord | None:
     """The source map of the module the pipeline received."""
     return next((m for m in run.source_maps if m.after is None and m.ir == run.input_ir), None)
@@ -173,11 +218,13 @@ def line_through_passes(
     trace: Trace, run: KernelRun, query: LineQuery, only: PassRecord | None = None
 ) -> list[LineInPass]:
     """What Python line ``query`` became after each pass (or only after ``only``), consecutive
-    passes that printed the same lines for it taken together."""
+    passes that printed the same lines for it taken together (not across a pass in between whose
+    module has no statement of that line: a nested pass's, say)."""
     require_maps(run)
     files = wanted_files(run, query)
     found: list[LineInPass] = []
-    for item in pass_maps(run):
+    last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
+    for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
         if item.source_map is None or item.record.ir_after is None:
@@ -191,6 +238,7 @@ def line_through_passes(
         previous = found[-1] if found else None
         if (
             previous is not None
+            and last_shown == position - 1
             and previous.lines == tuple(numbers)
             and previous.text_lines == shown
             and previous.last.record.ir_after == item.record.ir_after
@@ -198,7 +246,40 @@ def line_through_passes(
             found[-1] = LineInPass(previous.first, item, previous.lines, shown)
         else:
             found.append(LineInPass(item, item, tuple(numbers), shown))
+        last_shown = position
     return found
+
+
+LINE_FORMAT = "irtrace-line/1"
+"""The ``format`` of ``line_document`` (``irtrace ir --line N --json``, MCP's ``source_line_ir``)."""
+
+
+def line_document(
+    kernel: str, target: str, line: str, found: list[LineInPass], generated: Sequence[GeneratedText] = ()
+) -> dict[str, Any]:
+    """``found`` (and the ``generated`` code's lines, keyed by stage) as the ``irtrace-line/1`` JSON
+    document; ``line`` is the query as given."""
+    document: dict[str, Any] = {
+        "format": LINE_FORMAT,
+        "kernel": kernel,
+        "target": target,
+        "line": line,
+        "passes": [
+            {
+                "first": item.first.label,
+                "first_index": item.first.record.index,
+                "last": item.last.label,
+                "last_index": item.last.record.index,
+                "ir": item.first.record.ir_after,
+                "ir_lines": list(item.lines),
+                "text": list(item.text_lines),
+            }
+            for item in found
+        ],
+    }
+    for stage, lines, texts in generated:
+        document[stage] = {"lines": list(lines), "text": texts}
+    return document
 
 
 @dataclass(frozen=True)
@@ -264,3 +345,121 @@ def changed_rows(rows: Sequence[SpanRow]) -> list[SpanRow]:
             kept.append(row)
         last = key
     return kept
+
+
+# ----------------------------------------------------------------------------- generated code
+
+
+def kernel_source_map(run: KernelRun) -> SourceMapRecord | None:
+    """The map of ``run``'s kernel source, placed by TileLang's ``#line`` directives (``None`` when
+    the trace holds none: recorded without ``--source-map``, or a backend that writes none)."""
+    return next(
+        (m for m in run.source_maps if m.by == "line_directives" and m.ir == run.source_sha256),
+        None,
+    )
+
+
+def line_ranges(numbers: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted line numbers as ``(first, last)`` runs of consecutive lines."""
+    runs: list[tuple[int, int]] = []
+    for number in sorted(set(numbers)):
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return tuple(runs)
+
+
+@dataclass(frozen=True)
+class GeneratedLines:
+    """What a Python line became in the kernel source, the PTX and the SASS of one run."""
+
+    source: tuple[int, ...]
+    """lines of the kernel source (from 1) whose statement carries the Python line"""
+    ptx: tuple[int, ...]
+    """lines of the PTX (from 1) compiled from those kernel-source lines"""
+    sass: tuple[int, ...]
+    """lines of the SASS listing (from 1) compiled from those kernel-source lines"""
+    source_mapped: bool
+    """whether the trace maps the kernel source at all (else every field is empty because nothing
+    is known, not because the line became nothing)"""
+    ptx_mapped: bool
+    """whether the trace maps the PTX to the kernel source"""
+    sass_mapped: bool
+
+    @property
+    def source_ranges(self) -> tuple[tuple[int, int], ...]:
+        """``source`` as ``(first, last)`` runs of consecutive lines: ``((120, 164),)``."""
+        return line_ranges(self.source)
+
+    @property
+    def ptx_ranges(self) -> tuple[tuple[int, int], ...]:
+        return line_ranges(self.ptx)
+
+    @property
+    def sass_ranges(self) -> tuple[tuple[int, int], ...]:
+        return line_ranges(self.sass)
+
+
+def machine_line_map(run: KernelRun, stage: str) -> MachineLines | None:
+    """The map of ``run``'s ``stage`` (``ptx``, ``sass``) to its kernel source, if the trace holds one."""
+    return next((m for m in run.machine_lines if m.stage == stage and m.source == run.source_sha256), None)
+
+
+def _stage_lines(trace: Trace, run: KernelRun, stage: str, source: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The lines of ``run``'s ``stage`` text compiled from kernel-source lines ``source`` (``None``
+    when the trace does not map that stage); lines past the end of the text are dropped."""
+    line_map = machine_line_map(run, stage)
+    if line_map is None:
+        return None
+    wanted = set(source)
+    count = trace.text(line_map.ir).count("\n") + 1
+    return tuple(
+        sorted({line for line, from_source in line_map.lines if from_source in wanted and line <= count})
+    )
+
+
+def generated_lines(trace: Trace, run: KernelRun, query: LineQuery) -> GeneratedLines:
+    """The kernel-source, PTX and SASS lines Python line ``query`` became in ``run`` (the API for
+    the language server's hover and the MCP tool): source lines by the ``#line`` map of the kernel
+    source, PTX and SASS lines by their maps to the source composed with it. Raises
+    ``NotInTraceError`` when the run has no source maps or none names the file asked for."""
+    require_maps(run)
+    files = wanted_files(run, query)
+    source_map = kernel_source_map(run)
+    if source_map is None or run.source_sha256 is None:
+        return GeneratedLines((), (), (), source_mapped=False, ptx_mapped=False, sass_mapped=False)
+    source = tuple(ir_lines(source_map, files, query.line, trace.text(run.source_sha256)))
+    ptx = _stage_lines(trace, run, "ptx", source)
+    sass = _stage_lines(trace, run, "sass", source)
+    return GeneratedLines(
+        source,
+        ptx or (),
+        sass or (),
+        source_mapped=True,
+        ptx_mapped=ptx is not None,
+        sass_mapped=sass is not None,
+    )
+
+
+GeneratedText = tuple[str, tuple[int, ...], list[str]]
+"""``(stage, lines, their text)``: ``source``, ``ptx`` or ``sass``."""
+
+
+def generated_texts(trace: Trace, run: KernelRun, query: LineQuery) -> list[GeneratedText]:
+    """The kernel-source, PTX and SASS lines Python line ``query`` became, with their text, for each
+    stage the trace maps (no lines: the line became nothing there that the map can name)."""
+    lines = generated_lines(trace, run, query)
+    found: list[GeneratedText] = []
+    if lines.source_mapped and run.source_sha256 is not None:
+        text = trace.text(run.source_sha256).split("\n")
+        found.append(("source", lines.source, [text[n - 1] for n in lines.source]))
+    for stage, mapped, numbers in (
+        ("ptx", lines.ptx_mapped, lines.ptx),
+        ("sass", lines.sass_mapped, lines.sass),
+    ):
+        line_map = machine_line_map(run, stage)
+        if mapped and line_map is not None:
+            text = trace.text(line_map.ir).split("\n")
+            found.append((stage, numbers, [text[n - 1] for n in numbers]))
+    return found

@@ -643,7 +643,8 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
                     f"{where}:{number}: run {run_id} has two passes with index {item.index}"
                 )
             parsed.passes[run_id][item.index] = replace(item, run=run_id)
-        parsed.runs[run_id] = with_machine_code(run, record.passes, resources_of(record))
+        run = with_machine_code(run, record.passes, resources_of(record))
+        parsed.runs[run_id] = replace(run, machine_lines=tuple(record.line_maps)) if record.line_maps else run
 
 
 def _orphan(

@@ -33,6 +33,7 @@ from irtrace.core.schema import (
     LaunchesRecord,
     LaunchSignature,
     LayoutRecord,
+    MachineLines,
     MachineRecord,
     PassRecord,
     ResourceCounts,
@@ -253,7 +254,11 @@ class TraceWriter:
         return run
 
     def add_machine_code(
-        self, run_id: int, passes: Sequence[PassRecord], resources: Sequence[KernelResources]
+        self,
+        run_id: int,
+        passes: Sequence[PassRecord],
+        resources: Sequence[KernelResources],
+        line_maps: Sequence[MachineLines] = (),
     ) -> KernelRun:
         """Add a run's machine-code stages (phase ``machine``) and resources, after its ``end``.
 
@@ -269,8 +274,9 @@ class TraceWriter:
             )
             for item in resources
         }
-        self._write(MachineRecord(run=run_id, passes=passes, resources=counts))
-        run = self._runs[run_id] = with_machine_code(self._runs[run_id], passes, resources)
+        self._write(MachineRecord(run=run_id, passes=passes, resources=counts, line_maps=list(line_maps)))
+        run = with_machine_code(self._runs[run_id], passes, resources)
+        run = self._runs[run_id] = replace(run, machine_lines=tuple(line_maps)) if line_maps else run
         return run
 
     def add_layouts(self, run_id: int, record: LayoutRecord) -> KernelRun:
@@ -337,7 +343,7 @@ class TraceWriter:
             warnings=run.warnings,
         )
         if machine or run.resources:
-            ended = self.add_machine_code(started.run_id, machine, run.resources)
+            ended = self.add_machine_code(started.run_id, machine, run.resources, run.machine_lines)
         if run.bench is not None:
             ended = self.add_bench(started.run_id, run.bench)
         if run.launches:
@@ -446,7 +452,7 @@ class TraceWriter:
             elif isinstance(record, EndRecord):
                 self._end(replace(record, run=run_id))
             elif isinstance(record, MachineRecord):
-                self.add_machine_code(run_id, record.passes, resources_of(record))
+                self.add_machine_code(run_id, record.passes, resources_of(record), record.line_maps)
             elif isinstance(record, BenchRecord):
                 self.add_bench(run_id, bench_of(record))
         return [self._runs[run_id] for run_id in numbers.values()]

@@ -40,7 +40,10 @@ from irtrace.recording.loader import (
     target_context,
 )
 from irtrace.recording.recorder import (
+    CaptureOptions,
+    LoweringOptions,
     RecordedLowering,
+    RunHeader,
     begin_run_record,
     crash_safe,
     record_failure,
@@ -99,6 +102,8 @@ class PreparedLowering:
     """The request's ``bench_shape`` (the manifest's sizes of symbolic dimensions for ``--bench``)."""
     source_map: bool = False
     """The request's ``source_map``."""
+    resolved: ResolvedInstance | None = None
+    """The instance the resolver found, for a kernel named without arguments (``instances``)."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,7 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
         source_as_imported(unit.loaded.path),
         unit.request.bench_shape,
         unit.request.source_map,
+        unit.resolved,
     )
 
 
@@ -233,23 +239,23 @@ def record_prepared(
             error=prepared.error.message,
             kernel_file_text=prepared.kernel_file_text,
         )
-    return record_lowering(
-        prepared.built.func,
-        prepared.target,
-        writer,
-        kernel=prepared.name,
-        spec=prepared.spec.text,
-        args=prepared.args,
-        pass_configs=prepared.pass_configs,
-        tvm_target=prepared.tvm_target,
-        stop_after=stop_after,
-        # crash-safe: every record reaches the file before the next pass runs, so a native crash
-        # loses nothing; a --jobs worker prints on a pool and runs a crashed task again crash-safe
-        threaded=not crash_safe(),
-        kernel_file_text=prepared.kernel_file_text,
-        capture_warnings=True,  # each warning kept with the run that logged it
-        source_map=prepared.source_map,
+    header = RunHeader(
+        prepared.name, prepared.spec.text, prepared.args, kernel_file_text=prepared.kernel_file_text
     )
+    options = LoweringOptions(
+        prepared.target,
+        prepared.tvm_target,
+        prepared.pass_configs,
+        stop_after=tuple(stop_after),
+        capture=CaptureOptions(
+            # crash-safe: every record reaches the file before the next pass runs, so a native crash
+            # loses nothing; a --jobs worker prints on a pool and runs a crashed task again crash-safe
+            threaded=not crash_safe(),
+            warnings=True,  # each warning kept with the run that logged it
+            source_map=prepared.source_map,
+        ),
+    )
+    return record_lowering(prepared.built.func, writer, header, options)
 
 
 AfterRun = Callable[[KernelRun, "PreparedLowering | None"], None]
@@ -527,25 +533,20 @@ def analyze_kernel(
     loaded: LoadedModule,
     kernel: KernelDefinition,
     spec: KernelSpec,
-    target: TargetSpec,
     writer: TraceWriter,
+    options: LoweringOptions,
     *,
-    tvm_target: Any = None,
-    stop_after: str | None = None,
-    pass_configs: Mapping[str, Any] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-    capture_ir: bool = True,
     symbolic: bool = False,
 ) -> AnalyzedKernel:
-    """Build ``kernel`` with ``spec``'s arguments for ``target`` and lower it up to ``stop_after``
-    (the whole pipeline when ``None``), recording into ``writer``.
+    """Build ``kernel`` with ``spec``'s arguments for ``options.target`` and lower it as ``options``
+    say (up to their ``stop_after``), recording into ``writer``.
 
     A kernel that cannot be built raises ``IrtraceError``; a lowering failure is in the result.
-    ``pass_configs`` are defaults under the kernel's own; ``should_stop`` cancels between passes.
-    ``symbolic`` (the spec passes symbols for sizes nobody gave): a kernel with a tile of
-    symbolic size is built and not lowered (``symbolic_tiles``).
+    ``options.pass_configs`` are defaults under the kernel's own. ``symbolic`` (the spec passes
+    symbols for sizes nobody gave): a kernel with a tile of symbolic size is built and not
+    lowered (``symbolic_tiles``).
     """
-    tvm_target = tvm_target or make_tvm_target(target)
+    tvm_target = options.tvm_target or make_tvm_target(options.target)
     began = time.perf_counter()
     with target_context(tvm_target):
         call = bind_call(kernel, spec, loaded.path)
@@ -553,18 +554,10 @@ def analyze_kernel(
     build_s = time.perf_counter() - began
     if symbolic and symbolic_tiles(built.func):
         return AnalyzedKernel(built, None, build_s)
-    recorded = record_lowering(
-        built.func,
-        target,
-        writer,
-        kernel=kernel.name,
-        spec=spec.text,
-        args=call.args_json(),
-        pass_configs={**(pass_configs or {}), **built.pass_configs},
-        tvm_target=tvm_target,
-        stop_after=() if stop_after is None else (stop_after,),
-        should_stop=should_stop,
-        capture_ir=capture_ir,
-        kernel_file_text=source_as_imported(loaded.path),
+    header = RunHeader(
+        kernel.name, spec.text, call.args_json(), kernel_file_text=source_as_imported(loaded.path)
     )
-    return AnalyzedKernel(built, recorded, build_s)
+    options = replace(
+        options, tvm_target=tvm_target, pass_configs={**options.pass_configs, **built.pass_configs}
+    )
+    return AnalyzedKernel(built, record_lowering(built.func, writer, header, options), build_s)

@@ -38,7 +38,15 @@ from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
 from irtrace.recording.launches import observe_launches, write_launches
 from irtrace.recording.loader import CapturedKernel, KernelCall
-from irtrace.recording.recorder import PassRecorder, begin_run_record, describe_error, record_lowering
+from irtrace.recording.recorder import (
+    CaptureOptions,
+    LoweringOptions,
+    PassRecorder,
+    RunHeader,
+    begin_run_record,
+    describe_error,
+    record_lowering,
+)
 from irtrace.recording.tvm_targets import auto_target_fallback
 
 TOOL_NAME = "irtrace-capture"
@@ -105,7 +113,7 @@ class CaptureRecorder(PassRecorder):
 
     def __init__(self, session: CaptureSession) -> None:
         # every record reaches the file before the next pass runs: a native crash loses nothing
-        super().__init__(session.writer, None, threaded=False, source_map=session.source_map)
+        super().__init__(session.writer, None, CaptureOptions(threaded=False, source_map=session.source_map))
         self.session = session
         self.kernel = ""
         self.configs: dict[str, Any] = {}
@@ -586,16 +594,14 @@ def lower_for_targets(
                 continue
             result = record_lowering(
                 module,
-                target,
                 writer,
-                kernel=kernel.name,
-                spec=kernel.spec_text,
-                args=kernel.args or None,
-                pass_configs=configs,
-                tvm_target=make_tvm_target(target),
-                threaded=False,
-                instance=kernel.instance,
-                source_map=source_maps_requested(),
+                RunHeader(kernel.name, kernel.spec_text, kernel.args or None, instance=kernel.instance),
+                LoweringOptions(
+                    target,
+                    make_tvm_target(target),
+                    configs,
+                    capture=CaptureOptions(threaded=False, source_map=source_maps_requested()),
+                ),
             )
             runs.append(result.run)
             if kernels is not None:

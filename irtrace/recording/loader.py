@@ -12,7 +12,6 @@ kernel module's namespace (the module has been executed anyway).
 from __future__ import annotations
 
 import ast
-import functools
 import importlib
 import importlib.util
 import inspect
@@ -32,6 +31,7 @@ from typing import Any, ClassVar
 from irtrace.core.errors import InputError, KernelSourceError, UsageError
 from irtrace.core.kernel_kinds import KernelKind
 from irtrace.core.schema import Instance
+from irtrace.core.source_tree import compile_source, parse_source
 from irtrace.core.specs import DtypeName, Expression, KernelSpec
 from irtrace.core.targets import dialect_of_modules
 
@@ -74,14 +74,6 @@ def package_root(file: Path, source: str | None = None) -> tuple[Path, str]:
         parts.insert(0, folder.name)
         folder = folder.parent
     return folder, ".".join(parts)
-
-
-@functools.lru_cache(maxsize=8)
-def parse_source(text: str) -> ast.Module:
-    """The syntax tree of ``text``, parsed once per text: the loader, the instance resolver and
-    the entry point all read the same document version (an edit parsed it about six times).
-    Raises ``SyntaxError``/``ValueError``; callers must not change the tree."""
-    return ast.parse(text)
 
 
 def _relative_import_depth(file: Path, source: str | None) -> int:
@@ -212,7 +204,7 @@ def _module_from_text(file: Path, dotted: str, text: str) -> types.ModuleType:
     module.__file__ = str(file)
     if "." in dotted:
         module.__package__ = dotted.rpartition(".")[0]
-    code = compile(text, str(file), "exec", dont_inherit=True)
+    code = compile_source(text, str(file))  # from the tree the resolver read: no second parse
     sys.modules[module.__name__] = module
     try:
         exec(code, module.__dict__)
@@ -592,7 +584,7 @@ def _fresh_global(namespace: Mapping[str, Any] | None, name: str, current: Any) 
         key: namespace[key] for key in ("__name__", "__file__", "__package__", "__spec__") if key in namespace
     }
     try:
-        exec(compile(text, str(file), "exec", dont_inherit=True), fresh)
+        exec(compile_source(text, str(file)), fresh)
     except Exception:  # it ran once already; if it fails now, lower what that run defined
         return current
     return fresh.get(name, current)

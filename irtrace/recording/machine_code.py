@@ -42,13 +42,14 @@ from irtrace.core.trace import (
     text_sha256,
 )
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.machine_lines import (
+    PTX_STAGE,
+    SASS_STAGE,
+    SOURCE_NAME,
+    machine_line_maps,
+    sass_source_lines,
+)
 
-PTX_STAGE = "ptx"
-"""The ``machine`` stage whose text is the PTX nvcc's front end made of the kernel source."""
-SASS_STAGE = "sass"
-"""The ``machine`` stage whose text is the disassembled cubin ptxas made of that PTX."""
-SOURCE_NAME = "tvm_kernels.cu"
-"""The kernel source's file name, as TileLang names it (PTX ``.file`` directives show it)."""
 INSTALL_HINT = "pip install 'tilelang-devtools[cuda]'"
 
 _PIP_PACKAGES = {
@@ -247,6 +248,9 @@ class MachineCode:
     """nvcc's or the disassembler's error; the stage without text is the one that failed."""
     log: str = ""
     """What nvcc printed (ptxas's resource lines among it)."""
+    sass_lines: tuple[tuple[int, int], ...] | None = None
+    """``(sass_line, source_line)`` by nvdisasm's line information (``line_info=True``); ``None``
+    when not asked for, or when nvdisasm's annotated listing is not the SASS plus comments"""
 
     @property
     def failed_stage(self) -> str | None:
@@ -261,11 +265,13 @@ def compile_source(
     *,
     dynamic_smem: Mapping[str, int | None] | None = None,
     disassemble: bool = True,
+    line_info: bool = False,
 ) -> MachineCode:
     """Compile ``source`` with ``plan`` in a temporary folder; never raises for a compile error.
 
     ``dynamic_smem`` (from ``dynamic_smem_from_ir``) fills each function's dynamic shared memory;
     ptxas only knows the static part. ``disassemble=False`` leaves out the SASS (resources only).
+    ``line_info`` also maps the SASS lines to the source's (nvdisasm only; ``sass_source_lines``).
     """
     key = text_sha256("\0".join([source, *plan.options]))[:20]
     with build_folder(key) as work:
@@ -305,7 +311,18 @@ def compile_source(
                 f"{plan.tools.disassembler_name} failed: {_tail(disassembled.stderr or disassembled.stdout)}"
             )
             return MachineCode(ptx, None, resources, ptx_s, sass_s, error, log)
-        return MachineCode(ptx, disassembled.stdout, resources, ptx_s, sass_s, None, log)
+        sass_lines = None
+        if line_info and plan.tools.disassembler_name.startswith("nvdisasm"):
+            annotated = subprocess.run(
+                [plan.tools.disassembler, "--print-code", "--print-line-info-inline", str(cubin)],
+                capture_output=True,
+                text=True,
+                cwd=work,
+            )
+            if annotated.returncode == 0:
+                found = sass_source_lines(annotated.stdout, disassembled.stdout, str(source_path))
+                sass_lines = tuple(found) if found is not None else None
+        return MachineCode(ptx, disassembled.stdout, resources, ptx_s, sass_s, None, log, sass_lines)
 
 
 @contextlib.contextmanager
@@ -594,15 +611,17 @@ class MachineCodeCompiler:
         plan = plan_compile(run.target_detail, run.pass_configs, self.tools)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="irtrace-nvcc")
-        future = self._pool.submit(self._compile, plan, source, dynamic)
+        future = self._pool.submit(self._compile, plan, source, dynamic, bool(run.source_maps))
         self._jobs.append(_Job(run.run_id, time.perf_counter(), future))
         self.compiled += 1
         return True
 
-    def _compile(self, plan: CompilePlan, source: str, dynamic: Mapping[str, int | None]) -> MachineCode:
+    def _compile(
+        self, plan: CompilePlan, source: str, dynamic: Mapping[str, int | None], line_info: bool = False
+    ) -> MachineCode:
         began = time.perf_counter()
         try:
-            return compile_source(plan, source, dynamic_smem=dynamic)
+            return compile_source(plan, source, dynamic_smem=dynamic, line_info=line_info)
         finally:
             with self._lock:
                 self.compile_s += time.perf_counter() - began
@@ -646,7 +665,10 @@ class MachineCodeCompiler:
         run = self.writer.run(job.run_id)
         code = job.future.result()
         passes = machine_passes(run, code, self.writer, started_s=run.total_s or 0.0)
-        return self.writer.add_machine_code(job.run_id, passes, code.resources)
+        texts = [text for text in (code.ptx, code.sass) if text is not None]
+        shas = {text_sha256(text): text for text in texts}
+        line_maps = machine_line_maps(run, passes, shas, code.sass_lines)
+        return self.writer.add_machine_code(job.run_id, passes, code.resources, line_maps)
 
 
 @contextlib.contextmanager

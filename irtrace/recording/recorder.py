@@ -4,7 +4,8 @@ The recorder is a TileLang ``PassInstrumentationTool``: TileLang's own instrumen
 attaches it to every ``PassContext`` of one compilation, and its ``StackedPassInstrument`` pairs
 TVM's ``run_before_pass``/``run_after_pass`` callbacks. Nothing in TileLang's pipelines is edited.
 Each callback takes an exact snapshot of the module (``irtrace.recording.snapshots``). ``record_lowering``
-is the one entry point that runs a lowering.
+is the one entry point that runs a lowering: what the trace calls the run (``RunHeader``) and how
+it is lowered and recorded (``LoweringOptions``, with its ``CaptureOptions``) travel as two objects.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from irtrace.core import interrupts
@@ -122,6 +123,60 @@ class RecordedLowering:
     """``should_stop`` ended the lowering early."""
 
 
+@dataclass(frozen=True)
+class RunHeader:
+    """What the trace calls a run: the names and arguments written in its header."""
+
+    kernel: str
+    spec: str = ""
+    args: Mapping[str, Any] | None = None
+    """The run header's ``args`` (``{"args": [...], "kwargs": {...}}``); none when unknown."""
+    kernel_file_text: str | None = None
+    """The kernel's Python file as imported, stored in the trace for readers to show."""
+    instance: Instance | None = None
+    """Where a captured kernel came from (a kernel ``irtrace run`` lowers again for a ``-t``)."""
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How a lowering is recorded: which texts are taken, and on which thread they are printed."""
+
+    ir: bool = True
+    """Store each module's IR text; ``False`` records passes and times only (the language
+    server's hints need no text)."""
+    threaded: bool = True
+    """Print modules on a pool of threads; ``False`` prints on the pipeline's thread and writes
+    each record before the next pass runs (crash-safe)."""
+    warnings: bool = False
+    """Take what TileLang's C++ code logs while it lowers off file descriptor 2 and store its
+    warnings on the run (other text is passed on to stderr afterwards)."""
+    hold_prints: bool = False
+    """Print each module as late as the design allows (for the exactness test)."""
+    source_map: bool = False
+    """Store, with each module's text, which of its lines come from which Python line (``srcmap``
+    records; ``irtrace.recording.spans``): off unless asked (``--source-map``), since placing the
+    lines prints each module a second time."""
+
+
+@dataclass(frozen=True)
+class LoweringOptions:
+    """One lowering as ``record_lowering`` runs it: for which target, with which pass configs, how
+    far, and how it is recorded. Callers build it once and pass it whole."""
+
+    target: TargetSpec
+    tvm_target: Any = None
+    """TileLang's target object for ``target`` when the caller has one (made from it otherwise)."""
+    pass_configs: Mapping[str, Any] = field(default_factory=dict)
+    """The ``PassContext``'s configs, as the run header records them."""
+    stop_after: tuple[str, ...] = ()
+    """End the pipeline after the first of these passes (display or raw name)."""
+    should_stop: Callable[[], bool] | None = None
+    """Asked after every pass; ``True`` cancels the lowering (``RecordedLowering.cancelled``)."""
+    instruments: tuple[Any, ...] = ()
+    """Further TVM pass instruments to run in the same lowering."""
+    capture: CaptureOptions = CaptureOptions()
+
+
 class PassRecorder:
     """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``.
 
@@ -135,22 +190,20 @@ class PassRecorder:
         self,
         writer: TraceWriter,
         run_id: int | None,
+        capture: CaptureOptions | None = None,
         *,
         stop_after: Sequence[str] = (),
-        threaded: bool = True,
-        capture_ir: bool = True,
         should_stop: Callable[[], bool] | None = None,
-        hold_prints: bool = False,
-        source_map: bool = False,
     ) -> None:
         self.writer = writer
         self.run_id = run_id
+        capture = capture or CaptureOptions()
         self.printer = SnapshotPrinter(
             writer,
-            threaded=threaded and capture_ir,
-            capture_ir=capture_ir,
-            hold_until_barrier=hold_prints,
-            source_map=source_map,
+            threaded=capture.threaded and capture.ir,
+            capture_ir=capture.ir,
+            hold_until_barrier=capture.hold_prints,
+            source_map=capture.source_map,
         )
         self.should_stop = should_stop
         self.cancelled = False
@@ -452,8 +505,39 @@ class PassRecorder:
                 status=STATUS_FAILED if error is not None else STATUS_OK,
                 error=describe_error(error),
             )
+            if source is not None and not host and self.printer.source_map:
+                self._note_source_spans(event, source, frame.index)
             self.overhead += time.perf_counter() - ended
         return result
+
+    def _note_source_spans(self, event: Any, source: str, after: int) -> None:
+        """Queue the kernel source's map by TileLang's ``#line`` directives (``spans.py``), when
+        its backend writes them; after the codegen's ``pass`` record, before the run's ``end``."""
+        from irtrace.recording.spans import kernel_source_spans
+
+        try:
+            spans = kernel_source_spans(event.mod, event.target, str(event.name), source)
+        except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
+            return
+        if spans is None:
+            return
+        run_id = self._run_id()
+        record = SourceMapRecord(
+            run=run_id,
+            after=after,
+            ir=text_sha256(source),
+            statements=spans.statements,
+            with_span=spans.with_span,
+            placed=spans.lines is not None,
+            files=list(spans.files) if spans.lines is not None else [],
+            lines=list(spans.lines or ()),
+            by="line_directives",
+        )
+
+        def write() -> None:
+            self.writer.add_source_map(run_id, record)
+
+        self.printer.write(write)
 
     def finish(self, error: BaseException | None) -> None:
         pass
@@ -503,81 +587,49 @@ def tilelang_version() -> str:
 
 
 def record_lowering(
-    func: Any,
-    target: TargetSpec,
-    writer: TraceWriter,
-    *,
-    kernel: str,
-    spec: str = "",
-    args: Mapping[str, Any] | None = None,
-    pass_configs: Mapping[str, Any] | None = None,
-    tvm_target: Any = None,
-    stop_after: Sequence[str] = (),
-    threaded: bool = True,
-    capture_ir: bool = True,
-    should_stop: Callable[[], bool] | None = None,
-    instruments: Sequence[Any] = (),
-    kernel_file_text: str | None = None,
-    instance: Instance | None = None,
-    capture_warnings: bool = False,
-    hold_prints: bool = False,
-    source_map: bool = False,
+    func: Any, writer: TraceWriter, header: RunHeader, options: LoweringOptions
 ) -> RecordedLowering:
-    """Lower ``func`` for ``target`` through TileLang's real pipeline, recording every pass.
+    """Lower ``func`` through TileLang's real pipeline as ``options`` say, recording every pass
+    into ``writer`` as the run ``header`` names.
 
     A lowering error is recorded (failed pass, IR before it, the error) and returned, not
-    raised; the run is written either way. ``stop_after`` ends the pipeline after that pass;
-    ``should_stop``, asked after every pass, cancels it (``RecordedLowering.cancelled``).
-    ``instruments`` are further TVM pass instruments to run in the same lowering.
-    ``threaded`` stores IR from a background thread; ``capture_ir=False`` records passes and
-    times without any IR (the language server's hints need none). ``kernel_file_text``, the
-    kernel's Python file as imported, is stored in the trace for readers to show. ``instance``
-    is where a captured kernel came from (a kernel ``irtrace run`` lowers again for a ``-t``).
-    ``hold_prints`` (for the exactness test) prints each module as late as the design allows.
-    ``source_map`` stores, with each module's text, which of its lines come from which Python line
-    (``srcmap`` records; ``irtrace.recording.spans``): off unless asked (``--source-map``), since
-    placing the lines prints each module a second time.
-    ``capture_warnings`` takes what TileLang's C++ code logs while it lowers off file descriptor 2
-    and stores its warnings on the run (other text is passed on to stderr afterwards).
+    raised; the run is written either way.
     """
     import tilelang
     import tvm
 
-    target_object = tvm_target or make_tvm_target(target)
-    configs = dict(pass_configs or {})
+    target_object = options.tvm_target or make_tvm_target(options.target)
+    configs = dict(options.pass_configs)
     run = begin_run_record(
         writer,
-        target.name,
-        kernel,
-        spec,
-        args,
+        options.target.name,
+        header.kernel,
+        header.spec,
+        header.args,
         str(target_object),
         configs,
-        kernel_file_text=kernel_file_text,
-        instance=instance,
+        kernel_file_text=header.kernel_file_text,
+        instance=header.instance,
     )
     recorder = PassRecorder(
-        writer,
-        run.run_id,
-        stop_after=stop_after,
-        threaded=threaded,
-        capture_ir=capture_ir,
-        should_stop=should_stop,
-        hold_prints=hold_prints,
-        source_map=source_map,
+        writer, run.run_id, options.capture, stop_after=options.stop_after, should_stop=options.should_stop
     )
     failure: BaseException | None = None
     interrupted = False
     started = time.perf_counter()
-    log = capture_run_log() if capture_warnings else nullcontext(RunLog())
+    log = capture_run_log() if options.capture.warnings else nullcontext(RunLog())
     try:
         with (
             log as captured,
-            compile_session(f"irtrace:{kernel}", [recorder]),
+            compile_session(f"irtrace:{header.kernel}", [recorder]),
             tvm.transform.PassContext(
                 opt_level=3,
                 config=configs,
-                instruments=[recorder.create_pass_instrument(), *instruments, skip_after_stop(recorder)],
+                instruments=[
+                    recorder.create_pass_instrument(),
+                    *options.instruments,
+                    skip_after_stop(recorder),
+                ],
             ),
             target_object,
         ):

@@ -90,7 +90,7 @@ def resume_lowering(
     """
     from irtrace.core.compat import require_supported_tilelang
     from irtrace.core.targets import get_target
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
     from irtrace.recording.trace_configs import run_with_trace_configs
 
     require_supported_tilelang()
@@ -101,15 +101,15 @@ def resume_lowering(
     tvm_target = recorded_target(run)
     recorded = record_lowering(
         module,
-        get_target(run.target),
         writer,
-        kernel=run.kernel,
-        spec=f"resumed:{run.spec}@{start.name}",
-        args=run.args,
-        pass_configs=dict(run.pass_configs),
-        tvm_target=tvm_target,
-        instruments=[skipper.instrument()],
-        threaded=False,
+        RunHeader(run.kernel, f"resumed:{run.spec}@{start.name}", run.args),
+        LoweringOptions(
+            get_target(run.target),
+            tvm_target,
+            dict(run.pass_configs),
+            instruments=(skipper.instrument(),),
+            capture=CaptureOptions(threaded=False),
+        ),
     )
     if skipper.mismatch is not None:
         raise ResumeError(skipper.mismatch)

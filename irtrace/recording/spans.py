@@ -156,3 +156,100 @@ def place_marks(annotated: str, plain: str, nonce: str) -> list[tuple[int, int]]
     if pending or number != len(plain_lines) or nonce in plain:
         return None
     return placed
+
+
+# ----------------------------------------------------------------------------- the kernel source
+
+LINE_DIRECTIVES_CONFIG = "tl.emit_line_directives"
+"""TileLang's pass config that makes its C-family codegen write ``#line N "file"`` before each
+statement carrying a span (``CodeGenCWithLineDirectives``, TileLang 0.1.15)."""
+_DIRECTIVE = re.compile(r'#line (?P<line>[1-9][0-9]{0,8}) "(?P<file>(?:[^"\\\n]|\\.)*)"')
+_WITHOUT_COMPILE = "_without_compile"
+
+
+def codegen_without_compile(name: str) -> str | None:
+    """The codegen function that writes the same source as ``name`` without compiling it (a
+    ``target.build.*`` global function), or ``None`` when there is none."""
+    import tvm
+
+    candidate = name if name.endswith(_WITHOUT_COMPILE) else name + _WITHOUT_COMPILE
+    if not candidate.startswith("target.build."):
+        return None
+    return candidate if tvm.ffi.get_global_func(candidate, allow_missing=True) is not None else None
+
+
+def source_with_line_directives(mod: Any, target: Any, codegen: str) -> str:
+    """The kernel source codegen ``codegen`` writes for ``mod`` with TileLang's ``#line``
+    directives on, under the current pass configs otherwise."""
+    import tvm
+
+    current = tvm.transform.PassContext.current()
+    config = {str(key): value for key, value in dict(current.config).items()}
+    config[LINE_DIRECTIVES_CONFIG] = True
+    with tvm.transform.PassContext(opt_level=current.opt_level, config=config):
+        built = tvm.ffi.get_global_func(codegen)(mod, target)
+    return str(built.inspect_source())
+
+
+_CLOSER = re.compile(r"[ ]*(?:\}(?: else \{)?)?")
+"""A line a scope statement prints after its body (``}``, ``} else {``), or a blank one: the last
+directive above it names a statement of that body, not the scope, so it is left unattributed."""
+
+
+def place_line_directives(
+    annotated: str, plain: str, unnamed: str = ""
+) -> tuple[tuple[str, ...], list[tuple[int, int, int]]] | None:
+    """``(files, [(source_line, file_index, python_line), ...])``: each line of ``plain`` after a
+    ``#line N "file"`` directive of ``annotated`` gets that directive's ``N`` (not ``N`` plus the
+    lines since, as ``#line`` means to a C compiler: the codegen writes one directive as it begins a
+    statement, and the lines up to the next one are that statement's). Lines after a directive
+    naming ``unnamed`` (a statement without a span) and closing braces are left out. ``None`` when
+    ``annotated`` without its directive lines is not ``plain`` byte for byte, or has none."""
+    files: dict[str, int] = {}
+    lines: list[tuple[int, int, int]] = []
+    kept: list[str] = []
+    current: tuple[str, int] | None = None
+    for line in annotated.split("\n"):
+        directive = _DIRECTIVE.fullmatch(line)
+        if directive is not None:
+            current = (re.sub(r"\\(.)", r"\1", directive.group("file")), int(directive.group("line")))
+            continue
+        kept.append(line)
+        if current is not None and current[0] != unnamed and _CLOSER.fullmatch(line) is None:
+            lines.append((len(kept), files.setdefault(current[0], len(files)), current[1]))
+    if "\n".join(kept) != plain or len(kept) == len(annotated.split("\n")):
+        return None
+    return tuple(files), lines
+
+
+def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> ModuleSpans | None:
+    """Which lines of ``source`` (what codegen ``codegen`` wrote for ``mod``) come from which Python
+    line, by TileLang's own ``#line`` directives: ``None`` when the backend has no codegen without
+    compiling or writes no directives; ``lines`` is ``None`` when the source with directives, the
+    directives removed, is not ``source`` byte for byte.
+
+    The codegen writes a directive only for a statement with a span, so the lines of a statement
+    without one would pass for the last one's: a copy of the module gives every such statement a
+    span of a file of its own (a random name), whose lines are then left out. ``mod`` is unchanged.
+    """
+    import tvm
+    from tilelang.ir import make_span, set_stmt_span
+
+    name = codegen_without_compile(codegen)
+    if name is None:
+        return None
+    found = statement_spans(mod)
+    statements, with_span = len(found), sum(1 for _, file, _ in found if file is not None)
+    copy = tvm.ir.load_json(tvm.ir.save_json(mod))
+    unnamed = f"irtrace-unnamed-{secrets.token_hex(6)}"
+    for number, (stmt, file, _) in enumerate(statement_spans(copy), start=1):
+        if file is None:
+            set_stmt_span(stmt, make_span(unnamed, number))
+    annotated = source_with_line_directives(copy, target, name)
+    if "#line " not in annotated:
+        return None  # a backend whose codegen does not write them
+    placed = place_line_directives(annotated, source, unnamed)
+    if placed is None:
+        return ModuleSpans(files=(), lines=None, statements=statements, with_span=with_span)
+    files, lines = placed
+    return ModuleSpans(files=files, lines=tuple(lines), statements=statements, with_span=with_span)

@@ -14,6 +14,7 @@ from typing import Any, overload
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -209,6 +210,19 @@ class CodeView(ScrollView, can_focus=True):
         """The view scrolled vertically (the source pane follows)."""
 
         view: CodeView
+
+    @dataclass
+    class Clicked(Message):
+        """A row was clicked (the source pane picks that line)."""
+
+        view: CodeView
+        row: int
+        """0-based row"""
+
+    def on_click(self, event: events.Click) -> None:
+        row = round(self.scroll_offset.y) + event.y
+        if 0 <= row < len(self._rows):
+            self.post_message(self.Clicked(self, row))
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

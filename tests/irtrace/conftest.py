@@ -22,7 +22,13 @@ from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import prepare_request
 from irtrace.recording.manifest import load_manifest
-from irtrace.recording.recorder import record_failure, record_lowering
+from irtrace.recording.recorder import (
+    CaptureOptions,
+    LoweringOptions,
+    RunHeader,
+    record_failure,
+    record_lowering,
+)
 
 from ..conftest import EXAMPLES, ROOT
 
@@ -147,15 +153,16 @@ def record_coverage(path: Path) -> Coverage:
                 seen: list[OraclePass] = []
                 result = record_lowering(
                     prepared.built.func,
-                    prepared.target,
                     writer,
-                    kernel=prepared.name,
-                    spec=prepared.spec.text,
-                    args=prepared.args,
-                    pass_configs=prepared.pass_configs,
-                    tvm_target=prepared.tvm_target,
-                    instruments=[synchronous_printer(seen)],
-                    hold_prints=True,  # every print as late as the design allows
+                    RunHeader(prepared.name, prepared.spec.text, prepared.args),
+                    LoweringOptions(
+                        prepared.target,
+                        prepared.tvm_target,
+                        prepared.pass_configs,
+                        instruments=(synchronous_printer(seen),),
+                        # every print as late as the design allows
+                        capture=CaptureOptions(hold_prints=True),
+                    ),
                 )
                 trace = writer.trace()
                 found[(prepared.name, prepared.target.name)] = disagreements(trace, result.run, seen)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +70,23 @@ def test_aliases_and_patterns_name_real_targets() -> None:
     assert [t.name for t in resolve_targets(["all"], "ascend")] == ["ascend"]
     with pytest.raises(UsageError, match="names no targets"):
         resolve_targets(["tpu:*"], "tilelang")
+
+
+def test_record_and_run_take_a_backend_pattern_for_its_targets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-t 'hip:*'` is listed as valid: it stands for every HIP target in `record` and `run`."""
+    from irtrace.core.trace_reader import load_trace
+
+    kernel = tmp_path / "broken.py"
+    kernel.write_text("def broken():\n    raise ValueError('no kernel here')\n")
+    output = tmp_path / "trace.jsonl"
+    main(["record", "-t", "hip:*", f"{kernel}::broken()", "-o", str(output)])
+    assert [run.target for run in load_trace(output).runs] == [n for n in TARGETS if n.startswith("hip:")]
+    capsys.readouterr()
+    main(["run", "-t", "cuda:*", "--", sys.executable, str(tmp_path / "missing.py")])
+    error = capsys.readouterr().err
+    assert "missing.py" in error and "unknown target" not in error  # the targets were taken
 
 
 def test_targets_command_lists_every_target_with_family_and_aliases(

@@ -164,7 +164,7 @@ def lowered(tmp_path_factory: pytest.TempPathFactory) -> Lowered:
     """Each kernel lowered once per target, traced, with the oracle instrument in the same lowering."""
     from irtrace.core.specs import parse_spec
     from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
 
     path = tmp_path_factory.mktemp("layouts") / "layouts.jsonl"
     truths: dict[tuple[str, str], Truth] = {}
@@ -175,13 +175,14 @@ def lowered(tmp_path_factory: pytest.TempPathFactory) -> Lowered:
                 truth = truths[(name, prepared.target.name)] = Truth()
                 record_lowering(
                     prepared.built.func,
-                    prepared.target,
                     writer,
-                    kernel=name,
-                    spec=spec,
-                    pass_configs=prepared.pass_configs,
-                    tvm_target=prepared.tvm_target,
-                    instruments=[layout_instrument(truth)],
+                    RunHeader(name, spec),
+                    LoweringOptions(
+                        prepared.target,
+                        prepared.tvm_target,
+                        prepared.pass_configs,
+                        instruments=(layout_instrument(truth),),
+                    ),
                 )
     return Lowered(load_trace(path), truths)
 

@@ -29,7 +29,7 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     from irtrace.core.targets import get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.loader import build_primfunc, find_kernels, load_kernel_module
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
     from irtrace.recording.tvm_targets import make_tvm_target
 
     path = EXAMPLES / "gemm.py"
@@ -39,12 +39,9 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     built = build_primfunc(kernel, KernelSpec(str(path), "matmul", (), {}, True), tvm_target, path)
     recorded = record_lowering(
         built.func,
-        target,
         TraceWriter(None),
-        kernel="matmul",
-        tvm_target=tvm_target,
-        stop_after=["tl.LayoutInference"],
-        pass_configs=built.pass_configs,
+        RunHeader("matmul"),
+        LoweringOptions(target, tvm_target, built.pass_configs, stop_after=("tl.LayoutInference",)),
     )
     facts: dict[str, tuple[str, str, str, str | None]] = {}
 
@@ -326,3 +323,98 @@ async def test_trace_kernel_command_writes_a_trace_of_the_whole_pipeline(client:
         "block_K": 32,
     }
     assert any(f"Trace of matmul written to {output}" in m.message for m in client.messages)
+
+
+STAGE = re.compile(r"== after (?P<first>\S+)(?: \.\. (?P<last>\S+))? \(passes (?P<a>\d+)-(?P<b>\d+)\)")
+BULLET = re.compile(
+    r"- after `(?P<first>[^`]+)`(?: … `[^`]+`)? \(IR lines? (?P<lines>[\d, ]+)\): `(?P<code>[^`]*)`"
+)
+
+
+async def test_hover_on_a_tile_operation_shows_what_its_line_became(client: LanguageClient) -> None:
+    """Hover on ``T.gemm``: the IR lines it names after each pass (in the hover and in the linked
+    text of every pass) print the statements carrying that line's span, per TVM's visitor and
+    printer watching the same lowering (ORACLES.md, "Source maps")."""
+    from urllib.parse import unquote, urlparse
+
+    from tests.lsp.line_oracle import GEMM_FILE, gemm_line_oracle, gemm_source_lines_by_directive
+
+    truth = gemm_line_oracle()
+    uri, version = open_fresh(client, GEMM_FILE)
+    await wait_published(client, uri, version)
+    source_line = GEMM_FILE.read_text().splitlines()[truth.line - 1]
+    params = types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(truth.line - 1, source_line.index("gemm(") + 2),
+    )
+    for _ in range(240):  # the first hover starts the lowering with maps; it says to hover again
+        hover = await client.text_document_hover_async(params)
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        docs, _, section = hover.contents.value.partition("\n\n---\n\n")
+        if "IR line" in section:
+            break
+        assert "lowering with source maps" in section, section
+        await asyncio.sleep(0.5)
+    copy_line = next(
+        n for n, text in enumerate(GEMM_FILE.read_text().splitlines(), 1) if "T.copy(C_local" in text
+    )
+    copy_params = types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(copy_line - 1, 14)
+    )
+    copy_hover = await client.text_document_hover_async(copy_params)  # the same lowering, cached
+    # closed at once: its background work (extra targets, full lowering, nvcc) is not this test's
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
+    assert "gemm" in docs  # TileLang's API docs stay first
+    assert section.startswith(f"**Line {truth.line} through the pipeline** — `matmul` on `cuda:sm_90a`")
+    link = re.search(r"\[Every pass\]\((file://[^)]+)\)", section)
+    assert link is not None
+    stages: dict[str, tuple[int, int, set[int]]] = {}
+    covered: set[int] = set()
+    checked = 0
+    for block in Path(unquote(urlparse(link[1]).path)).read_text().split("\n== ")[1:]:
+        head, *rows = [row for row in block.split("\n") if row]
+        match = STAGE.fullmatch("== " + head)
+        assert match is not None, head
+        first, last = int(match["a"]), int(match["b"])
+        numbers = {int(row.split(" | ", 1)[0]) for row in rows}
+        stages[match["first"]] = (first, last, numbers)
+        covered |= set(range(first, last + 1))
+        ends = (truth.at(first, match["first"]), truth.at(last, match["last"] or match["first"]))
+        if None in ends:
+            continue  # passes TVM ran inside codegen: numbered after the codegen step here
+        for oracle_pass in truth.truths[first : last + 1]:
+            assert numbers == oracle_pass.first_lines.get(truth.line, set()), (head, oracle_pass.name)
+            printed = oracle_pass.text.split("\n")
+            assert all(printed[int(n) - 1] == text for n, _, text in (r.partition(" | ") for r in rows))
+            checked += 1
+    assert checked > 10
+    assert set(truth.spanned()) - covered <= {i for i in truth.spanned() if truth.truths[i].name == "pass_fn"}
+    bullets = [BULLET.fullmatch(row) for row in section.splitlines() if row.startswith("- after")]
+    assert len(bullets) >= 3 and all(bullets), section
+    layout = next(i for i, t in enumerate(truth.truths) if t.name == "tl.LayoutInference")
+    lower_tile_op = next(i for i, t in enumerate(truth.truths) if t.name == "tl.LowerTileOp")
+    shown = set()
+    for bullet in bullets:
+        assert bullet is not None
+        first, last, numbers = stages[bullet["first"]]
+        shown |= set(range(first, last + 1))
+        oracle_pass = truth.at(first, bullet["first"])
+        if oracle_pass is None:
+            continue
+        assert {int(n) for n in bullet["lines"].split(", ")} == oracle_pass.first_lines.get(truth.line, set())
+        line = oracle_pass.text.split("\n")[min(numbers) - 1].strip()
+        assert line.startswith(bullet["code"].rstrip("…"))
+    assert {layout, lower_tile_op} <= shown
+    # the generated source: T.gemm's code is TileLang's macros', T.copy's is named by its lines,
+    # which TileLang's own #line directives put under that Python line
+    assert "CUDA source: no line carries this line" in section
+    assert copy_hover is not None and isinstance(copy_hover.contents, types.MarkupContent)
+    named = re.search(r"In the CUDA source: lines? ([\d, -]+)\.", copy_hover.contents.value)
+    assert named is not None, copy_hover.contents.value
+    numbers = set()
+    for part in named[1].split(", "):
+        first, _, last = part.partition("-")
+        numbers |= set(range(int(first), int(last or first) + 1))
+    source, under = gemm_source_lines_by_directive(copy_line)
+    stores = {n for n, text in enumerate(source.split("\n"), 1) if re.search(r"\(C \+ .*\) = ", text)}
+    assert stores and stores <= numbers <= under

@@ -19,11 +19,12 @@ def test_hover_and_trace_agree_word_for_word(
     tmp_path: Path, file: str, kernel_name: str, target: str
 ) -> None:
     from irtrace.cli.main import main
+    from tilelang_lsp.protocol import Analyze
     from tilelang_lsp.render import hover_markdown
     from tilelang_lsp.worker.analysis import analyze
 
     path = EXAMPLES / file
-    result = analyze(str(path), path.read_text(), default_target=target)
+    result = analyze(Analyze(path=str(path), text=path.read_text(), default_target=target))
     (kernel,) = [k for k in result.kernels if k.name == kernel_name]
     assert (kernel.status, kernel.target) == ("ok", target)
     output = tmp_path / "trace.jsonl"

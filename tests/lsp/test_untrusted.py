@@ -53,3 +53,16 @@ async def test_untrusted_workspace_gets_source_hints(client: LanguageClient) -> 
     assert hover.contents.value.endswith(
         "From the source only: the workspace is not trusted, so the kernel was not compiled."
     )
+    # a tile operation's hover: TileLang's docs, and no lowering (no worker) to say what it became
+    gemm_line = next(
+        n for n, t in enumerate((EXAMPLES / "gemm.py").read_text().splitlines()) if "T.gemm(" in t
+    )
+    column = (EXAMPLES / "gemm.py").read_text().splitlines()[gemm_line].index("gemm(") + 1
+    api = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=gemm_line, character=column),
+        )
+    )
+    assert "gemm" in api.contents.value and "through the pipeline" not in api.contents.value
+    assert (await client.protocol.send_request_async("tilelang/workerStatus", {})).pid is None

@@ -34,6 +34,7 @@ TOOLS = {
     "machine_code",
     "coverage_matrix",
     "check_trace",
+    "source_line_ir",
 }
 
 
@@ -117,6 +118,7 @@ def test_a_kernel_named_without_arguments_gets_its_recorded_instance(mcp_server:
     assert run["spec"] == f"{EXAMPLES / recorded}" and run["status"] == "ok"
     facts = mcp_server.ok("buffer_facts", spec="fp8_quant.py::per_token_quant")["kernels"][0]
     assert facts["instance"]["origin"] == f"the spec in {EXAMPLES / 'irtrace.toml'}"
+    assert run["instance"] == facts["instance"]  # lower_kernel names the instance it lowered alike
 
 
 def test_a_kernel_named_without_arguments_gets_its_programs_instance(mcp_server: McpServer) -> None:
@@ -387,3 +389,66 @@ def test_several_targets_answer_in_summaries_with_the_passes_on_request(mcp_serv
     assert len(json.dumps(data)) < 3000
     full = mcp_server.ok("lower_kernel", spec=GEMM, targets=targets, pass_list=True)
     assert [len(run["pass_list"]) for run in full["runs"]] == [run["passes"] for run in data["runs"]]
+
+
+def test_source_line_ir_is_irtrace_ir_line_and_its_lines_carry_the_span(
+    mcp_server: McpServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tool's answer is ``irtrace ir TRACE --line N --json`` on the trace it recorded (the CLI's
+    route), and every IR line it names prints a statement carrying the line's span, per TVM's
+    visitor and printer watching the same lowering (ORACLES.md, "Source maps")."""
+    from irtrace.cli.main import main
+
+    from ..lsp.line_oracle import gemm_line_oracle
+
+    truth = gemm_line_oracle()
+    answer = mcp_server.ok("source_line_ir", spec="gemm.py::matmul()", target="cuda:sm_90a", line=truth.line)
+    read = mcp_server.run(mcp_server.session.read_resource(f"trace://{answer['trace']}"))  # type: ignore[union-attr]
+    file = json.loads(read.contents[0].text)["file"]
+    capsys.readouterr()
+    assert main(["ir", file, "-k", "matmul", "-t", "cuda:sm_90a", "--line", str(truth.line), "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert {key: answer[key] for key in cli} == cli
+    checked = 0
+    for item in answer["passes"]:
+        first, last = item["first_index"], item["last_index"]
+        if truth.at(first, item["first"]) is None or truth.at(last, item["last"]) is None:
+            continue  # passes TVM ran inside codegen: numbered after the codegen step here
+        for oracle_pass in truth.truths[first : last + 1]:
+            assert set(item["ir_lines"]) == oracle_pass.first_lines.get(truth.line, set()), oracle_pass.name
+            printed = oracle_pass.text.split("\n")
+            assert item["text"] == [printed[n - 1] for n in item["ir_lines"]]
+            checked += 1
+    assert checked > 10
+    one = mcp_server.ok("source_line_ir", trace=answer["trace"], line=truth.line, pass_name="tl.LowerTileOp")
+    (only,) = one["passes"]
+    index = next(i for i, t in enumerate(truth.truths) if t.name == "tl.LowerTileOp")
+    assert (only["first"], set(only["ir_lines"])) == (
+        "tl.LowerTileOp",
+        truth.truths[index].first_lines[truth.line],
+    )
+
+
+def test_source_line_ir_refuses_bad_lines_paths_and_traces(
+    mcp_server: McpServer, sm90: dict[str, Any]
+) -> None:
+    """Hostile arguments are tool errors, and nothing past the file is lowered."""
+    spec = "gemm.py::matmul()"
+    for bad in ("36; import os", 1.5, None, [36]):
+        assert "line" in mcp_server.error("source_line_ir", spec=spec, line=bad)
+    for bad in (0, -1):
+        assert "greater than or equal to 1" in mcp_server.error("source_line_ir", spec=spec, line=bad)
+    lines = len((EXAMPLES / "gemm.py").read_text().splitlines())
+    assert f"past the end of gemm.py ({lines} lines)" in mcp_server.error(
+        "source_line_ir", spec=spec, line=lines + 1
+    )
+    assert "outside" in mcp_server.error("source_line_ir", spec="/etc/passwd::x", line=1)
+    assert "outside" in mcp_server.error("source_line_ir", spec="../../../etc/x.py::k()", line=1)
+    assert "module name" in mcp_server.error("source_line_ir", spec="os.path::join", line=1)
+    assert "not a literal" in mcp_server.error(
+        "source_line_ir", spec="gemm.py::matmul(__import__('os'))", line=1
+    )
+    assert "no source maps" in mcp_server.error("source_line_ir", trace=sm90["trace"], line=36)
+    assert "outside the allowed roots" in mcp_server.error("source_line_ir", trace="/etc/hosts", line=1)
+    assert "either" in mcp_server.error("source_line_ir", line=36)
+    assert mcp_server.ok("list_targets")["targets"]  # the server is still there

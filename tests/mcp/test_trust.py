@@ -10,6 +10,7 @@ the protocol.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -181,6 +182,7 @@ def test_stdout_carries_only_the_protocol(guarded: McpServer, server_log: IO[str
 def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path) -> None:
     """The worker killed mid-job (as the OOM killer would): the call fails, the job's child does
     not spin on, and the next call starts a new worker."""
+    from tilelang_mcp.protocol import Facts
     from tilelang_mcp.worker_client import WorkerClient, WorkerError
 
     def children(pid: int) -> set[int]:
@@ -191,8 +193,8 @@ def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path)
 
     async def scenario() -> None:
         client = WorkerClient(scratch=tmp_path)
-        params = {"spec": str(DATA / "hang.py"), "target": "cuda:sm_90", "line": None}
-        call = asyncio.create_task(client.request("facts", params, timeout_s=120, memory_mb=MEMORY_MB))
+        hang = Facts(spec=str(DATA / "hang.py"), target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB)
+        call = asyncio.create_task(client.job(hang))
         while client.process is None or not client.ready_info or not children(client.process.pid):
             await asyncio.sleep(0.2)  # started, warm, and its child is running the file
         (job,) = children(client.process.pid)
@@ -206,9 +208,42 @@ def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path)
         else:
             os.kill(job, signal.SIGKILL)  # not left spinning after a failed test
             raise AssertionError("the job's child outlived its worker")
-        params["spec"] = f"{DATA / 'noisy.py'}::scale()"
-        answer = await client.request("facts", params, timeout_s=120, memory_mb=MEMORY_MB)
+        noisy = Facts(
+            spec=f"{DATA / 'noisy.py'}::scale()", target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB
+        )
+        answer = await client.job(noisy)
         assert answer["kernels"][0]["reached"] and client.restarts == 1
         await client.stop()
 
     asyncio.run(scenario())
+
+
+def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
+    """What reaches the worker is typed: an unknown field (an option smuggled in), a value of the
+    wrong type or range, an unknown job or a missing field is refused, naming it, before anything
+    runs; a line without a readable id gets no answer."""
+    from irtrace.core.worker_protocol import Failure, decode_from_worker
+    from tilelang_mcp.protocol import Facts, InvalidJob, make_job
+    from tilelang_mcp.worker import answer
+
+    job = {"method": "facts", "spec": f"{DATA / 'noisy.py'}::scale()", "timeout_s": 5, "memory_mb": 64}
+    refused = {
+        "Object contains unknown field `evil` - at `$.request`": {**job, "evil": "--exec"},
+        "Expected `float` > 0.0 - at `$.request.timeout_s`": {**job, "timeout_s": -1},
+        "Expected `int` >= 1 - at `$.request.line`": {**job, "line": 0},
+        "Expected `str | null`, got `array` - at `$.request.target`": {**job, "target": ["all"]},
+        "Invalid value 'shell' - at `$.request.method`": {**job, "method": "shell"},
+        "Object missing required field `output` - at `$.request`": {**job, "method": "record"},
+    }
+    for number, (reason, request) in enumerate(refused.items(), 1):
+        reply = answer(json.dumps({"kind": "call", "id": number, "request": request}).encode(), -1)
+        assert reply is not None
+        message = decode_from_worker(reply)
+        assert isinstance(message, Failure) and message.id == number
+        assert message.error == f"malformed request: {reason}"
+    assert answer(b"rm -rf /", -1) is None
+    # the server makes each job through the same schema: an agent's bad value never reaches the worker
+    with pytest.raises(
+        InvalidJob, match=r"^invalid facts request: Expected `float` > 0.0 - at `\$.timeout_s`$"
+    ):
+        make_job(Facts, spec="k.py", timeout_s=0, memory_mb=64)

@@ -225,7 +225,11 @@ def test_hostile_trace_through_the_cli_gives_a_bounded_answer(gemm_path: Path, t
     layouts = json.loads(done.stdout)["comparisons"][0]["layouts"]
     buffers = {buffer["buffer"]: buffer for buffer in layouts["buffers"]}
     a_shared = buffers["A_shared"]["mapping"]
-    assert a_shared["status"] == SAME and a_shared["sampled"] and a_shared["total"] == math.prod(huge)
+    assert a_shared["total"] == math.prod(huge)
+    if a_shared["status"] == NOT_COMPARED:  # a loaded machine: the wall-clock bound cut it, and says so
+        assert "took longer than" in a_shared["reason"]
+    else:
+        assert a_shared["status"] == SAME and a_shared["sampled"]
     c_local = buffers["C_local"]
     assert c_local["mapping"]["status"] == NOT_COMPARED
     assert "mapping not compared: an expression cannot be evaluated" in c_local["sentence"]

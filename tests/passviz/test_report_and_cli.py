@@ -123,7 +123,8 @@ def test_report_shows_a_failed_pass_s_input_and_links_drawings_to_diffs(
         if p.changed or p.failed
     }
     assert set(links) == wanted and all(f"id='{anchor}'" in page for anchor in links)
-    assert "class='sourcemap'" in page and "class='op-tile'" in page
+    # recorded without source maps: no line is mapped, and the page says how to get them
+    assert "irtrace record --source-map" in page and "data-py=" not in page and "class='op-tile'" in page
     # Pass lists are kept compressed until seen: every pass of every run is in one of them.
     lists = [f for f in stored_html(page) if "<summary>pass list</summary>" in f]
     assert len(lists) == len(three_target_trace.runs)

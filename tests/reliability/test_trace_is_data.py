@@ -315,18 +315,13 @@ def test_the_recorded_source_is_the_text_imported_unsaved_editor_text_included(t
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import analyze_kernel
     from irtrace.recording.loader import load_kernel_module, select_kernels
+    from irtrace.recording.recorder import LoweringOptions
 
     kernel = kernel_copy(tmp_path)
     unsaved = kernel.read_text() + "\n# an edit not saved yet\n"
     loaded = load_kernel_module(kernel, unsaved)
     spec = parse_spec(f"{kernel}::{GEMM_CALL}")
     writer = TraceWriter()
-    analyzed = analyze_kernel(
-        loaded,
-        select_kernels(loaded, spec)[0],
-        spec,
-        get_target("cuda:sm_90"),
-        writer,
-        stop_after="tl.LayoutInference",
-    )
+    options = LoweringOptions(get_target("cuda:sm_90"), stop_after=("tl.LayoutInference",))
+    analyzed = analyze_kernel(loaded, select_kernels(loaded, spec)[0], spec, writer, options)
     assert writer.trace().kernel_file(analyzed.recorded.run) == unsaved

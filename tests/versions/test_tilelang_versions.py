@@ -96,7 +96,7 @@ def test_recording_matches_the_oracles_on_this_release(tmp_path: Path) -> None:
     from irtrace.core.trace_reader import load_trace
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
 
     from ..irtrace.conftest import OraclePass, disagreements, synchronous_printer
 
@@ -109,12 +109,14 @@ def test_recording_matches_the_oracles_on_this_release(tmp_path: Path) -> None:
             seen: list[OraclePass] = []
             result = record_lowering(
                 prepared.built.func,
-                prepared.target,
                 writer,
-                kernel=prepared.name,
-                pass_configs=prepared.pass_configs,
-                tvm_target=prepared.tvm_target,
-                instruments=[synchronous_printer(seen)],
+                RunHeader(prepared.name),
+                LoweringOptions(
+                    prepared.target,
+                    prepared.tvm_target,
+                    prepared.pass_configs,
+                    instruments=(synchronous_printer(seen),),
+                ),
             )
             assert result.error is None, result.error
             found[prepared.target.name] = disagreements(writer.trace(), result.run, seen)
@@ -188,12 +190,13 @@ def test_language_server_facts_equal_the_compilers_on_this_release(target: str) 
     instrument reading the module after layout inference (tests/lsp/oracle.py)."""
     import importlib.util
 
+    from tilelang_lsp.protocol import Analyze
     from tilelang_lsp.worker.analysis import analyze
 
     from ..lsp.oracle import compiler_buffers, tilelang_target
 
     path = EXAMPLES / "gemm.py"
-    result = analyze(str(path), path.read_text(), default_target=target)
+    result = analyze(Analyze(path=str(path), text=path.read_text(), default_target=target))
     assert result.diagnostics == ()
     (kernel,) = result.kernels
     assert kernel.status == "ok", kernel

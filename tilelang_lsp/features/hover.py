@@ -1,5 +1,6 @@
 """``textDocument/hover``: a buffer's full facts and its layout on the other targets; TileLang's
-API docs for ``T.gemm`` and the like (``tilelang_lsp.api``) where no buffer answers."""
+API docs for ``T.gemm`` and the like (``tilelang_lsp.api``) where no buffer answers, and on a tile
+operation what its line became through the passes (``tilelang_lsp.line_ir``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from lsprotocol import types
 
 from tilelang_lsp.api.lookup import api_hover
 from tilelang_lsp.document import Document
+from tilelang_lsp.line_ir import line_section
 from tilelang_lsp.protocol import Buffer, KernelAnalysis
 from tilelang_lsp.render import hover_markdown
 from tilelang_lsp.source.buffers import source_buffers
@@ -28,8 +30,15 @@ async def handle(server: TileLangLanguageServer, params: types.HoverParams) -> t
     if before is None or not before.uses_tilelang:
         return None
     api = await api_hover(server.api, before.text, params.position, attribute_only=True)
-    if api is not None:
-        return api  # `T.gemm`: an attribute, never a buffer; answered without waiting
+    if api is not None:  # `T.gemm`: an attribute, never a buffer
+        # on a tile operation, what its line became through the passes (lowered on the first hover)
+        section = await line_section(server, before, params.position)
+        if section is not None and isinstance(api.contents, types.MarkupContent):
+            value = f"{api.contents.value}\n\n---\n\n{section}"
+            return types.Hover(
+                contents=types.MarkupContent(kind=api.contents.kind, value=value), range=api.range
+            )
+        return api
     doc = await server.analyzed(before.uri, wait=False)  # what is known now; never waits on the worker
     if doc is None:
         return None

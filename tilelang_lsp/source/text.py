@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import re
 
+from irtrace.core.source_tree import parse_source
+
 _USES_TILELANG = re.compile(r"^[ \t]*(?:import|from)[ \t]+tilelang\b", re.MULTILINE)
 
 
@@ -18,7 +20,7 @@ def imports_tilelang(text: str) -> bool | None:
     not parse. Only a file for which this is ``True`` is ever executed: an import named in a string,
     a docstring or a comment does not count."""
     try:
-        tree = ast.parse(text)
+        tree = parse_source(text)  # the tree the worker's loader and resolver read too
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in ast.walk(tree):
@@ -48,7 +50,7 @@ def looks_like_tilelang(text: str) -> bool:
 def syntax_problem(text: str) -> tuple[int, str] | None:
     """The line (1-based) and message of the text's syntax error, found without running anything."""
     try:
-        ast.parse(text)
+        parse_source(text)
     except SyntaxError as error:
         return error.lineno or 1, f"syntax error: {error.msg}"
     except (ValueError, RecursionError, MemoryError) as error:

@@ -28,37 +28,27 @@ from typing import IO
 import msgspec
 
 from irtrace.core.targets import DEFAULT_TARGET
+from irtrace.core.worker_protocol import resident_mb
 from tilelang_lsp.protocol import (
     Analyze,
     Call,
     Cancel,
     Failure,
     IrAfterPass,
+    LineMaps,
     Progress,
     ProtocolError,
     Ready,
-    Request,
     Result,
     Trace,
     TraceResult,
     Warm,
+    WorkerRequest,
     decode_to_worker,
     encode,
     message_id,
     raw,
 )
-
-
-def _rss_mb() -> float:
-    try:
-        with open("/proc/self/statm") as statm:
-            pages = int(statm.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError):
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
 
 IDLE_BEFORE_WARMUP_S = 0.05
 """How long the worker waits for a first request before lowering its warm-up kernel."""
@@ -70,7 +60,7 @@ class Worker:
     def __init__(self, out: IO[bytes]) -> None:
         self.out = out
         self.lock = threading.Lock()
-        self.requests: queue.Queue[Call | None] = queue.Queue()
+        self.requests: queue.Queue[Call[WorkerRequest] | None] = queue.Queue()
         self.cancelled: set[int] = set()
         self.current: int | None = None
 
@@ -139,32 +129,39 @@ class Worker:
         began = time.perf_counter()
         with tempfile.TemporaryDirectory() as folder:
             try:
-                analyze(str(Path(folder) / "tilelang_lsp_warmup.py"), WARMUP_KERNEL, default_target=target)
+                analyze(
+                    Analyze(
+                        path=str(Path(folder) / "tilelang_lsp_warmup.py"),
+                        text=WARMUP_KERNEL,
+                        default_target=target,
+                    )
+                )
             except Exception:
                 traceback.print_exc()
         return time.perf_counter() - began
 
-    def handle(self, call: Call) -> None:
+    def handle(self, call: Call[WorkerRequest]) -> None:
         request_id = call.id
         self.current = request_id
         try:
             if request_id in self.cancelled:
                 raise _cancelled()
             body = self.dispatch(request_id, call.request)
-            self.send(Result(id=request_id, body=raw(body), rss_mb=_rss_mb()))
+            self.send(Result(id=request_id, body=raw(body), rss_mb=resident_mb()))
         except Exception as error:
             from tilelang_lsp.worker.analysis import Cancelled
 
             cancelled = isinstance(error, Cancelled)
             if not cancelled:
                 traceback.print_exc()
-            self.send(Failure(id=request_id, error=str(error), cancelled=cancelled, rss_mb=_rss_mb()))
+            self.send(Failure(id=request_id, error=str(error), cancelled=cancelled, rss_mb=resident_mb()))
         finally:
             self.cancelled.discard(request_id)
             self.current = None
 
-    def dispatch(self, request_id: int, request: Request) -> msgspec.Struct:
-        from irtrace.recording.resolve.candidates import InstanceSources
+    def dispatch(self, request_id: int, request: WorkerRequest) -> msgspec.Struct:
+        """Run one request: the analysis gets it whole (``AnalysisJob``), with this call's
+        cancellation and progress."""
         from tilelang_lsp.worker import analysis
 
         def should_stop() -> bool:
@@ -173,44 +170,18 @@ class Worker:
         def on_kernel(name: str, line: int) -> None:
             self.send(Progress(request=request_id, kernel=name, line=line))
 
-        instances = InstanceSources(traces=request.instance_traces, picks=dict(request.instance_picks))
-
-        if isinstance(request, Analyze):
-            return analysis.analyze(
-                request.path,
-                request.text,
-                default_target=request.default_target,
-                override_target=request.target,
-                full=request.full,
-                race_check=request.race_check,
-                should_stop=should_stop,
-                on_kernel=on_kernel,
-                instances=instances,
-            )
-        if isinstance(request, Trace):
-            result = analysis.analyze(
-                request.path,
-                request.text,
-                default_target=request.default_target,
-                override_target=request.target,
-                full=True,
-                kernels_only=[request.kernel],
-                trace_path=request.output,
-                on_kernel=on_kernel,
-                instances=instances,
-            )
-            return TraceResult(output=request.output, kernels=result.kernels)
         if isinstance(request, IrAfterPass):
-            return analysis.ir_after_pass(
-                request.path,
-                request.text,
-                request.kernel,
-                request.pass_name,
-                default_target=request.default_target,
-                target=request.target,
-                instances=instances,
-            )
-        raise ValueError(f"unknown worker request {type(request).__name__}")
+            return analysis.ir_after_pass(request)
+        if isinstance(request, LineMaps):
+            from tilelang_lsp.worker.source_lines import source_lines
+
+            return source_lines(request, should_stop)
+        result = analysis.analyze(
+            analysis.AnalysisJob.of(request, should_stop=should_stop, on_kernel=on_kernel)
+        )
+        if isinstance(request, Trace):
+            return TraceResult(output=request.output, kernels=result.kernels)
+        return result
 
 
 def end_process_group() -> None:

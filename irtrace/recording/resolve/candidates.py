@@ -179,7 +179,7 @@ def program_key(text: str) -> str:
     parse (the run would fail alike)."""
     import ast
 
-    from irtrace.recording.loader import parse_source
+    from irtrace.core.source_tree import parse_source
 
     try:
         return ast.dump(parse_source(text))

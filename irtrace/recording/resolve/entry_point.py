@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from irtrace.recording.loader import parse_source
+from irtrace.core.source_tree import compile_source, parse_source
 
 MAIN = "__main__"
 
@@ -392,8 +392,9 @@ def _run_program(path: str, text: str, kernels: list[EntryKernel], target: str, 
         with contextlib.suppress(Exception):
             _harmless_gpu_work(stack, target)
         try:
-            # dont_inherit: this module's `from __future__ import annotations` must not reach the program
-            exec(compile(text, path, "exec", dont_inherit=True), namespace)
+            # compiled with dont_inherit: this module's `from __future__ import annotations` must not
+            # reach the program
+            exec(compile_source(text, path), namespace)
         except SystemExit as error:
             outcome = "ended" if error.code in (None, 0) else f"exited with status {error.code}"
         except BaseException as error:  # the program's own failure: what it reached still counts

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irtrace.core.errors import UsageError
+from irtrace.core.source_tree import parse_source
 from irtrace.core.specs import parse_call_arguments
 from irtrace.core.targets import known_target_name, tvm_target_name
-from irtrace.recording.loader import parse_source
 from irtrace.recording.resolve.literals import LiteralScope, Unknown, own_nodes
 
 DIRECTIVE = re.compile(r"#\s*tilelang:\s*(?P<body>.*)$")
