@@ -115,7 +115,9 @@ def main() -> None:
     for name, (path, kernel) in EXAMPLES.items():
         file, text = str(path), path.read_text()
         runs: dict[str, Callable[[], object]] = {
-            "edit": partial(analyze, AnalysisJob.of(Analyze(path=file, text=text, default_target=args.target))),
+            "edit": partial(
+                analyze, AnalysisJob.of(Analyze(path=file, text=text, default_target=args.target))
+            ),
             "summary": partial(
                 analyze, AnalysisJob.of(Analyze(path=file, text=text, default_target=args.target, full=True))
             ),

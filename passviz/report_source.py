@@ -108,10 +108,20 @@ class SourceLines:
         the maps (numbers only) as JSON."""
         if shown is None:
             return ""
-        if not self.enabled or self.source is None:
-            return f"<p class='unchanged'>{NO_KERNEL_LINES if self.run.source_maps else NO_MAPS}</p>"
-        self._collect(anchor)
+        note = f"<p class='unchanged'>{NO_KERNEL_LINES if self.run.source_maps else NO_MAPS}</p>"
+        if self.source is None:
+            return note
         first, last = shown.first, min(shown.last, len(self.source) - 1)
+        if not self.enabled:  # the recorded source, with nothing to click
+            rows = [
+                f"<span class='n'>{n + 1:>4}</span> {_semantic(self.source[n])}"
+                for n in range(first, last + 1)
+            ]
+            return (
+                f"<details><summary>The kernel's source as the trace recorded it: <code>{_e(shown.name)}"
+                f"</code></summary>{note}<pre class='pysource'>{chr(10).join(rows)}</pre></details>"
+            )
+        self._collect(anchor)
         mapped = set(self.data.through)
         rows = []
         for number in range(first, last + 1):

@@ -239,8 +239,8 @@ def test_the_report_shows_the_source_the_trace_recorded_after_the_file_is_gone(
     trace, text = recorded_then_deleted
     assert trace.path and not Path(trace.runs[0].spec.split("::")[0]).exists()
     page = report(Path(trace.path), tmp_path)
-    start = page.index("<div class='sourcemap'>")
-    shown = html.unescape(re.sub(r"<[^>]+>", "", page[start : page.index("</div>", start)]))
+    start = page.index("<pre class='pysource'>")
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page[start : page.index("</pre>", start)]))
     function = text[text.index("def matmul(") : text.index("return gemm")]
     assert all(line.strip() in shown for line in function.splitlines() if line.strip())
 
@@ -262,7 +262,7 @@ def test_a_hostile_spec_cannot_pull_another_file_into_the_report_or_the_browser(
         hostile = write_edited(trace, traces / f"{name}.jsonl", **fields)
         page = report(hostile, tmp_path)
         assert "hunter2" not in page, name
-        assert ("<div class='sourcemap'>" in page) == ("kernel_file_sha256" not in fields), name
+        assert ("<pre class='pysource'>" in page) == ("kernel_file_sha256" not in fields), name
         assert "hunter2" not in asyncio.run(browsed_source(hostile)), name
 
 
