@@ -6,6 +6,7 @@ plain ``tilelang.lower`` and with irtrace's recorder, alternating, and prints th
 ``RESULT max_ratio=<x> median_ratio=<y>`` over every kernel and target.
 
     .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml] [--sync]
+        [--only 'cpu_gemm cuda:sm_90a' ...] [--switch-interval 0.0005]
 
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
@@ -45,10 +46,14 @@ def lower_traced(
     *,
     threaded: bool = True,
     source_map: bool = False,
+    switch_interval: float | None = None,
 ) -> float:
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
 
+    interval = sys.getswitchinterval()
+    if switch_interval is not None:  # how often a thread waiting for the GIL asks for it
+        sys.setswitchinterval(switch_interval)
     started = time.perf_counter()
     with TraceWriter(path) as writer:
         result = record_lowering(
@@ -60,6 +65,7 @@ def lower_traced(
             ),
         )
     elapsed = time.perf_counter() - started
+    sys.setswitchinterval(interval)
     if result.error is not None:
         raise RuntimeError(f"traced lowering failed: {result.run.error}")
     return elapsed
@@ -88,6 +94,12 @@ def main() -> int:
         action="store_true",
         help="also lower traced with source maps (--source-map), and report what the maps cost",
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        help="Python's thread switch interval (seconds; default 0.005) during each traced lowering: "
+        "measures what GIL hand-offs between the pipeline's thread and the print threads cost",
+    )
     args = parser.parse_args()
 
     from irtrace.recording.api import prepare_request
@@ -114,7 +126,15 @@ def main() -> int:
             for _ in range(args.repeat):
                 untraced.append(lower_untraced(built.func, tvm_target, configs))
                 traced.append(
-                    lower_traced(built.func, target, tvm_target, configs, trace_path, threaded=not args.sync)
+                    lower_traced(
+                        built.func,
+                        target,
+                        tvm_target,
+                        configs,
+                        trace_path,
+                        threaded=not args.sync,
+                        switch_interval=args.switch_interval,
+                    )
                 )
                 if args.source_map_cost:
                     mapped.append(

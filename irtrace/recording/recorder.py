@@ -375,6 +375,7 @@ class PassRecorder:
         frame = self._open(mod, name, raw_name, *self._phase(event.phase))
         self._note_started(frame)
         self._before_in_place_edits(raw_name)
+        self.printer.flush()
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead
@@ -449,6 +450,13 @@ class PassRecorder:
     def create_pass_instrument(self) -> Any:
         return stacked_pass_instrument(self)
 
+    def stop_instruments(self) -> list[Any]:
+        """The instrument that skips passes after a stop, when a stop can be asked for: with
+        neither ``stop_after`` nor ``should_stop``, TVM has one Python callback less per pass."""
+        if self.stop_after or self.should_stop is not None:
+            return [skip_after_stop(self)]
+        return []
+
     @contextmanager
     def pipeline_scope(self, base_phase: Phase) -> Iterator[None]:
         previous = self.pipeline
@@ -474,6 +482,7 @@ class PassRecorder:
             event.mod, HOST_CODEGEN_STAGE if host else "codegen", str(event.name), PHASE_CODEGEN, None
         )
         self._note_started(frame)
+        self.printer.flush()
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead
@@ -628,7 +637,7 @@ def record_lowering(
                 instruments=[
                     recorder.create_pass_instrument(),
                     *options.instruments,
-                    skip_after_stop(recorder),
+                    *recorder.stop_instruments(),
                 ],
             ),
             target_object,

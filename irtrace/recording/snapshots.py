@@ -43,29 +43,49 @@ printed before they run, and a module after them is printed even when it holds t
 
 
 class ModuleState:
-    """The objects a module's printed text is made of, held by reference."""
+    """The objects a module's printed text is made of, held by reference.
 
-    __slots__ = ("attrs", "functions", "global_infos")
+    The module's function map is held itself, not its items: TVM's maps are copied on write
+    while anyone else holds them, so an update of the module (``mod->Update``) leaves the held
+    map as it was. Holding it takes one call into TVM, not three per function, and a module
+    whose map is the very same object holds the very same functions (no item compared).
+    """
+
+    __slots__ = ("_functions", "attrs", "function_map", "global_infos")
 
     def __init__(self, mod: Any) -> None:
-        self.functions: tuple[tuple[Any, Any], ...] = tuple(mod.functions.items())
+        self.function_map: Any = mod.functions
         self.attrs: Any = mod.attrs
         self.global_infos: Any = mod.global_infos
+        self._functions: tuple[tuple[Any, Any], ...] | None = None
+
+    @property
+    def functions(self) -> tuple[tuple[Any, Any], ...]:
+        """The (global variable, function) pairs, read from the held map once."""
+        if self._functions is None:
+            self._functions = tuple(self.function_map.items())
+        return self._functions
 
     def same_as(self, other: ModuleState) -> bool:
         """Whether both hold the very same objects (and so print the same)."""
-        if len(self.functions) != len(other.functions):
+        if not (_same(self.attrs, other.attrs) and _same(self.global_infos, other.global_infos)):
             return False
-        for (gvar, func), (other_gvar, other_func) in zip(self.functions, other.functions, strict=True):
-            if not (gvar.same_as(other_gvar) and _same_function(func, other_func)):
-                return False
-        return _same(self.attrs, other.attrs) and _same(self.global_infos, other.global_infos)
+        if self.function_map.same_as(other.function_map):
+            return True
+        functions, other_functions = self.functions, other.functions
+        if len(functions) != len(other_functions):
+            return False
+        return all(
+            gvar.same_as(other_gvar) and _same_function(func, other_func)
+            for (gvar, func), (other_gvar, other_func) in zip(functions, other_functions, strict=True)
+        )
 
     def rebuild(self) -> Any:
-        """A module of the same objects, safe from in-place updates of the original module."""
-        import tvm
+        """A module of the same objects, safe from in-place updates of the original module
+        (one call into TVM: its constructor takes the held map and attributes as they are)."""
+        from tvm.ir import _ffi_api
 
-        return tvm.IRModule(dict(self.functions), attrs=self.attrs, global_infos=self.global_infos)
+        return _ffi_api.IRModule(self.function_map, self.attrs, self.global_infos)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -258,7 +278,10 @@ class SnapshotPrinter:
         self.capture_ir = capture_ir
         self.source_map = capture_ir and source_map
         """read each printed module's statement spans with its text (``irtrace.recording.spans``)"""
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
+        self._queue: queue.SimpleQueue[list[Callable[[], None]] | None] | None = None
+        self._pending: list[Callable[[], None]] = []
+        """Jobs for the writer thread, handed over together by ``flush``: one wake-up of that
+        thread (and one GIL hand-off) per pass instead of one per record and print."""
         self._thread: threading.Thread | None = None
         self._pool: _PrintPool | None = None
         self._error: BaseException | None = None
@@ -274,11 +297,12 @@ class SnapshotPrinter:
 
     def _work(self) -> None:
         assert self._queue is not None
-        while (job := self._queue.get()) is not None:
-            try:
-                job()
-            except BaseException as error:  # surfaced by drain()
-                self._error = self._error or error
+        while (jobs := self._queue.get()) is not None:
+            for job in jobs:
+                try:
+                    job()
+                except BaseException as error:  # surfaced by drain()
+                    self._error = self._error or error
 
     def _start(self, step: Callable[[], None]) -> None:
         """Run ``step`` now, or at the next barrier while holding."""
@@ -288,12 +312,19 @@ class SnapshotPrinter:
             step()
 
     def _submit(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on the writer thread after everything submitted before it (now without one)."""
+        """Run ``job`` on the writer thread after everything submitted before it (now without
+        one); it waits in ``_pending`` for the next ``flush``."""
         if self._queue is None:
             job()
             return
-        queued = self._queue
-        self._start(lambda: queued.put(job))
+        self._start(lambda: self._pending.append(job))  # the list at the time it runs
+
+    def flush(self) -> None:
+        """Hand the jobs submitted so far to the writer thread (before a pass runs: if it hangs,
+        the writer still writes every record up to its start)."""
+        if self._pending and self._queue is not None:
+            self._queue.put(self._pending)
+            self._pending = []
 
     def _store(self, text: str) -> str:
         """The text's key, stored once; the previous text (often printed again) is not re-hashed."""
@@ -314,7 +345,7 @@ class SnapshotPrinter:
             if self.source_map:
                 snap.spans = module_spans(mod, text)
             return snap
-        snap, pool, queued, spans = Snapshot(), self._pool, self._queue, self.source_map
+        snap, pool, spans = Snapshot(), self._pool, self.source_map
 
         def start() -> None:
             printed = pool.submit(held, spans)
@@ -323,7 +354,7 @@ class SnapshotPrinter:
                 snap.scope, text, snap.spans = printed.result()
                 snap.sha = self._store(text)
 
-            queued.put(store)
+            self._pending.append(store)
 
         self._start(start)
         return snap
@@ -355,9 +386,10 @@ class SnapshotPrinter:
         if self._queue is None:
             return
         self._release()
+        self.flush()
         self._help()
         done = threading.Event()
-        self._queue.put(done.set)
+        self._queue.put([done.set])
         done.wait()
 
     def drain(self) -> None:
@@ -365,6 +397,7 @@ class SnapshotPrinter:
         if self._queue is not None and self._thread is not None:
             self._release()
             self._held = None
+            self.flush()
             self._help()
             self._queue.put(None)
             self._thread.join()
