@@ -6,7 +6,7 @@ plain ``tilelang.lower`` and with irtrace's recorder, alternating, and prints th
 ``RESULT max_ratio=<x> median_ratio=<y>`` over every kernel and target.
 
     .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml] [--sync]
-        [--only 'cpu_gemm cuda:sm_90a' ...] [--switch-interval 0.0005]
+        [--only 'cpu_gemm cuda:sm_90a' ...] [--shard I/N] [--switch-interval 0.0005]
 
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
@@ -83,6 +83,10 @@ def main() -> int:
         help="substring of 'kernel target' to restrict the run (repeat: any of them)",
     )
     parser.add_argument(
+        "--shard",
+        help="I/N: only every N-th kernel and target, from the I-th (split one long run into N commands)",
+    )
+    parser.add_argument(
         "--sync",
         action="store_true",
         help="print every module on the pipeline's thread, as irtrace record and run do (crash-safe: "
@@ -105,8 +109,10 @@ def main() -> int:
     from irtrace.recording.api import prepare_request
     from irtrace.recording.manifest import load_manifest
 
+    shard, shards = (int(part) for part in (args.shard or "1/1").split("/"))
     ratios: list[float] = []
     map_costs: list[float] = []
+    ordinal = -1
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
     print(
         f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} {'trace KiB':>10}"
@@ -115,6 +121,9 @@ def main() -> int:
         for prepared in prepare_request(request):
             label = f"{prepared.name} {prepared.target.name}"
             if args.only and not any(part in label for part in args.only):
+                continue
+            ordinal += 1
+            if ordinal % shards != shard - 1:
                 continue
             if prepared.built is None:
                 raise RuntimeError(f"{label} could not be built: {prepared.error}")
