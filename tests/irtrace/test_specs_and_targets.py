@@ -135,7 +135,7 @@ def test_the_default_target_is_the_one_tilelang_picks_for_a_hopper_gpu() -> None
     from irtrace.core.targets import DEFAULT_TARGET, default_target, get_target
     from irtrace.recording.capture import GPU_SCRIPT_TARGET
     from tilelang_lsp.options import InitializationOptions
-    from tilelang_lsp.protocol import Request
+    from tilelang_lsp.protocol import DocumentRequest
 
     tilelangs = f"cuda:sm_{nvcc.get_target_arch((9, 0))}"
     assert tilelangs == "cuda:sm_90a"
@@ -148,4 +148,4 @@ def test_the_default_target_is_the_one_tilelang_picks_for_a_hopper_gpu() -> None
     )
     assert tilelangs == GPU_SCRIPT_TARGET
     assert InitializationOptions().default_target == tilelangs
-    assert {f.name: f.default for f in msgspec.structs.fields(Request)}["default_target"] == tilelangs
+    assert {f.name: f.default for f in msgspec.structs.fields(DocumentRequest)}["default_target"] == tilelangs

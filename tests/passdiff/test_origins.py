@@ -98,7 +98,7 @@ def span_oracle(watched: Watched) -> Any:
 def record_watched(path: Path, configs: dict[str, Any]) -> tuple[Trace, Watched]:
     from irtrace.core.specs import parse_spec
     from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import record_lowering
+    from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
 
     watched = Watched()
     with TraceWriter(path) as writer:
@@ -106,15 +106,15 @@ def record_watched(path: Path, configs: dict[str, Any]) -> tuple[Trace, Watched]
             assert prepared.built is not None, prepared.error
             record_lowering(
                 prepared.built.func,
-                prepared.target,
                 writer,
-                kernel="matmul",
-                spec=SPEC,
-                pass_configs=prepared.pass_configs,
-                tvm_target=prepared.tvm_target,
-                instruments=[span_oracle(watched)],
-                source_map=True,
-                kernel_file_text=prepared.kernel_file_text,
+                RunHeader("matmul", SPEC, kernel_file_text=prepared.kernel_file_text),
+                LoweringOptions(
+                    prepared.target,
+                    prepared.tvm_target,
+                    prepared.pass_configs,
+                    instruments=(span_oracle(watched),),
+                    capture=CaptureOptions(source_map=True),
+                ),
             )
     return load_trace(path), watched
 
