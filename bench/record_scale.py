@@ -16,11 +16,9 @@ two cores: run it on a machine with many.
 
     .venv/bin/python bench/record_scale.py [--jobs 2] [--rounds 1] [--manifest examples/irtrace.toml] [-t all]
     .venv/bin/python bench/record_scale.py --corpus --jobs 8
-    .venv/bin/python bench/record_scale.py --corpus --shard 1/25 --jobs 2 --compare-warm
+    .venv/bin/python bench/record_scale.py --corpus --shard 1/4 --jobs 8
 
-``--shard I/N`` records one slice of the runs in every recording (``irtrace record --shard``);
-``--compare-warm`` adds a third recording, ``--jobs N`` with the parent lowering a small kernel
-per backend before it forks the workers (``IRTRACE_WARM_BEFORE_FORK=1``), and ``speedup_warm``.
+``--shard I/N`` records one slice of the runs in both recordings (``irtrace record --shard``).
 """
 
 from __future__ import annotations
@@ -35,8 +33,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-WARM_BEFORE_FORK = "IRTRACE_WARM_BEFORE_FORK"
-"""irtrace.recording.warmup's switch: the parent lowers a small kernel per backend before forking."""
 
 
 def record(
@@ -47,7 +43,6 @@ def record(
     order_from: Path | None = None,
     *,
     shard: str | None = None,
-    warm: bool = False,
 ) -> float:
     """Seconds ``irtrace record`` takes, as a command (interpreter start-up included)."""
     command = [sys.executable, "-m", "irtrace.cli", "record", "--manifest", manifest, "-q", "-o", str(output)]
@@ -59,7 +54,6 @@ def record(
     if shard is not None:
         command += ["--shard", shard]
     env = dict(os.environ)
-    env[WARM_BEFORE_FORK] = "1" if warm else "0"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -101,36 +95,25 @@ def main() -> int:
     parser.add_argument(
         "--shard", help="record only shard I/N of the runs (irtrace record --shard), e.g. 1/25 of --corpus"
     )
-    parser.add_argument(
-        "--compare-warm",
-        action="store_true",
-        help=f"also record with --jobs N and the parent warmed before forking ({WARM_BEFORE_FORK}=1), "
-        "and report that speedup too (speedup_warm)",
-    )
     args = parser.parse_args()
     targets = args.target or ["all"]
     if args.corpus:
         args.manifest, targets = str(ROOT / "bench" / "corpus.toml"), args.target or []
 
     subprocess.run([sys.executable, "-c", "import tilelang"], capture_output=True, check=True)  # warm caches
-    # (jobs, warmed before forking) -> times
-    kinds = [(1, False), (args.jobs, False)] + ([(args.jobs, True)] if args.compare_warm else [])
-    times: dict[tuple[int, bool], list[float]] = {kind: [] for kind in kinds}
+    times: dict[int, list[float]] = {1: [], args.jobs: []}
     with tempfile.TemporaryDirectory(prefix="record-scale-") as folder:
-        outputs = {kind: Path(folder) / f"jobs{kind[0]}{'-warm' if kind[1] else ''}.jsonl" for kind in kinds}
-        one = outputs[(1, False)]
+        outputs = {jobs: Path(folder) / f"jobs{jobs}.jsonl" for jobs in times}
+        one = outputs[1]
         for _ in range(args.rounds):
-            for jobs, warm in kinds:
+            for jobs in times:
                 # --jobs N takes the longest runs first, by the times of the --jobs 1 trace
                 previous = one if jobs > 1 else None
-                output = outputs[(jobs, warm)]
-                elapsed = record(args.manifest, targets, jobs, output, previous, shard=args.shard, warm=warm)
-                times[(jobs, warm)].append(elapsed)
-                print(f"--jobs {jobs}{' (parent warmed)' if warm else ''}: {elapsed:7.1f} s", flush=True)
-        runs, differ = same_runs(one, outputs[(args.jobs, False)])
-        if args.compare_warm:
-            differ += [f"{d} (warmed)" for d in same_runs(one, outputs[(args.jobs, True)])[1]]
-    serial, parallel = min(times[(1, False)]), min(times[(args.jobs, False)])
+                elapsed = record(args.manifest, targets, jobs, outputs[jobs], previous, shard=args.shard)
+                times[jobs].append(elapsed)
+                print(f"--jobs {jobs}: {elapsed:7.1f} s", flush=True)
+        runs, differ = same_runs(one, outputs[args.jobs])
+    serial, parallel = min(times[1]), min(times[args.jobs])
     speedup = serial / parallel
     print(f"fastest of {args.rounds}: --jobs 1 {serial:.1f} s, --jobs {args.jobs} {parallel:.1f} s")
     cpus = len(os.sched_getaffinity(0))
@@ -140,12 +123,7 @@ def main() -> int:
     else:
         print("both traces hold the same runs: passes, IR texts and kernel sources")
     print(f"speedup with --jobs {args.jobs}: {speedup:.2f}x")
-    warm_note = ""
-    if args.compare_warm:
-        warmed = serial / min(times[(args.jobs, True)])
-        print(f"speedup with --jobs {args.jobs}, the parent warmed before forking: {warmed:.2f}x")
-        warm_note = f" speedup_warm={warmed:.2f}"
-    print(f"RESULT speedup={speedup:.2f}{warm_note}")
+    print(f"RESULT speedup={speedup:.2f}")
     return 0
 
 

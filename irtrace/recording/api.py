@@ -7,7 +7,6 @@ up to a pass (the language server's worker).
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -53,7 +52,7 @@ from irtrace.recording.recorder import (
 from irtrace.recording.resolve.candidates import InstanceSources
 from irtrace.recording.resolve.resolver import NEEDS_VALUES, ResolvedInstance, resolve_kernels
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
-from irtrace.recording.warmup import WARM_BEFORE_FORK, warm_backends, warm_error_path
+from irtrace.recording.warmup import warm_error_path
 
 
 @dataclass(frozen=True)
@@ -391,14 +390,10 @@ def record_kernels(
     if pooled and jobs > 1:
         keys = [_run_key(item) for item in items if item.error is None]
         order = longest_first(keys, run_times or {})
-    warm = None
-    if pooled and jobs > 1 and os.environ.get(WARM_BEFORE_FORK) == "1":
-        warm = partial(warm_backends, [item.unit.target for item in items if item.unit is not None])
     results = run_tasks(
         tasks(),
         writer,
         order=order,
-        before_fork=warm,
         workers=max(jobs, 1) if pooled else None,
         timeout=timeout,
         stand_in=lambda index, writer: _stand_in(units[index], writer),

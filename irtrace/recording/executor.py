@@ -119,7 +119,6 @@ def run_tasks(
     in_worker: Callable[[], None] | None = None,
     on_task: TaskEvent | None = None,
     order: Sequence[int] | None = None,
-    before_fork: Callable[[], object] | None = None,
 ) -> Iterator[TaskResult]:
     """Run ``tasks`` and yield their results in order, as each one's records are in ``writer``.
 
@@ -130,15 +129,12 @@ def run_tasks(
     ``on_task`` hears when each task starts and ends (in a worker: when the parent sends it and
     when its answer or its worker's death comes back). ``order``, a permutation of the task
     numbers, is the order workers take them in (default: task order); it changes no result.
-    ``before_fork`` runs once in this process before the first worker is forked (a warm-up that
-    every worker then inherits; it must leave no thread running).
     """
     if workers is None:
         yield from _in_process(tasks, writer, on_task)
     else:
         pool = WorkerPool(list(tasks), writer, workers, timeout, stand_in, in_worker, on_task)
         pool.order = list(order) if order is not None else None
-        pool.before_fork = before_fork
         yield from pool.results()
 
 
@@ -239,8 +235,6 @@ class WorkerPool:
     on_task: TaskEvent | None = None
     order: list[int] | None = None
     """The order workers take tasks in (a permutation of their numbers); None: task order."""
-    before_fork: Callable[[], object] | None = None
-    """Run once here before the first fork (``run_tasks``)."""
     _pending: deque[int] = field(default_factory=deque)
     _started: set[int] = field(default_factory=set)
     _ended: dict[int, _Ended] = field(default_factory=dict)
@@ -259,8 +253,6 @@ class WorkerPool:
         if self.order is not None and sorted(self.order) != list(range(len(self.tasks))):
             raise ValueError("order must hold every task number once")
         self._pending = deque(self.order if self.order is not None else range(len(self.tasks)))
-        if self.before_fork is not None:
-            self.before_fork()
         self._scratch(0)
         # Workers share the parent's objects copy-on-write; a collection in a worker would touch
         # (and so copy) every one of them. Frozen objects are left out of collections.

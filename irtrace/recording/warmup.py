@@ -1,13 +1,5 @@
 """The kernel long-lived processes lower once when they start, so a user's first request is warm."""
 
-from __future__ import annotations
-
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from irtrace.core.targets import TargetSpec
-
 WARMUP_KERNEL = """
 import tilelang.language as T
 
@@ -58,59 +50,3 @@ def warm_error_path() -> float:
         tvm.target.Target("irtrace-warm-up-no-such-target-kind")
     _error_path_warm = True
     return time.perf_counter() - began
-
-
-WARM_BEFORE_FORK = "IRTRACE_WARM_BEFORE_FORK"
-"""Environment switch of ``warm_backends`` for ``--jobs`` recordings: ``1`` lowers the warm-up
-kernel once per backend in the parent before the workers are forked, ``0`` (the default) does
-not (``bench/record_scale.py --compare-warm`` measures both)."""
-_WARMUP_FILE = "<irtrace-warmup>/irtrace_warmup.py"
-"""The warm-up kernel's file name for TileLang's frontend (``linecache``): no file on disk."""
-
-
-def native_threads() -> int:
-    """Threads of this process as the kernel counts them (TVM's and TileLang's native ones too);
-    0 where ``/proc`` is missing."""
-    import os
-
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 0
-
-
-def warm_backends(backends: Iterable[TargetSpec]) -> dict[str, str | None]:
-    """Lower the warm-up kernel once for each backend of the ``tilelang`` dialect (untraced) and
-    return each one's kernel source (``None`` where it failed to lower): run in the parent of
-    ``--jobs`` workers before they are forked, each worker inherits the imports and caches a
-    backend's first lowering fills, instead of paying for them.
-
-    A fork must not copy a thread that holds a lock: this raises if a lowering left one running.
-    """
-    import linecache
-
-    import tilelang
-    import tvm
-
-    from irtrace.recording.tvm_targets import make_tvm_target
-
-    threads = native_threads()
-    linecache.cache[_WARMUP_FILE] = (len(WARMUP_KERNEL), None, WARMUP_KERNEL.splitlines(True), _WARMUP_FILE)
-    namespace: dict[str, object] = {"__name__": "irtrace_warmup"}
-    exec(compile(WARMUP_KERNEL, _WARMUP_FILE, "exec"), namespace)  # our own constant text
-    factory = namespace["warmup"]
-    assert callable(factory)
-    sources: dict[str, str | None] = {}
-    for spec in backends:
-        if spec.backend in sources or spec.dialect != "tilelang":
-            continue
-        sources[spec.backend] = None
-        try:
-            target = make_tvm_target(spec)
-            with tvm.transform.PassContext(opt_level=3), target:
-                sources[spec.backend] = str(tilelang.lower(factory(), target=target).kernel_source)
-        except Exception:  # a backend that cannot lower it is warmed as far as it got
-            pass
-    if native_threads() > threads:
-        raise RuntimeError("warming the backends left a thread running: forking now is unsafe")
-    return sources
