@@ -296,16 +296,11 @@ def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[bytes, i
         body = raw[:-1] if ended else raw
         if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
             body, start = body[len(_BOM) :], start + len(_BOM)
-        if (
-            ended
-            and body.startswith(_IR_PREFIX_BYTES)
-            and body.endswith(b'"}')
-            and body[_SHA_END : _SHA_END + 2] == b'",'
-            and _SHA_BYTES.match(body[len(_IR_PREFIX_BYTES) : _SHA_END])
-        ):
+        sha_hex = ir_text_sha(body) if ended else None
+        if sha_hex is not None:
             _utf8(body, where)
-            sha = body[len(_IR_PREFIX_BYTES) : _SHA_END].decode()
-            key, place = text_place(body[len(_IR_PREFIX_BYTES) : _SHA_END], start, len(body))
+            sha = sha_hex.decode()
+            key, place = text_place(sha_hex, start, len(body))
             offsets[key] = place
             lines.append(_stand_in(sha))
         elif ended:
@@ -337,6 +332,20 @@ def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
 
 _LENGTH_BITS = 40
 """An IR line's place is one int, ``offset << 40 | length`` (one object per text, not three)."""
+
+
+def ir_text_sha(body: bytes) -> bytes | None:
+    """The SHA-256 (64 hex bytes) of a complete line that is an ``ir`` record in the writer's own
+    shape (``{"record":"ir","sha256":"...","text":"..."}``), read without decoding its JSON; ``None``
+    for any other line, which is then decoded and checked as a record."""
+    if (
+        body.startswith(_IR_PREFIX_BYTES)
+        and body.endswith(b'"}')
+        and body[_SHA_END : _SHA_END + 2] == b'",'
+        and _SHA_BYTES.match(body[len(_IR_PREFIX_BYTES) : _SHA_END])
+    ):
+        return body[len(_IR_PREFIX_BYTES) : _SHA_END]
+    return None
 
 
 def text_place(sha_hex: bytes, start: int, length: int) -> tuple[bytes, int]:

@@ -16,7 +16,6 @@ is missing, a text the trace does not hold) when that run is read, or for every 
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from irtrace.core.trace_reader import (
     decode_record,
     decode_records,
     finish_run,
+    ir_text_sha,
     open_trace_file,
     read_errors,
     read_header,
@@ -45,8 +45,6 @@ from irtrace.core.trace_reader import (
 )
 
 _IR_PREFIX = b'{"record":"ir","sha256":"'
-_SHA_END = len(_IR_PREFIX) + 64
-_SHA = re.compile(rb"[0-9a-f]{64}\Z")
 _BOM = b"\xef\xbb\xbf"
 _ENDS_RUN = {"end"}
 _IN_RUN = {"pass", "start", "layout", "srcmap", "end"}
@@ -194,15 +192,10 @@ def _scan(handle: IO[bytes], where: str, packed_cut: bool) -> Trace:
             continue
         if footer_line is not None:
             raise TraceFormatError(f"{where}:{number}: a record after the trace's footer")
-        if (
-            ended
-            and body.startswith(_IR_PREFIX)
-            and body.endswith(b'"}')
-            and body[_SHA_END : _SHA_END + 2] == b'",'
-            and _SHA.match(body[len(_IR_PREFIX) : _SHA_END])
-        ):
+        sha_hex = ir_text_sha(body) if ended else None
+        if sha_hex is not None:
             _text(body, where)
-            key, text_at = text_place(body[len(_IR_PREFIX) : _SHA_END], start, len(body))
+            key, text_at = text_place(sha_hex, start, len(body))
             offsets[key] = text_at
             continue
         line = _text(body, where) if ended else body.decode("utf-8", errors="replace")
