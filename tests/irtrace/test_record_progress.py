@@ -76,8 +76,11 @@ def _alone_logs_vectorize(spec: str, target: str) -> bool:
     return VECTORIZE in done.stderr
 
 
-# jobs=1 (26 s on 2 cores) runs with the sweeps, to keep make test within 10 minutes
-@pytest.mark.parametrize("jobs", [pytest.param(1, marks=pytest.mark.sweep), 2])
+# with the sweeps (26-28 s each on 2 cores), to keep make test within 10 minutes; test_no_progress_in_a_log
+# checks in make test that each warning is logged with its own run
+@pytest.mark.parametrize(
+    "jobs", [pytest.param(1, marks=pytest.mark.sweep), pytest.param(2, marks=pytest.mark.sweep)]
+)
 def test_progress_on_a_terminal_and_warnings_on_their_run(tmp_path: Path, jobs: int) -> None:
     shown, output = _record(tmp_path, jobs, terminal=True)
     assert "recording" in shown and "3/3" in shown, shown

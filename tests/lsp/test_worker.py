@@ -25,6 +25,8 @@ client = whole_file_server(trusted=True, analysis_timeout_s=4, extra_targets=[],
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
+@pytest.mark.sweep  # 13 s; both servers share irtrace.edge.worker_client, whose restart
+# tests/mcp/test_trust.py checks in make test (a worker that dies is replaced)
 async def test_killed_worker_is_restarted(client: LanguageClient) -> None:
     path = EXAMPLES / "rmsnorm.py"
     uri, version = open_fresh(client, path)
@@ -47,6 +49,8 @@ async def test_killed_worker_is_restarted(client: LanguageClient) -> None:
     ]
 
 
+@pytest.mark.sweep  # 9 s; the shared client's time limit is checked in make test by
+# tests/mcp/test_trust.py (a hanging file times out and the server goes on)
 async def test_build_that_loops_forever_is_cut_off(client: LanguageClient) -> None:
     uri, version = open_fresh(client, DATA / "forever.py")
     published = await wait_published(client, uri, version, timeout=200)

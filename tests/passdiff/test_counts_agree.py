@@ -71,6 +71,7 @@ def _oracle(before: str, after: str) -> tuple[int, int]:
     return (len(new) - equal, len(old) - equal)
 
 
+@pytest.mark.sweep  # its fixture records the manifest on four targets (13 s): with the sweeps
 def test_show_passdiff_and_passviz_count_every_pass_alike(examples: tuple[Path, Trace]) -> None:
     path, trace = examples
     shown = _show_json(path)
