@@ -108,21 +108,10 @@ def write_report(
     """Writes the page part by part as it is built (``report_parts``), through ``NAME.partial``
     renamed into place once complete: a symlink is written through, a folder or device is refused
     (``OutputError``), and a failed write leaves no partial file behind."""
-    from irtrace.core.errors import OutputError
-    from irtrace.core.output import PartialFile, describe_os_error
+    from irtrace.core.output import write_atomically
 
-    page = PartialFile(output)
-    try:
-        for number, part in enumerate(report_parts(trace, runs)):
-            page.handle.write(("\n" if number else "").encode("utf-8") + part.encode("utf-8"))
-    except OSError as error:
-        page.discard()
-        raise OutputError(f"cannot write {str(output)!r}: {describe_os_error(error)}") from None
-    except BaseException:
-        page.discard()
-        raise
-    page.commit()
-    return Path(output)
+    parts = enumerate(report_parts(trace, runs))
+    return write_atomically(output, (("\n" if number else "") + part for number, part in parts))
 
 
 def _legend() -> str:

@@ -191,11 +191,18 @@ def create_empty(path: str | os.PathLike[str]) -> None:
     raise OutputError(f"cannot create {str(path)!r}: something keeps replacing it")
 
 
-def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> Path:
-    """Write ``data`` to ``path`` through ``NAME.partial``; on failure nothing is left behind."""
+def write_atomically(path: str | os.PathLike[str], data: str | bytes | Iterable[str]) -> Path:
+    """Write ``data`` to ``path`` through ``NAME.partial``; on failure nothing is left behind.
+
+    ``data`` may be parts made as they are written (a page built run by run), so that the whole
+    text is never held at once."""
     output = PartialFile(path)
     try:
-        output.handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        if isinstance(data, (str, bytes)):
+            output.handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        else:
+            for part in data:
+                output.handle.write(part.encode("utf-8"))
     except OSError as error:
         output.discard()
         raise OutputError(f"cannot write {str(path)!r}: {describe_os_error(error)}") from None
