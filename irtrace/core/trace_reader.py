@@ -23,6 +23,7 @@ from typing import IO, Any, cast
 import msgspec
 from msgspec.structs import replace
 
+from irtrace.core.digest_index import DigestIndex
 from irtrace.core.errors import InputError, TraceFormatError
 from irtrace.core.output import describe_os_error
 from irtrace.core.schema import (
@@ -363,7 +364,7 @@ def _index_key(sha: object) -> bytes | None:
 class FileLines(Mapping[str, str]):
     """IR lines of a trace file, read from the open file when asked for (by ``LazyTexts``)."""
 
-    def __init__(self, handle: IO[bytes], offsets: dict[bytes, int]) -> None:
+    def __init__(self, handle: IO[bytes], offsets: dict[bytes, int] | DigestIndex) -> None:
         self._handle = handle
         self._offsets = offsets
         """SHA-256 digest -> ``text_place``."""

@@ -2,7 +2,8 @@
 
 ``open_trace`` scans the file once and keeps, per run, only its header's keys (kernel, target,
 tilelang version, host name) and where its lines lie; every IR text stays on disk, indexed by its
-SHA-256 (``trace_reader.FileLines``). The returned ``Trace``'s ``runs`` is a ``RunFile``: each run
+SHA-256 (``trace_reader.FileLines``), in a ``DigestIndex`` that moves to a temporary file once a
+corpus outgrows memory. The returned ``Trace``'s ``runs`` is a ``RunFile``: each run
 is read from the file, decoded and validated by the same code as ``load_trace`` when it is asked
 for, and dropped once the caller lets go of it. ``irtrace merge``, ``check`` and ``show`` and
 ``passviz html`` read traces this way; the interactive tools load them whole (``load_trace``).
@@ -24,6 +25,7 @@ from typing import IO, overload
 
 import msgspec
 
+from irtrace.core.digest_index import DigestIndex
 from irtrace.core.errors import TraceFormatError
 from irtrace.core.schema import IrRecord, KernelRun, Record
 from irtrace.core.trace import LazyTexts, RunHeader, Trace
@@ -166,7 +168,7 @@ def validate_runs(trace: Trace) -> None:
 def _scan(handle: IO[bytes], where: str, packed_cut: bool) -> Trace:
     parsed = ParsedRecords()  # the header's facts, and which runs began and ended
     places: dict[int, _RunPlace] = {}
-    offsets: dict[bytes, int] = {}
+    offsets = DigestIndex()  # a corpus's texts outgrow memory: the index moves to a file
     fallback: dict[str, str] = {}
     cut = packed_cut
     header_seen = False

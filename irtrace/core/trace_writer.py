@@ -16,6 +16,7 @@ from typing import IO, Any, cast
 import msgspec
 from msgspec.structs import replace
 
+from irtrace.core.digest_index import DigestIndex
 from irtrace.core.errors import OutputError, TraceFormatError
 from irtrace.core.output import PartialFile, describe_os_error
 from irtrace.core.resources import RESOURCE_COUNTS, BenchResult, KernelResources
@@ -86,7 +87,8 @@ class TraceWriter:
         self._texts: dict[str, str] = {}
         self._keep_texts = keep_texts
         """Keep each text written for ``trace()``; without, only its digest (a merge of a corpus)."""
-        self._written: set[bytes] = set()
+        self._written = DigestIndex()
+        """Digests of the texts written, without kept texts: in a file once a corpus outgrows memory."""
         self._runs: dict[int, KernelRun] = {}
         self._keep_runs = keep_runs
         """Keep each run ``add_run`` copied for ``trace()``; without, a merge holds one run at a time."""
@@ -387,7 +389,7 @@ class TraceWriter:
                 os.close(null)
         self._output = None
         self._stream = self._redirected = open(path, "wb")  # noqa: SIM115 - closed by the next redirect
-        self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, set()
+        self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, DigestIndex()
         self._next_run_id, self.failure = 0, None
 
     def adopt(self, lines: list[str], where: str) -> list[KernelRun]:
@@ -471,7 +473,7 @@ class TraceWriter:
                 os.dup2(null, self._stream.fileno())
                 os.close(null)
         self._stream, self._output = None, None
-        self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, set()
+        self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, DigestIndex()
         self._next_run_id, self._closed, self.failure = 0, False, None
         self.path = Path(path)
         self._stream = self._open_direct(self.path)

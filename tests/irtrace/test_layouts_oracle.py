@@ -149,45 +149,63 @@ def layout_instrument(truth: Truth) -> Any:
     return LayoutOracle()
 
 
-@dataclass
 class Lowered:
-    trace: Trace
-    truths: dict[tuple[str, str], Truth]
+    """Each kernel lowered on a target when a test first asks for it, traced, with the oracle
+    instrument in the same lowering (a case only the sweeps check is not lowered in make test)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.cases: dict[tuple[str, str], tuple[Trace, Truth]] = {}
+
+    def case(self, kernel: str, target: str) -> tuple[Trace, Truth]:
+        if (kernel, target) not in self.cases:
+            self.cases[(kernel, target)] = self._lower(kernel, target)
+        return self.cases[(kernel, target)]
 
     def run(self, kernel: str, target: str) -> KernelRun:
-        (run,) = self.trace.select(kernel, target)
+        (run,) = self.case(kernel, target)[0].select(kernel, target)
         return run
+
+    def _lower(self, kernel: str, target: str) -> tuple[Trace, Truth]:
+        from irtrace.core.specs import parse_spec
+        from irtrace.recording.api import RecordRequest, prepare_request
+        from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
+
+        spec = KERNELS[kernel][0]
+        path = self.folder / f"{kernel}-{target.replace(':', '_')}.jsonl"
+        truth = Truth()
+        with TraceWriter(path) as writer:
+            (prepared,) = prepare_request(RecordRequest(parse_spec(spec), (target,), {}, name=kernel))
+            assert prepared.built is not None, prepared.error
+            record_lowering(
+                prepared.built.func,
+                writer,
+                RunHeader(kernel, spec),
+                LoweringOptions(
+                    prepared.target,
+                    prepared.tvm_target,
+                    prepared.pass_configs,
+                    instruments=(layout_instrument(truth),),
+                ),
+            )
+        return load_trace(path), truth
 
 
 @pytest.fixture(scope="module")
 def lowered(tmp_path_factory: pytest.TempPathFactory) -> Lowered:
-    """Each kernel lowered once per target, traced, with the oracle instrument in the same lowering."""
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
+    return Lowered(tmp_path_factory.mktemp("layouts"))
 
-    path = tmp_path_factory.mktemp("layouts") / "layouts.jsonl"
-    truths: dict[tuple[str, str], Truth] = {}
-    with TraceWriter(path) as writer:
-        for name, (spec, targets) in KERNELS.items():
-            for prepared in prepare_request(RecordRequest(parse_spec(spec), targets, {}, name=name)):
-                assert prepared.built is not None, prepared.error
-                truth = truths[(name, prepared.target.name)] = Truth()
-                record_lowering(
-                    prepared.built.func,
-                    writer,
-                    RunHeader(name, spec),
-                    LoweringOptions(
-                        prepared.target,
-                        prepared.tvm_target,
-                        prepared.pass_configs,
-                        instruments=(layout_instrument(truth),),
-                    ),
-                )
-    return Lowered(load_trace(path), truths)
+
+SWEEP_ONLY = {("flash_attention", "metal"), ("row_reduce", "metal")} | {
+    (kernel, "cuda:sm_80") for kernel in KERNELS
+}
+"""Cases the sweeps check (a lowering each, about 1.5 s on 2 cores): make test keeps one kernel
+on Metal (its GEMM, where layout inference gives no buffer a layout) and every kernel on sm_90
+and gfx942."""
 
 
 CASES = [(kernel, target) for kernel, (_, targets) in KERNELS.items() for target in targets]
+CASE_PARAMS = [pytest.param(*case, marks=[pytest.mark.sweep] if case in SWEEP_ONLY else []) for case in CASES]
 
 
 def _check_buffer(recorded: BufferLayout, truth: BufferTruth) -> None:
@@ -208,14 +226,14 @@ def _check_buffer(recorded: BufferLayout, truth: BufferTruth) -> None:
             assert forward_thread(recorded, coords, replica) == thread, (truth.name, coords, replica)
 
 
-@pytest.mark.parametrize(("kernel", "target"), CASES)
+@pytest.mark.parametrize(("kernel", "target"), CASE_PARAMS)
 def test_layouts_after_the_layout_pass_are_tilelangs(lowered: Lowered, kernel: str, target: str) -> None:
-    truth = lowered.truths[(kernel, target)]
+    trace, truth = lowered.case(kernel, target)
     run = lowered.run(kernel, target)
     assert truth.after_layout_pass is not None, "the layout pass did not run"
     if not truth.after_layout_pass:  # Metal's GEMM: layout inference gives no buffer a layout
         assert run.layouts == ()
-        (shown,) = gather(lowered.trace, kernel, target)
+        (shown,) = gather(trace, kernel, target)
         assert shown.none_because is not None and "inferred none" in shown.none_because
         return
     first = run.layouts[0]
@@ -225,10 +243,10 @@ def test_layouts_after_the_layout_pass_are_tilelangs(lowered: Lowered, kernel: s
         _check_buffer(recorded, buffer_truth)
 
 
-@pytest.mark.parametrize(("kernel", "target"), CASES)
+@pytest.mark.parametrize(("kernel", "target"), CASE_PARAMS)
 def test_later_layout_records_follow_every_change(lowered: Lowered, kernel: str, target: str) -> None:
     """Each record equals TileLang's layouts after its pass, and every change of them has a record."""
-    truth = lowered.truths[(kernel, target)]
+    _, truth = lowered.case(kernel, target)
     if kernel == "fp8_quant":  # the case this test is here for: a later pass changed the layouts
         assert len(lowered.run(kernel, target).layouts) > 1
     run = lowered.run(kernel, target)
@@ -323,9 +341,10 @@ def test_cli_json_is_the_trace(lowered: Lowered, tmp_path: Path) -> None:
     """``irtrace layouts --json`` gives every recorded field of every buffer, and its threads."""
     from irtrace.core.layout_view import layouts_document
 
-    document = layouts_document(gather(lowered.trace, "flash_attention", "cuda:sm_90"))
+    trace, case_truth = lowered.case("flash_attention", "cuda:sm_90")
+    document = layouts_document(gather(trace, "flash_attention", "cuda:sm_90"))
     (run,) = document["runs"]
-    truth = lowered.truths[("flash_attention", "cuda:sm_90")].after_layout_pass
+    truth = case_truth.after_layout_pass
     assert truth is not None
     buffers = run["layouts"][0]["buffers"]
     assert [b["buffer"] for b in buffers] == [t.name for t in truth]

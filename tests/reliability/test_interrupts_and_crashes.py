@@ -63,6 +63,7 @@ def test_ctrl_c_in_a_native_pass_stops_record_with_130_and_keeps_the_passes(tmp_
     assert running.index == LOWER_TILE_OP_INDEX and trace.ir_before(running)
 
 
+@pytest.mark.sweep  # 6 s; Ctrl-C in a native pass and an isolated crash are checked in make test
 def test_ctrl_c_stops_isolated_record_too(tmp_path: Path) -> None:
     code, log, partial = interrupt_in_native_pass(tmp_path, "record", "--isolate", COPY, SMALL_GEMM)
     assert code == ExitCode.INTERRUPTED, log

@@ -141,6 +141,7 @@ def test_a_killed_recording_leaves_a_partial_file_and_says_so(tmp_path: Path) ->
     assert not partial.exists() and load_trace(output).runs[0].status == STATUS_OK
 
 
+@pytest.mark.sweep  # 5 s; the same kill of a plain .jsonl recording is checked in make test
 def test_killed_gz_recording_loads_up_to_its_last_complete_line(tmp_path: Path, copy_trace: Trace) -> None:
     output = tmp_path / "t.jsonl.gz"
     done = run_tool("irtrace", "record", COPY, "-o", str(output), misbehave="segv:LowerTileOp")
