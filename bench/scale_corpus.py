@@ -255,7 +255,10 @@ def record_profile(path: Path) -> None:
         "--manifest",
         str(ROOT / "examples" / "irtrace.toml"),
     ]
-    subprocess.run([*command, "-t", "all", "-o", str(path), "--jobs", "2", "-q"], check=True, cwd=ROOT)
+    done = subprocess.run([*command, "-t", "all", "-o", str(path), "--jobs", "2", "-q"], cwd=ROOT)
+    # 5: some kernels fail on some targets (the coverage matrix has expected failures); the trace is whole
+    if done.returncode not in (0, 5):
+        raise SystemExit(f"recording the profile trace {path} failed with exit code {done.returncode}")
 
 
 def main() -> int:

@@ -26,6 +26,10 @@ IN_MEMORY = 16_384
 """Entries kept in the dict before they move to the file: about 2 MB (a run holds tens of texts)."""
 CACHE_KIB = 16 * 1024
 """SQLite's page cache for the file, in KiB."""
+_LOW_BITS = 62
+"""A value is stored as two SQLite integers (64-bit, signed): a text's place in a file of over
+8 MB (``offset << 40 | length``) does not fit in one."""
+_LOW_MASK = (1 << _LOW_BITS) - 1
 
 
 class DigestIndex:
@@ -57,8 +61,8 @@ class DigestIndex:
             value = self._recent.get(key)
             if value is not None or self._file is None:
                 return value
-            row = self._file.execute("SELECT place FROM digests WHERE digest = ?", (key,)).fetchone()
-            return None if row is None else int(row[0])
+            row = self._file.execute("SELECT high, low FROM digests WHERE digest = ?", (key,)).fetchone()
+            return None if row is None else int(row[0]) << _LOW_BITS | int(row[1])
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, bytes) and self.get(key) is not None
@@ -98,11 +102,12 @@ class DigestIndex:
             self._file.execute("PRAGMA journal_mode = OFF")
             self._file.execute("PRAGMA synchronous = OFF")
             self._file.execute(
-                "CREATE TABLE digests (digest BLOB PRIMARY KEY, place INTEGER NOT NULL) WITHOUT ROWID"
+                "CREATE TABLE digests (digest BLOB PRIMARY KEY, high INTEGER NOT NULL, low INTEGER NOT NULL)"
+                " WITHOUT ROWID"
             )
         # Sorted, the batch goes into the B-tree page by page instead of at random places.
-        batch = sorted(self._recent.items())
+        batch = [(key, value >> _LOW_BITS, value & _LOW_MASK) for key, value in sorted(self._recent.items())]
         self._file.execute("BEGIN")
-        self._file.executemany("INSERT OR REPLACE INTO digests VALUES (?, ?)", batch)
+        self._file.executemany("INSERT OR REPLACE INTO digests VALUES (?, ?, ?)", batch)
         self._file.execute("COMMIT")
         self._recent.clear()

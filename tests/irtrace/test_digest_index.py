@@ -32,7 +32,8 @@ def test_answers_as_a_dict_across_the_move_to_its_file() -> None:
     index, oracle = DigestIndex(in_memory=37), {}
     for step in range(2_000):
         key = chooser.choice(keys)
-        index[key] = oracle[key] = step  # keys come back: a later place replaces an earlier one
+        # keys come back (a later place replaces an earlier one); places of a large file pass 2**63
+        index[key] = oracle[key] = step << 40 << (step % 3 * 20) | step
         if step % 97 == 0:
             probe = chooser.choice(keys)
             assert index.get(probe) == oracle.get(probe)
