@@ -145,6 +145,7 @@ def test_a_script_that_forks_and_uses_a_pool_is_captured_in_every_process(tmp_pa
     assert not (tmp_path / "out.jsonl.parts").exists()
 
 
+@pytest.mark.sweep  # 10-14 s on 2 cores (two processes, a lowering, collect polled): with the sweeps
 def test_a_process_outliving_the_first_is_left_in_its_part_and_collected_later(tmp_path: Path) -> None:
     release = tmp_path / "release"
     env = hooked_env(tmp_path, IRTRACE="out.jsonl")

@@ -230,7 +230,13 @@ def test_record_hides_harmless_native_warnings_unless_debug(tmp_path: Path) -> N
     assert len(notes) == 1 and notes[0].startswith("irtrace: note: hid ") and "--debug shows them" in notes[0]
     assert quiet.stdout.splitlines()[0].split()[:2] == ["kernel", "target"]  # the table comes first
 
-    debug = subprocess.run([*command[:3], "--debug", *command[3:]], capture_output=True, text=True, cwd=ROOT)
+
+@pytest.mark.sweep  # 6 s, a second recording: with the sweeps (the filter with debug on is checked in-process below)
+def test_record_debug_shows_the_harmless_native_warnings(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "irtrace.cli", "--debug", "record", SMALL_GEMM, "-t", "hip:gfx942"]
+    debug = subprocess.run(
+        [*command, "-o", str(tmp_path / "hip.jsonl")], capture_output=True, text=True, cwd=ROOT
+    )
     assert debug.returncode == ExitCode.OK, debug.stderr
     assert ROCM_WARNING in debug.stderr and "known-harmless" not in debug.stderr
 
@@ -250,6 +256,13 @@ def test_native_stderr_filter_passes_other_lines_on(capfd: pytest.CaptureFixture
     assert native.hidden == {"Unable to detect ROCm version, assuming >= 3.5": 2}
     os.write(2, f"{ROCM_WARNING}\n".encode())  # the descriptor is itself again afterwards
     assert capfd.readouterr().err == f"{ROCM_WARNING}\n"
+
+
+def test_native_stderr_filter_with_debug_hides_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    with hide_harmless_native_warnings(debug=True) as native:
+        os.write(2, f"[12:00:00] : {ROCM_WARNING}\n".encode())
+    assert capfd.readouterr().err == f"[12:00:00] : {ROCM_WARNING}\n"
+    assert native.hidden == {}
 
 
 def test_newer_schema_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
