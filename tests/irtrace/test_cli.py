@@ -231,7 +231,7 @@ def test_record_hides_harmless_native_warnings_unless_debug(tmp_path: Path) -> N
     assert quiet.stdout.splitlines()[0].split()[:2] == ["kernel", "target"]  # the table comes first
 
 
-@pytest.mark.sweep  # 6 s, a second recording: with the sweeps (the filter with debug on is checked in-process below)
+@pytest.mark.sweep  # 6 s, a second recording (the filter with debug on is checked in-process below)
 def test_record_debug_shows_the_harmless_native_warnings(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "irtrace.cli", "--debug", "record", SMALL_GEMM, "-t", "hip:gfx942"]
     debug = subprocess.run(
