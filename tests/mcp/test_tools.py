@@ -331,7 +331,7 @@ def test_coverage_matrix(mcp_server: McpServer, oracle_ascend: list[OraclePass])
     assert answer["causes"][0]["cells"] == [{"kernel": "matmul", "target": "ascend"}]
 
 
-@pytest.mark.sweep  # 9 s (nvcc, ptxas); the recorder's resources against ptxas are in make test
+@pytest.mark.sweep  # 9 s (nvcc, ptxas); a captured run's resources against ptxas are in make test
 def test_machine_code_is_what_ptxas_reports(mcp_server: McpServer, tmp_path: Path) -> None:
     import tilelang
     import tvm
