@@ -14,6 +14,7 @@ forks reads a streamed trace), and every access takes the index's lock, so threa
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -95,19 +96,36 @@ class DigestIndex:
                 self._file = None
 
     def _spill(self) -> None:
-        if self._file is None:
-            # "" is SQLite's private temporary database: a file of its own, deleted on close.
-            self._file = sqlite3.connect("", check_same_thread=False, isolation_level=None)
-            self._file.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            self._file.execute("PRAGMA journal_mode = OFF")
-            self._file.execute("PRAGMA synchronous = OFF")
-            self._file.execute(
-                "CREATE TABLE digests (digest BLOB PRIMARY KEY, high INTEGER NOT NULL, low INTEGER NOT NULL)"
-                " WITHOUT ROWID"
-            )
-        # Sorted, the batch goes into the B-tree page by page instead of at random places.
-        batch = [(key, value >> _LOW_BITS, value & _LOW_MASK) for key, value in sorted(self._recent.items())]
-        self._file.execute("BEGIN")
-        self._file.executemany("INSERT OR REPLACE INTO digests VALUES (?, ?, ?)", batch)
-        self._file.execute("COMMIT")
+        try:
+            if self._file is None:
+                self._file = _open_file()
+            # Sorted, the batch goes into the B-tree page by page instead of at random places.
+            batch = [
+                (key, value >> _LOW_BITS, value & _LOW_MASK) for key, value in sorted(self._recent.items())
+            ]
+            self._file.execute("BEGIN")
+            try:
+                self._file.executemany("INSERT OR REPLACE INTO digests VALUES (?, ?, ?)", batch)
+                self._file.execute("COMMIT")
+            except sqlite3.Error:
+                self._file.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            # No room for the file (a full or read-only temporary folder): what is in it stays, the
+            # rest stays in memory, as before there was a file.
+            self._limit = sys.maxsize
+            return
         self._recent.clear()
+
+
+def _open_file() -> sqlite3.Connection:
+    # "" is SQLite's private temporary database: a file of its own, deleted on close.
+    connection = sqlite3.connect("", check_same_thread=False, isolation_level=None)
+    connection.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    connection.execute("PRAGMA journal_mode = OFF")
+    connection.execute("PRAGMA synchronous = OFF")
+    connection.execute(
+        "CREATE TABLE digests (digest BLOB PRIMARY KEY, high INTEGER NOT NULL, low INTEGER NOT NULL)"
+        " WITHOUT ROWID"
+    )
+    return connection

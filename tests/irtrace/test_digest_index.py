@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sqlite3
 import tracemalloc
 from collections import ChainMap
 from pathlib import Path
@@ -103,3 +104,18 @@ def test_a_merge_keeps_no_text_index_per_run_once_past_memory(
     _merge_peak(small, tmp_path / "warm.jsonl")  # first-call allocations (imports, caches)
     per_run = (_merge_peak(large, tmp_path / "4n.jsonl") - _merge_peak(small, tmp_path / "n.jsonl")) / 60
     assert per_run < 3_000, f"a merge keeps {per_run:.0f} bytes a run"
+
+
+def test_without_room_for_its_file_the_index_stays_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full or read-only temporary folder is not an error of the command that reads the trace."""
+
+    def no_room(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(digest_index.sqlite3, "connect", no_room)
+    index, oracle = DigestIndex(in_memory=10), {}
+    for number in range(100):
+        key = hashlib.sha256(str(number).encode()).digest()
+        index[key] = oracle[key] = number << 70
+    assert not index.spilled
+    assert all(index.get(key) == value for key, value in oracle.items()) and len(index) == 100
