@@ -105,7 +105,8 @@ def build_reproducer(
 
 def require_rebuildable(run: KernelRun, kernel_file: str | Path | None, command: str) -> str | Path:
     """``kernel_file`` once ``run`` is a failure ``command`` can rebuild (it failed in a pass, was
-    recorded from a kernel file, and the user named that file); else the error saying why not."""
+    recorded from a kernel file with literal arguments, and the user named that file); else the
+    error saying why not, before anything imports TileLang."""
     if run.status == STATUS_OK:
         raise ReproError(f"{run.kernel} on {run.target} lowered without error; there is nothing to {command}")
     if not failed_passes(run):
@@ -123,6 +124,7 @@ def require_rebuildable(run: KernelRun, kernel_file: str | Path | None, command:
             f"{command} imports only a kernel file named on the command line: give --kernel-file FILE "
             f"(the run was recorded from {run.spec.partition('::')[0]!r})"
         )
+    rebuild_spec(run, kernel_file)  # a spec that is not literals, or no such file: said before TileLang loads
     return kernel_file
 
 
