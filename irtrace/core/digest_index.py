@@ -38,6 +38,8 @@ class DigestIndex:
 
     def __init__(self, in_memory: int | None = None) -> None:
         self._limit = max(1, IN_MEMORY if in_memory is None else in_memory)
+        if sqlite3 is None:  # no file to move to: everything stays in the dict
+            self._limit = sys.maxsize
         self._recent: dict[bytes, int] = {}
         self._file: sqlite3.Connection | None = None
         self._lock = threading.Lock()
@@ -50,7 +52,7 @@ class DigestIndex:
     def __setitem__(self, key: bytes, value: int) -> None:
         with self._lock:
             self._recent[key] = value
-            if len(self._recent) >= self._limit and sqlite3 is not None:
+            if len(self._recent) >= self._limit:
                 self._spill()
 
     def add(self, key: bytes) -> None:
