@@ -1,5 +1,5 @@
 """``DigestIndex`` answers as a dict does, whether its entries are in memory or in its file, and a
-corpus whose texts outgrow memory is merged, checked and shown with the same results.
+corpus whose texts outgrow memory is merged and checked with the same results.
 
 Oracles: a plain dict fed the same operations; the whole-trace reader (``load_trace``) and the
 in-memory merge (``write_merged``) on the same files; Python's allocation tracker for what each run
