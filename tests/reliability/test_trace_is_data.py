@@ -20,7 +20,7 @@ from irtrace.ci.repro import ReproError, SavedModule, failing_step, pass_factory
 from irtrace.core.errors import ExitCode, TraceFormatError
 from irtrace.core.trace import KernelRun, PassRecord, Trace
 from irtrace.core.trace_reader import load_trace
-from tests.conftest import EXAMPLES, record_to_file
+from tests.conftest import EXAMPLES, ROOT, record_to_file
 
 from .conftest import one_line, run_tool
 
@@ -130,6 +130,37 @@ def test_repro_refuses_an_argument_that_is_not_a_literal(
     assert done.returncode == ExitCode.USAGE
     assert "literal arguments only" in one_line(done.stderr)
     assert not marker.exists() and not (tmp_path / "r.py").exists()
+
+
+_REFUSED_BEFORE_TILELANG = """
+import sys
+from irtrace.ci.repro import ReproError, require_rebuildable
+from irtrace.core.trace_reader import load_trace
+trace, kernel = load_trace(sys.argv[1]), sys.argv[2]
+(run,) = [run for run in trace.runs if run.status != "ok"]
+try:
+    require_rebuildable(run, kernel, "repro")
+except ReproError as error:
+    print("refused:", "literal arguments only" in str(error), "tilelang loaded:", "tilelang" in sys.modules)
+"""
+
+
+def test_a_spec_that_is_not_literals_is_refused_before_tilelang_loads(
+    webgpu_failure: tuple[Trace, Path], tmp_path: Path
+) -> None:
+    """Repro and reduce check the spec first: a hostile trace costs no TileLang import (4-8 s)."""
+    trace, kernel = webgpu_failure
+    hostile = write_edited(
+        trace, tmp_path / "hostile.jsonl", spec=f"{kernel}::matmul(256, 256, __import__('os').getpid())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _REFUSED_BEFORE_TILELANG, str(hostile), str(kernel)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "refused: True tilelang loaded: False", done.stdout + done.stderr
 
 
 def test_repro_without_a_kernel_file_imports_nothing_and_says_which_file_to_give(
