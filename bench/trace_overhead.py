@@ -1,9 +1,17 @@
 """Traced against untraced lowering time, per example and target, in one process.
 
 For each kernel of examples/irtrace.toml and each of its targets, lowers the same PrimFunc with
-plain ``tilelang.lower`` and with irtrace's recorder, alternating, and prints the median of
-``--repeat`` runs each, their ratio and the trace size. Ends with
-``RESULT max_ratio=<x> median_ratio=<y>`` over every kernel and target.
+plain ``tilelang.lower`` and with irtrace's recorder, side by side ``--repeat`` times (the order
+alternates: untraced first, then traced first), and prints the medians, the ratio and the trace
+size. Ends with ``RESULT max_ratio=<x> median_ratio=<y> max_ratio_of_medians=<x'>
+median_ratio_of_medians=<y'>`` over every kernel and target.
+
+A pair's ``ratio`` is the median of each repeat's traced / untraced time: a traced lowering is
+compared with the untraced one beside it. The machines drift by as much as tracing costs (the
+same untraced lowering takes 140-290 ms of CPU time in one process on the 2-core VM, in stretches
+of several runs), and a drift that covers two traced runs of three moves the median of the traced
+runs but not the median of the pairs' ratios. ``ratio of medians`` (median traced / median
+untraced, what this script reported before 2026-12-03) is printed beside it.
 
     .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml] [--sync]
         [--only 'cpu_gemm cuda:sm_90a' ...] [--shard I/N] [--switch-interval 0.0005]
@@ -17,10 +25,12 @@ pipeline's thread); the default is the print pool every other caller of ``record
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +81,17 @@ def lower_traced(
     return elapsed
 
 
+def side_by_side(runs: Sequence[Callable[[], float]], repeat: int) -> list[list[float]]:
+    """Each run's times, ``repeat`` times each, side by side: the order turns by one each repeat
+    (untraced first, then traced first), so no run always follows the same one."""
+    times: list[list[float]] = [[] for _ in runs]
+    for index in range(repeat):
+        for offset in range(len(runs)):
+            which = (index + offset) % len(runs)
+            times[which].append(runs[which]())
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -111,11 +132,13 @@ def main() -> int:
 
     shard, shards = (int(part) for part in (args.shard or "1/1").split("/"))
     ratios: list[float] = []
+    ratios_of_medians: list[float] = []
     map_costs: list[float] = []
     ordinal = -1
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
     print(
-        f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} {'trace KiB':>10}"
+        f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} "
+        f"{'of medians':>9} {'trace KiB':>10}"
     )
     for request in load_manifest(args.manifest):
         for prepared in prepare_request(request):
@@ -131,47 +154,43 @@ def main() -> int:
             configs = prepared.pass_configs
             trace_path = workdir / "bench.jsonl"
             lower_untraced(built.func, tvm_target, configs)  # warm caches once for both
-            untraced, traced, mapped = [], [], []
-            for _ in range(args.repeat):
-                untraced.append(lower_untraced(built.func, tvm_target, configs))
-                traced.append(
-                    lower_traced(
-                        built.func,
-                        target,
-                        tvm_target,
-                        configs,
-                        trace_path,
-                        threaded=not args.sync,
-                        switch_interval=args.switch_interval,
-                    )
-                )
-                if args.source_map_cost:
-                    mapped.append(
-                        lower_traced(
-                            built.func,
-                            target,
-                            tvm_target,
-                            configs,
-                            workdir / "mapped.jsonl",
-                            threaded=not args.sync,
-                            source_map=True,
-                        )
-                    )
+            traced_to = functools.partial(
+                lower_traced,
+                built.func,
+                target,
+                tvm_target,
+                configs,
+                threaded=not args.sync,
+                switch_interval=args.switch_interval,
+            )
+            runs = [
+                functools.partial(lower_untraced, built.func, tvm_target, configs),
+                functools.partial(traced_to, trace_path),
+            ]
+            if args.source_map_cost:
+                runs.append(functools.partial(traced_to, workdir / "mapped.jsonl", source_map=True))
+            untraced, traced, *with_maps = side_by_side(runs, args.repeat)
+            mapped = with_maps[0] if with_maps else []
             base, with_trace = statistics.median(untraced), statistics.median(traced)
             map_note = ""
             if mapped:
-                map_costs.append(statistics.median(mapped) / with_trace)
+                map_costs.append(statistics.median(m / t for m, t in zip(mapped, traced, strict=True)))
                 map_note = f"  with maps {statistics.median(mapped) * 1000:.1f} ms: x{map_costs[-1]:.3f}"
-            ratio = with_trace / base
+            ratio = statistics.median(t / u for t, u in zip(traced, untraced, strict=True))
             ratios.append(ratio)
+            ratios_of_medians.append(with_trace / base)
             size = trace_path.stat().st_size / 1024
             print(
                 f"{prepared.name:<22} {target.name:<13} {base * 1000:>12.1f} "
-                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {size:>10.0f}{map_note}",
+                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {with_trace / base:>9.3f} {size:>10.0f}{map_note}",
                 flush=True,
             )
     maps = f" median_map_cost={statistics.median(map_costs):.3f}" if map_costs else ""
-    print(f"RESULT max_ratio={max(ratios):.3f} median_ratio={statistics.median(ratios):.3f}{maps}")
+    print(
+        f"RESULT max_ratio={max(ratios):.3f} median_ratio={statistics.median(ratios):.3f} "
+        f"max_ratio_of_medians={max(ratios_of_medians):.3f} "
+        f"median_ratio_of_medians={statistics.median(ratios_of_medians):.3f}{maps}"
+    )
     return 0
 
 

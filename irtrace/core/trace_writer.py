@@ -9,7 +9,7 @@ import contextlib
 import gzip
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -99,7 +99,7 @@ class TraceWriter:
         self._adopted_starts: dict[int, dict[int, str]] = {}
         self._redirected: IO[bytes] | None = None
         self._batch: list[bytes] | None = None
-        """Lines held back while ``adopt`` copies a task's lines: written and flushed at once."""
+        """Lines held back inside ``batched``: written and flushed at once."""
         self.failure: OutputError | None = None
         """The write error that stopped this writer, if any."""
         if self.path is not None:
@@ -398,14 +398,23 @@ class TraceWriter:
 
         Runs the worker did not end stay open here; ``started_passes`` says what they were running.
         """
+        with self.batched():
+            return self._adopt(lines, where)
+
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Hold the lines written inside, and write them in one call at the end: one system call
+        (and, on a writer thread, one wait to win the GIL back) instead of one a record."""
+        if self._batch is not None:  # already inside one
+            yield
+            return
         self._batch = []
         try:
-            runs = self._adopt(lines, where)
+            yield
         finally:
             batch, self._batch = self._batch, None
             if batch:
                 self._write_lines(batch)
-        return runs
 
     def _adopt(self, lines: list[str], where: str) -> list[KernelRun]:
         numbers: dict[int, int] = {}

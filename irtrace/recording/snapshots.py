@@ -298,11 +298,15 @@ class SnapshotPrinter:
     def _work(self) -> None:
         assert self._queue is not None
         while (jobs := self._queue.get()) is not None:
-            for job in jobs:
-                try:
-                    job()
-                except BaseException as error:  # surfaced by drain()
-                    self._error = self._error or error
+            try:
+                with self.writer.batched():  # a pass's records reach the file in one write
+                    for job in jobs:
+                        try:
+                            job()
+                        except BaseException as error:  # surfaced by drain()
+                            self._error = self._error or error
+            except BaseException as error:  # the batch's write failed
+                self._error = self._error or error
 
     def _start(self, step: Callable[[], None]) -> None:
         """Run ``step`` now, or at the next barrier while holding."""
