@@ -14,8 +14,10 @@ runs but not the median of the pairs' ratios. ``ratio of medians`` (median trace
 untraced, what this script reported before 2026-12-03) is printed beside it.
 
     .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml] [--sync]
-        [--only 'cpu_gemm cuda:sm_90a' ...] [--shard I/N] [--switch-interval 0.0005]
+        [--only 'cpu_gemm cuda:sm_90a' ...] [--shard I/N] [--switch-interval 0.0005] [--null]
 
+``--null`` lowers untraced on both sides: its ratios are what the machine's noise alone gives
+with the same ``--repeat`` (an A/A run), the scale against which a sweep's max is read.
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
 ``--source-map-cost`` also lowers traced with source maps (``srcmap`` records, ``--source-map``) and adds
@@ -120,6 +122,11 @@ def main() -> int:
         help="also lower traced with source maps (--source-map), and report what the maps cost",
     )
     parser.add_argument(
+        "--null",
+        action="store_true",
+        help="lower untraced on both sides (an A/A run): the ratios then show the machine's noise alone",
+    )
+    parser.add_argument(
         "--switch-interval",
         type=float,
         help="Python's thread switch interval (seconds; default 0.005) during each traced lowering: "
@@ -163,10 +170,8 @@ def main() -> int:
                 threaded=not args.sync,
                 switch_interval=args.switch_interval,
             )
-            runs = [
-                functools.partial(lower_untraced, built.func, tvm_target, configs),
-                functools.partial(traced_to, trace_path),
-            ]
+            untraced_run = functools.partial(lower_untraced, built.func, tvm_target, configs)
+            runs = [untraced_run, untraced_run if args.null else functools.partial(traced_to, trace_path)]
             if args.source_map_cost:
                 runs.append(functools.partial(traced_to, workdir / "mapped.jsonl", source_map=True))
             untraced, traced, *with_maps = side_by_side(runs, args.repeat)
@@ -179,7 +184,7 @@ def main() -> int:
             ratio = statistics.median(t / u for t, u in zip(traced, untraced, strict=True))
             ratios.append(ratio)
             ratios_of_medians.append(with_trace / base)
-            size = trace_path.stat().st_size / 1024
+            size = trace_path.stat().st_size / 1024 if trace_path.exists() else 0.0
             print(
                 f"{prepared.name:<22} {target.name:<13} {base * 1000:>12.1f} "
                 f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {with_trace / base:>9.3f} {size:>10.0f}{map_note}",

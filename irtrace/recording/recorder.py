@@ -375,7 +375,6 @@ class PassRecorder:
         frame = self._open(mod, name, raw_name, *self._phase(event.phase))
         self._note_started(frame)
         self._before_in_place_edits(raw_name)
-        self.printer.flush()
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead
@@ -482,7 +481,6 @@ class PassRecorder:
             event.mod, HOST_CODEGEN_STAGE if host else "codegen", str(event.name), PHASE_CODEGEN, None
         )
         self._note_started(frame)
-        self.printer.flush()
         now = time.perf_counter()
         self.overhead += now - began
         frame.started, frame.overhead_at_start = now, self.overhead

@@ -24,6 +24,7 @@ held back until each barrier (the latest moment this design allows).
 
 from __future__ import annotations
 
+import collections
 import os
 import queue
 import threading
@@ -174,6 +175,10 @@ class Snapshot:
         """its source map was written (a snapshot serving several passes is mapped once)"""
 
 
+WRITER_PERIOD_S = 0.02
+"""How long jobs may wait for the writer thread: if a pass hangs, every record up to its start is
+in the file this long after it began."""
+
 _processes_sharing_cores = 1
 """How many recording processes run side by side (``--jobs``): they share the cores."""
 
@@ -278,10 +283,12 @@ class SnapshotPrinter:
         self.capture_ir = capture_ir
         self.source_map = capture_ir and source_map
         """read each printed module's statement spans with its text (``irtrace.recording.spans``)"""
-        self._queue: queue.SimpleQueue[list[Callable[[], None]] | None] | None = None
-        self._pending: list[Callable[[], None]] = []
-        """Jobs for the writer thread, handed over together by ``flush``: one wake-up of that
-        thread (and one GIL hand-off) per pass instead of one per record and print."""
+        self._jobs: collections.deque[Callable[[], None]] | None = None
+        """Jobs for the writer thread, in order. The pipeline's thread only appends; the writer
+        takes them every ``WRITER_PERIOD_S`` (or at once, woken by a barrier or the end): a few
+        wake-ups of that thread (and GIL hand-offs) a lowering instead of one a pass."""
+        self._wake = threading.Event()
+        self._closing = False
         self._thread: threading.Thread | None = None
         self._pool: _PrintPool | None = None
         self._error: BaseException | None = None
@@ -289,24 +296,30 @@ class SnapshotPrinter:
         self._last_text: str | None = None
         self._last_sha = ""
         if threaded:
-            self._queue = queue.SimpleQueue()
+            self._jobs = collections.deque()
             self._thread = threading.Thread(target=self._work, name="irtrace-writer", daemon=True)
             self._thread.start()
             if capture_ir:
                 self._pool = _PrintPool(print_workers())
 
     def _work(self) -> None:
-        assert self._queue is not None
-        while (jobs := self._queue.get()) is not None:
+        assert self._jobs is not None
+        jobs = self._jobs
+        while True:
+            self._wake.wait(WRITER_PERIOD_S)
+            self._wake.clear()
+            closing = self._closing  # read before counting jobs: every job of the end is in by then
             try:
-                with self.writer.batched():  # a pass's records reach the file in one write
-                    for job in jobs:
+                with self.writer.batched():  # what was taken reaches the file in one write
+                    for _ in range(len(jobs)):  # those there now; later ones wait for the next round
                         try:
-                            job()
+                            jobs.popleft()()
                         except BaseException as error:  # surfaced by drain()
                             self._error = self._error or error
             except BaseException as error:  # the batch's write failed
                 self._error = self._error or error
+            if closing:
+                return
 
     def _start(self, step: Callable[[], None]) -> None:
         """Run ``step`` now, or at the next barrier while holding."""
@@ -317,18 +330,12 @@ class SnapshotPrinter:
 
     def _submit(self, job: Callable[[], None]) -> None:
         """Run ``job`` on the writer thread after everything submitted before it (now without
-        one); it waits in ``_pending`` for the next ``flush``."""
-        if self._queue is None:
+        one)."""
+        jobs = self._jobs
+        if jobs is None:
             job()
             return
-        self._start(lambda: self._pending.append(job))  # the list at the time it runs
-
-    def flush(self) -> None:
-        """Hand the jobs submitted so far to the writer thread (before a pass runs: if it hangs,
-        the writer still writes every record up to its start)."""
-        if self._pending and self._queue is not None:
-            self._queue.put(self._pending)
-            self._pending = []
+        self._start(lambda: jobs.append(job))
 
     def _store(self, text: str) -> str:
         """The text's key, stored once; the previous text (often printed again) is not re-hashed."""
@@ -342,7 +349,7 @@ class SnapshotPrinter:
         if not self.capture_ir:
             return Snapshot()
         held = state or ModuleState(mod)
-        if self._queue is None or self._pool is None:  # the module as it is now: print it as it is
+        if self._jobs is None or self._pool is None:  # the module as it is now: print it as it is
             snap = Snapshot(functions_scope(held.functions))
             text = str(mod.script())
             snap.sha = self._store(text)
@@ -358,7 +365,8 @@ class SnapshotPrinter:
                 snap.scope, text, snap.spans = printed.result()
                 snap.sha = self._store(text)
 
-            self._pending.append(store)
+            assert self._jobs is not None
+            self._jobs.append(store)
 
         self._start(start)
         return snap
@@ -387,25 +395,25 @@ class SnapshotPrinter:
 
     def barrier(self) -> None:
         """Wait until every job submitted so far is done (before a pass edits shared nodes)."""
-        if self._queue is None:
+        if self._jobs is None:
             return
         self._release()
-        self.flush()
         self._help()
         done = threading.Event()
-        self._queue.put([done.set])
+        self._jobs.append(done.set)
+        self._wake.set()
         done.wait()
 
     def drain(self) -> None:
         """Wait until every submitted job is done; re-raise a failure of the writer thread."""
-        if self._queue is not None and self._thread is not None:
+        if self._jobs is not None and self._thread is not None:
             self._release()
             self._held = None
-            self.flush()
             self._help()
-            self._queue.put(None)
+            self._closing = True
+            self._wake.set()
             self._thread.join()
-            self._queue, self._thread = None, None
+            self._jobs, self._thread = None, None
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None

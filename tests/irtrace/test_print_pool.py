@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,3 +110,22 @@ def test_each_jobs_worker_knows_how_many_workers_share_the_cores() -> None:
     results = list(run_tasks([sharing, sharing], TraceWriter(), workers=2))
     assert [result.value for result in results] == [2, 2]
     assert snapshots._processes_sharing_cores == 1  # the parent is left as it was
+
+
+def test_the_writer_writes_while_the_pipelines_thread_is_busy_in_a_pass(tmp_path: Path) -> None:
+    """A pass that hangs finds every record up to its start in the file: the pipeline's thread
+    never wakes the writer (no barrier, no drain here), the writer takes its jobs on its own."""
+    path = tmp_path / "busy.jsonl"
+    writer = TraceWriter(path)
+    printer = snapshots.SnapshotPrinter(writer, threaded=True)
+    (mod,) = small_modules(1)
+    snap = printer.snapshot(mod)
+    printer.write(lambda: writer.add_text("the record a hanging pass leaves behind"))
+    deadline = time.monotonic() + 10
+    while b"the record a hanging pass leaves behind" not in path.read_bytes():
+        assert time.monotonic() < deadline, "the writer did not write without being woken"
+        time.sleep(0.005)
+    assert snap.sha is not None and snap.sha in path.read_text()  # the text before the record
+    printer.drain()
+    writer.close()
+
