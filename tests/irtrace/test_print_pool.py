@@ -128,4 +128,3 @@ def test_the_writer_writes_while_the_pipelines_thread_is_busy_in_a_pass(tmp_path
     assert snap.sha is not None and snap.sha in path.read_text()  # the text before the record
     printer.drain()
     writer.close()
-
