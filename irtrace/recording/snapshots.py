@@ -179,6 +179,9 @@ WRITER_PERIOD_S = 0.02
 """How long jobs may wait for the writer thread: if a pass hangs, every record up to its start is
 in the file this long after it began."""
 
+WRITER_IDLE_ROUNDS = 250
+"""Rounds with nothing to write (5 s) after which the writer sleeps until a job wakes it."""
+
 _processes_sharing_cores = 1
 """How many recording processes run side by side (``--jobs``): they share the cores."""
 
@@ -288,6 +291,8 @@ class SnapshotPrinter:
         takes them every ``WRITER_PERIOD_S`` (or at once, woken by a barrier or the end): a few
         wake-ups of that thread (and GIL hand-offs) a lowering instead of one a pass."""
         self._wake = threading.Event()
+        self._sleeping = False
+        """the writer waits for a wake-up, not for its next round: the next job wakes it"""
         self._closing = False
         self._thread: threading.Thread | None = None
         self._pool: _PrintPool | None = None
@@ -305,9 +310,17 @@ class SnapshotPrinter:
     def _work(self) -> None:
         assert self._jobs is not None
         jobs = self._jobs
+        idle_rounds = 0
         while True:
-            self._wake.wait(WRITER_PERIOD_S)
+            if idle_rounds < WRITER_IDLE_ROUNDS:
+                self._wake.wait(WRITER_PERIOD_S)
+            else:  # nothing for a while (a long pass, or a printer never drained): sleep until a job comes
+                self._sleeping = True
+                if not jobs:
+                    self._wake.wait()
+                self._sleeping = False
             self._wake.clear()
+            idle_rounds = 0 if jobs else idle_rounds + 1
             closing = self._closing  # read before counting jobs: every job of the end is in by then
             try:
                 with self.writer.batched():  # what was taken reaches the file in one write
@@ -335,7 +348,14 @@ class SnapshotPrinter:
         if jobs is None:
             job()
             return
-        self._start(lambda: jobs.append(job))
+        self._start(lambda: self._hand(job))
+
+    def _hand(self, job: Callable[[], None]) -> None:
+        """Queue ``job`` for the writer thread; it takes it at its next round (or now, if asleep)."""
+        assert self._jobs is not None
+        self._jobs.append(job)
+        if self._sleeping:
+            self._wake.set()
 
     def _store(self, text: str) -> str:
         """The text's key, stored once; the previous text (often printed again) is not re-hashed."""
@@ -365,8 +385,7 @@ class SnapshotPrinter:
                 snap.scope, text, snap.spans = printed.result()
                 snap.sha = self._store(text)
 
-            assert self._jobs is not None
-            self._jobs.append(store)
+            self._hand(store)
 
         self._start(start)
         return snap

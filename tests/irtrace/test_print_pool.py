@@ -128,3 +128,24 @@ def test_the_writer_writes_while_the_pipelines_thread_is_busy_in_a_pass(tmp_path
     assert snap.sha is not None and snap.sha in path.read_text()  # the text before the record
     printer.drain()
     writer.close()
+
+
+def test_a_writer_asleep_after_a_long_quiet_wakes_for_the_next_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer with nothing to write stops its rounds (a printer nobody drains costs no CPU), and
+    the next record wakes it: it is still in the file without a barrier."""
+    monkeypatch.setattr(snapshots, "WRITER_IDLE_ROUNDS", 2)
+    path = tmp_path / "quiet.jsonl"
+    writer = TraceWriter(path)
+    printer = snapshots.SnapshotPrinter(writer, threaded=True, capture_ir=False)
+    deadline = time.monotonic() + 10
+    while not printer._sleeping:
+        assert time.monotonic() < deadline, "the writer kept its rounds with nothing to write"
+        time.sleep(0.01)
+    printer.write(lambda: writer.add_text("the record after the quiet"))
+    while b"the record after the quiet" not in path.read_bytes():
+        assert time.monotonic() < deadline, "the record did not wake the writer"
+        time.sleep(0.005)
+    printer.drain()
+    writer.close()
