@@ -344,8 +344,7 @@ class SnapshotPrinter:
     def _submit(self, job: Callable[[], None]) -> None:
         """Run ``job`` on the writer thread after everything submitted before it (now without
         one)."""
-        jobs = self._jobs
-        if jobs is None:
+        if self._jobs is None:
             job()
             return
         self._start(lambda: self._hand(job))
