@@ -34,6 +34,15 @@ from typing import Any
 
 from irtrace.core.schema import Scope
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording.quick_ffi import (
+    array_items,
+    attr,
+    attrs_items,
+    function_attrs,
+    map_items,
+    module,
+    structurally_equal,
+)
 from irtrace.recording.spans import ModuleSpans, module_spans
 
 _DEVICE_KERNEL_LAUNCH = 2  # tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
@@ -64,7 +73,7 @@ class ModuleState:
     def functions(self) -> tuple[tuple[Any, Any], ...]:
         """The (global variable, function) pairs, read from the held map once."""
         if self._functions is None:
-            self._functions = tuple(self.function_map.items())
+            self._functions = tuple(map_items(self.function_map))
         return self._functions
 
     def same_as(self, other: ModuleState) -> bool:
@@ -84,9 +93,7 @@ class ModuleState:
     def rebuild(self) -> Any:
         """A module of the same objects, safe from in-place updates of the original module
         (one call into TVM: its constructor takes the held map and attributes as they are)."""
-        from tvm.ir import _ffi_api
-
-        return _ffi_api.IRModule(self.function_map, self.attrs, self.global_infos)
+        return module(self.function_map, self.attrs, self.global_infos)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -104,7 +111,7 @@ def _same_function(func: Any, other: Any) -> bool:
     """
     if func.same_as(other):
         return True
-    from tvm import ir, tirx
+    from tvm import tirx
 
     if not (isinstance(func, tirx.PrimFunc) and isinstance(other, tirx.PrimFunc)):
         return False
@@ -112,22 +119,23 @@ def _same_function(func: Any, other: Any) -> bool:
         return False
     # a copied function shares its containers: identity first, item by item only when they differ
     params, other_params = func.params, other.params
-    if not params.same_as(other_params) and (
-        len(params) != len(other_params)
-        or not all(a.same_as(b) for a, b in zip(params, other_params, strict=True))
-    ):
-        return False
+    if not params.same_as(other_params):
+        items, other_items = array_items(params), array_items(other_params)
+        if len(items) != len(other_items) or not all(
+            a.same_as(b) for a, b in zip(items, other_items, strict=True)
+        ):
+            return False
     buffer_map, other_map = func.buffer_map, other.buffer_map
     if not buffer_map.same_as(other_map):
-        buffers, other_buffers = list(buffer_map.items()), list(other_map.items())
+        buffers, other_buffers = map_items(buffer_map), map_items(other_map)
         if len(buffers) != len(other_buffers) or not all(
             var.same_as(other_var) and buffer.same_as(other_buffer)
             for (var, buffer), (other_var, other_buffer) in zip(buffers, other_buffers, strict=True)
         ):
             return False
-    if not ir.structural_equal(func.ret_type, other.ret_type):  # (TVM's Type.same_as recurses)
+    if not structurally_equal(func.ret_type, other.ret_type):  # (TVM's Type.same_as recurses)
         return False  # a type: structural equality misses no name
-    return _same_attrs(func.attrs, other.attrs)
+    return _same_attrs(function_attrs(func), function_attrs(other))
 
 
 def _same_attrs(attrs: Any, other: Any) -> bool:
@@ -135,7 +143,7 @@ def _same_attrs(attrs: Any, other: Any) -> bool:
         return attrs is None and other is None
     if attrs.same_as(other):
         return True
-    items, other_items = dict(attrs.items()), dict(other.items())
+    items, other_items = dict(attrs_items(attrs)), dict(attrs_items(other))
     if items.keys() != other_items.keys():
         return False
     for key, value in items.items():
@@ -151,8 +159,8 @@ def functions_scope(functions: tuple[tuple[Any, Any], ...]) -> Scope:
     split, else ``module``."""
     conventions = []
     for _, func in functions:
-        attrs = getattr(func, "attrs", None)
-        conv = attrs.get("calling_conv", None) if attrs is not None else None
+        attrs = function_attrs(func)
+        conv = attr(attrs, "calling_conv") if attrs is not None else None
         conventions.append(None if conv is None else int(conv))
     if conventions and all(conv == _DEVICE_KERNEL_LAUNCH for conv in conventions):
         return "device"
