@@ -16,21 +16,31 @@ from typing import Any
 
 
 @functools.cache
-def _held(name: str) -> Any:
-    """Our own handle of TVM's global function ``name``, which keeps the GIL (TileLang's is untouched)."""
-    import tvm_ffi
+def _held(name: str) -> Any | None:
+    """Our own handle of TVM's global function ``name``, which keeps the GIL (TileLang's is
+    untouched); ``None`` where this TVM has no such function or its handles always let go
+    (releases before tvm_ffi): the callers then use TVM's Python API, as before."""
+    try:
+        import tvm_ffi
 
-    function = tvm_ffi.get_global_func(name)
-    function.release_gil = False
+        function = tvm_ffi.get_global_func(name, allow_missing=True)
+        if function is None:
+            return None
+        function.release_gil = False
+    except (ImportError, AttributeError, TypeError):
+        return None
     return function
 
 
 def map_items(mapping: Any) -> list[tuple[Any, Any]]:
     """A TVM map's (key, value) pairs, in the order ``mapping.items()`` gives them."""
-    size = _held("ffi.MapSize")(mapping)
+    size_of, iterate = _held("ffi.MapSize"), _held("ffi.MapForwardIterFunctor")
+    if size_of is None or iterate is None:
+        return list(mapping.items())
+    size = size_of(mapping)
     if not size:
         return []
-    step = _held("ffi.MapForwardIterFunctor")(mapping)
+    step = iterate(mapping)
     step.release_gil = False
     items = []
     for _ in range(size):
@@ -42,33 +52,58 @@ def map_items(mapping: Any) -> list[tuple[Any, Any]]:
 
 def array_items(array: Any) -> list[Any]:
     """A TVM array's items."""
-    get = _held("ffi.ArrayGetItem")
-    return [get(array, index) for index in range(_held("ffi.ArraySize")(array))]
+    size_of, get = _held("ffi.ArraySize"), _held("ffi.ArrayGetItem")
+    if size_of is None or get is None:
+        return list(array)
+    return [get(array, index) for index in range(size_of(array))]
 
 
 def function_attrs(func: Any) -> Any:
     """``func.attrs`` (a property that calls into C++), or ``None`` for an object without attributes."""
-    return _held("ir.BaseFunc_Attrs")(func)
+    attrs_of = _held("ir.BaseFunc_Attrs")
+    if attrs_of is None:
+        return getattr(func, "attrs", None)
+    return attrs_of(func)
+
+
+def _attrs_map(attrs: Any) -> Any | None:
+    """The map a ``DictAttrs`` holds, read through a GIL-keeping handle (``None`` without one)."""
+    dict_of = _held("ir.DictAttrsGetDict")
+    return dict_of(attrs) if dict_of is not None else None
 
 
 def attrs_items(attrs: Any) -> list[tuple[Any, Any]]:
     """A ``DictAttrs``' (key, value) pairs."""
-    return map_items(_held("ir.DictAttrsGetDict")(attrs))
+    mapping = _attrs_map(attrs)
+    return map_items(mapping) if mapping is not None else list(attrs.items())
 
 
 def attr(attrs: Any, key: str) -> Any:
     """The value of ``key`` in a ``DictAttrs``, or ``None``."""
+    mapping, get = _attrs_map(attrs), _held("ffi.MapGetItemOrMissing")
+    if mapping is None or get is None:
+        return attrs.get(key, None)
     from tvm_ffi.core import MISSING
 
-    value = _held("ffi.MapGetItemOrMissing")(_held("ir.DictAttrsGetDict")(attrs), key)
+    value = get(mapping, key)
     return None if MISSING.same_as(value) else value
 
 
 def module(functions: Any, attrs: Any, global_infos: Any) -> Any:
     """``IRModule(functions, attrs, global_infos)``: the objects as they are, none copied."""
-    return _held("ir.IRModule")(functions, attrs, global_infos)
+    make = _held("ir.IRModule")
+    if make is None:
+        from tvm.ir import _ffi_api
+
+        make = _ffi_api.IRModule
+    return make(functions, attrs, global_infos)
 
 
 def structurally_equal(a: Any, b: Any) -> bool:
     """``tvm.ir.structural_equal(a, b)`` for two TVM objects (free variables not mapped)."""
-    return bool(_held("node.StructuralEqual")(a, b, False, False))
+    equal = _held("node.StructuralEqual")
+    if equal is None:
+        from tvm import ir
+
+        return bool(ir.structural_equal(a, b))
+    return bool(equal(a, b, False, False))

@@ -1,13 +1,16 @@
 """The GIL-keeping reads the snapshot code makes after every pass (``irtrace.recording.quick_ffi``).
 
-Each read is checked against TVM's own Python API on the same real objects (the oracle), and the
-handles are checked to keep the GIL while TileLang's own handles of the same functions still let
-go of it (what the pipeline itself calls is left as TileLang has it).
+Each read is checked against TVM's own Python API on the same real objects (the oracle), through
+the GIL-keeping handles and through the fallback a TVM without them gets, and the handles are
+checked to keep the GIL while TileLang's own handles of the same functions still let go of it
+(what the pipeline itself calls is left as TileLang has it).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from irtrace.recording import quick_ffi
 
@@ -28,7 +31,10 @@ def two_function_module() -> Any:
     return tvm.IRModule({"kernel": kernel, "main": host})
 
 
-def test_reads_match_tvms_own_api() -> None:
+@pytest.mark.parametrize("handles", ["gil-keeping", "none (older TVM)"])
+def test_reads_match_tvms_own_api(handles: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if handles != "gil-keeping":
+        monkeypatch.setattr(quick_ffi, "_held", lambda name: None)
     mod = two_function_module()
     import tvm
 
@@ -60,6 +66,7 @@ def test_its_handles_keep_the_gil_and_tilelangs_still_let_go() -> None:
     quick_ffi.map_items(mod.functions)
     quick_ffi.array_items(mod["kernel"].params)
     quick_ffi.function_attrs(mod["kernel"])
+    assert quick_ffi._held("no.such.function") is None
     for name in ("ffi.MapSize", "ffi.MapForwardIterFunctor", "ffi.ArraySize", "ir.BaseFunc_Attrs"):
         assert quick_ffi._held(name).release_gil is False
         assert tvm_ffi.get_global_func(name).release_gil is True
