@@ -14,13 +14,15 @@ runs but not the median of the pairs' ratios. ``ratio of medians`` (median trace
 untraced, what this script reported before 2026-12-03) is printed beside it.
 
     .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml] [--sync]
-        [--only 'cpu_gemm cuda:sm_90a' ...] [--shard I/N] [--switch-interval 0.0005] [--null]
+        [--only 'cpu_gemm cuda:sm_90a' ...] [--shard I/N] [--switch-interval 0.0005] [--null] [--no-ir]
 
 ``--null`` lowers untraced on both sides: its ratios are what the machine's noise alone gives
 with the same ``--repeat`` (an A/A run), the scale against which a sweep's max is read. On a host
 with many cores, run the shards at once, each on its own cores (``taskset -c 0-7 ... --shard 1/2``
 and ``taskset -c 8-15 ... --shard 2/2``): on the 16-core H200 host the A/A max fell from 1.245 to
 1.136 (97 of the 108 pairs) that way.
+``--no-ir`` records passes and times without IR texts: what the callbacks and records cost alone
+(on the H200 host about a third of the full cost; docs/architecture.md, "Tracing cost").
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
 ``--source-map-cost`` also lowers traced with source maps (``srcmap`` records, ``--source-map``) and adds
@@ -61,6 +63,7 @@ def lower_traced(
     *,
     threaded: bool = True,
     source_map: bool = False,
+    ir: bool = True,
     switch_interval: float | None = None,
 ) -> float:
     from irtrace.core.trace_writer import TraceWriter
@@ -76,7 +79,10 @@ def lower_traced(
             writer,
             RunHeader("bench"),
             LoweringOptions(
-                target, tvm_target, configs, capture=CaptureOptions(threaded=threaded, source_map=source_map)
+                target,
+                tvm_target,
+                configs,
+                capture=CaptureOptions(ir=ir, threaded=threaded, source_map=source_map),
             ),
         )
     elapsed = time.perf_counter() - started
@@ -125,6 +131,12 @@ def main() -> int:
         help="also lower traced with source maps (--source-map), and report what the maps cost",
     )
     parser.add_argument(
+        "--no-ir",
+        action="store_true",
+        help="record passes and times without IR texts (CaptureOptions(ir=False), what the language "
+        "server's hints ask for): what the instrument callbacks and the records cost alone",
+    )
+    parser.add_argument(
         "--null",
         action="store_true",
         help="lower untraced on both sides (an A/A run): the ratios then show the machine's noise alone",
@@ -171,6 +183,7 @@ def main() -> int:
                 tvm_target,
                 configs,
                 threaded=not args.sync,
+                ir=not args.no_ir,
                 switch_interval=args.switch_interval,
             )
             untraced_run = functools.partial(lower_untraced, built.func, tvm_target, configs)
