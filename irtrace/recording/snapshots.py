@@ -13,7 +13,8 @@ module held then says so:
 So the pipeline's thread only takes the state; a module holding the very same objects as the
 last one printed (or functions made of the very same body, parameters, buffers and attributes)
 reuses its text. A pool of threads prints (TVM's printer runs in C++ without the GIL) and one
-writer thread hashes and stores the texts in order. Before a pass of ``MUTATES_IN_PLACE`` runs,
+writer thread hashes and stores the texts in order; a module made of new objects that print as
+the module before them (a third of them: ``prints_alike``) is compared, not printed. Before a pass of ``MUTATES_IN_PLACE`` runs,
 the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``);
 while it waits there, and at the end, it prints queued states itself. Python run on the print and
 writer threads costs the pipeline's thread its GIL, so they run as little as they can
@@ -25,6 +26,7 @@ held back until each barrier (the latest moment this design allows).
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import queue
 import threading
@@ -154,6 +156,45 @@ def _same_attrs(attrs: Any, other: Any) -> bool:
     return True
 
 
+@functools.cache
+def _recursive_eq() -> Any | None:
+    """tvm-ffi's ``RecursiveEq`` (every reflected field compared, names and spans included;
+    letting go of the GIL while it runs), or ``None`` on releases without it."""
+    try:
+        import tvm_ffi
+
+        return tvm_ffi.get_global_func("ffi.RecursiveEq", allow_missing=True)
+    except (ImportError, AttributeError, TypeError):
+        return None
+
+
+def prints_alike(state: ModuleState, previous: ModuleState) -> bool:
+    """Whether ``state`` prints exactly as ``previous`` does, told without printing either.
+
+    A third of the modules a pipeline yields are new objects that print as the module before
+    them (a simplifier that rebuilt an unchanged body). Two checks together tell them apart from
+    a real change, in C++ and in a twentieth of a print's time:
+    - ``RecursiveEq`` compares every reflected field along the two trees, names and spans
+      included, which structural equality ignores; but it would call two distinct variables of one
+      name equal to one variable used twice, and objects without reflected fields equal;
+    - structural equality (free variables not mapped) requires the same binding of variables and
+      buffers to their uses, and compares what has no reflected fields by identity or content.
+    What the printer shows is the fields (names included), which object each name stands for,
+    and (for maps) keys sorted by name or by identity: both checks passing leaves nothing it
+    could show differently. ``tests/irtrace/test_exact_passes.py`` checks every record of every
+    bundled example on every target against an independent print."""
+    recursive_eq = _recursive_eq()
+    if recursive_eq is None:
+        return False
+    from tvm import ir
+
+    before, after = previous.rebuild(), state.rebuild()
+    try:
+        return bool(recursive_eq(before, after)) and bool(ir.structural_equal(before, after))
+    except Exception:  # a type either cannot compare: print it
+        return False
+
+
 def functions_scope(functions: tuple[tuple[Any, Any], ...]) -> Scope:
     """``device`` or ``host`` once a module of these functions holds one side of the host/device
     split, else ``module``."""
@@ -211,8 +252,9 @@ def print_workers() -> int:
     return max(1, min(3, cores // _processes_sharing_cores - 1))
 
 
-_Printed = tuple[Scope, str, ModuleSpans | None]
-"""A module's scope, its text and (when asked for) its statements' spans on the text's lines."""
+_Printed = tuple[Scope, str | None, ModuleSpans | None]
+"""A module's scope, its text (``None``: the text of the module printed before it) and (when
+asked for) its statements' spans on the text's lines."""
 
 
 def _print_state(state: ModuleState) -> tuple[Scope, str]:
@@ -220,8 +262,11 @@ def _print_state(state: ModuleState) -> tuple[Scope, str]:
     return functions_scope(state.functions), state.rebuild().script()
 
 
-def _run(state: ModuleState, spans: bool, printed: Future[_Printed]) -> None:
+def _run(state: ModuleState, spans: bool, printed: Future[_Printed], previous: ModuleState | None) -> None:
     try:
+        if previous is not None and prints_alike(state, previous):
+            printed.set_result((functions_scope(state.functions), None, None))
+            return
         scope, text = _print_state(state)
         # the spans are read right after the text, on the same thread, from the same objects
         printed.set_result((scope, text, module_spans(state.rebuild(), text) if spans else None))
@@ -229,13 +274,15 @@ def _run(state: ModuleState, spans: bool, printed: Future[_Printed]) -> None:
         printed.set_exception(error)
 
 
+_PrintJob = tuple[ModuleState, bool, "Future[_Printed]", ModuleState | None]
+
+
 class _PrintPool:
     """Threads printing module states in the order given; a thread that would otherwise wait for
     them (the pipeline's, at a barrier or at the end) prints the next ones itself (``help``)."""
 
     def __init__(self, workers: int) -> None:
-        self._jobs: queue.SimpleQueue[tuple[ModuleState, bool, Future[_Printed]] | None]
-        self._jobs = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_PrintJob | None] = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._work, name=f"irtrace-print-{n}", daemon=True)
             for n in range(workers)
@@ -243,9 +290,13 @@ class _PrintPool:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, state: ModuleState, spans: bool = False) -> Future[_Printed]:
+    def submit(
+        self, state: ModuleState, spans: bool = False, previous: ModuleState | None = None
+    ) -> Future[_Printed]:
+        """Print ``state``; with ``previous`` (the state submitted just before it), first check
+        whether it prints as that one (``prints_alike``): then its text is ``None``."""
         printed: Future[_Printed] = Future()
-        self._jobs.put((state, spans, printed))
+        self._jobs.put((state, spans, printed, previous))
         return printed
 
     def _work(self) -> None:
@@ -308,6 +359,8 @@ class SnapshotPrinter:
         self._held: list[Callable[[], None]] | None = [] if hold_until_barrier and threaded else None
         self._last_text: str | None = None
         self._last_sha = ""
+        self._previous: ModuleState | None = None
+        """the state printed (or compared) last, until a barrier: the next one may print as it did"""
         if threaded:
             self._jobs = collections.deque()
             self._thread = threading.Thread(target=self._work, name="irtrace-writer", daemon=True)
@@ -376,8 +429,13 @@ class SnapshotPrinter:
         if not self.capture_ir:
             return Snapshot()
         held = state or ModuleState(mod)
+        # (a source map reads spans with each text: every module is printed)
+        previous, self._previous = None if self.source_map else self._previous, held
         if self._jobs is None or self._pool is None:  # the module as it is now: print it as it is
             snap = Snapshot(functions_scope(held.functions))
+            if previous is not None and prints_alike(held, previous):
+                snap.sha = self._last_sha
+                return snap
             text = str(mod.script())
             snap.sha = self._store(text)
             if self.source_map:
@@ -386,11 +444,11 @@ class SnapshotPrinter:
         snap, pool, spans = Snapshot(), self._pool, self.source_map
 
         def start() -> None:
-            printed = pool.submit(held, spans)
+            printed = pool.submit(held, spans, previous)
 
-            def store() -> None:
+            def store() -> None:  # in order: the text last stored is the previous state's
                 snap.scope, text, snap.spans = printed.result()
-                snap.sha = self._store(text)
+                snap.sha = self._last_sha if text is None else self._store(text)
 
             self._hand(store)
 
@@ -421,6 +479,7 @@ class SnapshotPrinter:
 
     def barrier(self) -> None:
         """Wait until every job submitted so far is done (before a pass edits shared nodes)."""
+        self._previous = None  # the pass may edit its objects: no later module is compared with it
         if self._jobs is None:
             return
         self._release()
