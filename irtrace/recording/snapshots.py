@@ -12,15 +12,16 @@ module held then says so:
   variable names), so a text is never guessed from a hash.
 So the pipeline's thread only takes the state; a module holding the very same objects as the
 last one printed (or functions made of the very same body, parameters, buffers and attributes)
-reuses its text. A pool of threads prints (TVM's printer runs in C++ without the GIL) and one
-writer thread hashes and stores the texts in order; a module made of new objects that print as
-the module before them (a third of them: ``prints_alike``) is compared, not printed. Before a pass of ``MUTATES_IN_PLACE`` runs,
-the pipeline waits until every state taken so far is printed (``SnapshotPrinter.barrier``);
-while it waits there, and at the end, it prints queued states itself. Python run on the print and
-writer threads costs the pipeline's thread its GIL, so they run as little as they can
-(docs/architecture.md, "Tracing cost"). ``tests/irtrace/test_exact_passes.py`` checks every
-record against an independent synchronous print on every bundled example and target, with prints
-held back until each barrier (the latest moment this design allows).
+reuses its text, and a module of new objects is first compared with the one before it: a third
+of them print alike (``prints_alike``), and those are not printed. A pool of threads prints
+(TVM's printer runs in C++ without the GIL) and one writer thread hashes and stores the texts in
+order. Before a pass of ``MUTATES_IN_PLACE`` runs, the pipeline waits until every state taken so
+far is printed (``SnapshotPrinter.barrier``); while it waits there, and at the end, it prints
+queued states itself. Python run on the print and writer threads costs the pipeline's thread its
+GIL, so they run as little as they can (docs/architecture.md, "Tracing cost").
+``tests/irtrace/test_exact_passes.py`` checks every record against an independent synchronous
+print on every bundled example and target, with prints held back until each barrier (the latest
+moment this design allows).
 """
 
 from __future__ import annotations
