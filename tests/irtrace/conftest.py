@@ -110,6 +110,27 @@ def disagreements(trace: Trace, run: KernelRun, expected: list[OraclePass]) -> l
     return wrong
 
 
+def record_against_oracle(
+    writer: TraceWriter, prepared: Any, capture: CaptureOptions | None = None
+) -> tuple[Any, list[str]]:
+    """Record one prepared kernel with a synchronous printer watching the same lowering: the
+    result, and where its records differ from that printer."""
+    seen: list[OraclePass] = []
+    result = record_lowering(
+        prepared.built.func,
+        writer,
+        RunHeader(prepared.name, prepared.spec.text, prepared.args),
+        LoweringOptions(
+            prepared.target,
+            prepared.tvm_target,
+            prepared.pass_configs,
+            instruments=(synchronous_printer(seen),),
+            capture=capture or CaptureOptions(),
+        ),
+    )
+    return result, disagreements(writer.trace(), result.run, seen)
+
+
 @dataclass
 class Coverage:
     """The session's recording of every example on every target."""
@@ -150,22 +171,9 @@ def record_coverage(path: Path) -> Coverage:
                         error=prepared.error.message,
                     )
                     continue
-                seen: list[OraclePass] = []
-                result = record_lowering(
-                    prepared.built.func,
-                    writer,
-                    RunHeader(prepared.name, prepared.spec.text, prepared.args),
-                    LoweringOptions(
-                        prepared.target,
-                        prepared.tvm_target,
-                        prepared.pass_configs,
-                        instruments=(synchronous_printer(seen),),
-                        # every print as late as the design allows
-                        capture=CaptureOptions(hold_prints=True),
-                    ),
-                )
-                trace = writer.trace()
-                found[(prepared.name, prepared.target.name)] = disagreements(trace, result.run, seen)
+                # every print as late as the design allows
+                _, wrong = record_against_oracle(writer, prepared, CaptureOptions(hold_prints=True))
+                found[(prepared.name, prepared.target.name)] = wrong
     output, _ = untraced.communicate()
     assert untraced.returncode == 0, "the untraced lowering process failed"
     sources = {

@@ -20,10 +20,10 @@ from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording import snapshots
 from irtrace.recording.api import prepare_request
 from irtrace.recording.manifest import load_manifest
-from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
+from irtrace.recording.recorder import CaptureOptions
 from irtrace.recording.snapshots import ModuleState, prints_alike
 
-from .conftest import MANIFEST, OraclePass, disagreements, synchronous_printer
+from .conftest import MANIFEST, record_against_oracle
 
 KERNELS = (
     ("per_token_quant", "cuda:sm_90"),
@@ -104,22 +104,10 @@ def test_every_module_told_alike_prints_the_same_and_prints_are_saved(
         return told_alike[-1]
 
     monkeypatch.setattr(snapshots, "prints_alike", counted)
-    prepared = _prepared(kernel, target)
-    seen: list[OraclePass] = []
     with TraceWriter(tmp_path / "t.jsonl") as writer:
-        result = record_lowering(
-            prepared.built.func,
-            writer,
-            RunHeader(prepared.name),
-            LoweringOptions(
-                prepared.target,
-                prepared.tvm_target,
-                prepared.pass_configs,
-                instruments=(synchronous_printer(seen),),
-                capture=CaptureOptions(threaded=threaded),
-            ),
+        result, wrong = record_against_oracle(
+            writer, _prepared(kernel, target), CaptureOptions(threaded=threaded)
         )
-        trace = writer.trace()
     assert result.error is None
-    assert disagreements(trace, result.run, seen) == []
+    assert wrong == []
     assert sum(told_alike) >= 3, f"no module told alike of {len(told_alike)} compared"

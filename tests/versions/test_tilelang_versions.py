@@ -96,9 +96,8 @@ def test_recording_matches_the_oracles_on_this_release(tmp_path: Path) -> None:
     from irtrace.core.trace_reader import load_trace
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
 
-    from ..irtrace.conftest import OraclePass, disagreements, synchronous_printer
+    from ..irtrace.conftest import record_against_oracle
 
     targets = ("cuda:sm_90", "hip:gfx942", "metal")
     path = tmp_path / "gemm.jsonl"
@@ -106,20 +105,8 @@ def test_recording_matches_the_oracles_on_this_release(tmp_path: Path) -> None:
     with TraceWriter(path) as writer:
         for prepared in prepare_request(RecordRequest(parse_spec(GEMM), targets, {})):
             assert prepared.built is not None, prepared.error
-            seen: list[OraclePass] = []
-            result = record_lowering(
-                prepared.built.func,
-                writer,
-                RunHeader(prepared.name),
-                LoweringOptions(
-                    prepared.target,
-                    prepared.tvm_target,
-                    prepared.pass_configs,
-                    instruments=(synchronous_printer(seen),),
-                ),
-            )
+            result, found[prepared.target.name] = record_against_oracle(writer, prepared)
             assert result.error is None, result.error
-            found[prepared.target.name] = disagreements(writer.trace(), result.run, seen)
     assert found == {target: [] for target in targets}
     truth = untraced(GEMM, *targets)
     trace = load_trace(path)
