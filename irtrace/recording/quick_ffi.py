@@ -6,7 +6,8 @@ letting go of the GIL is what costs when the print and writer threads want it: o
 it, and the pipeline's thread waits until that thread lets go again. The snapshot code reads
 containers on the pipeline's thread after every pass (``ModuleState.same_as``), so it calls the
 same functions through its own handles, made not to let go of the GIL (docs/architecture.md,
-"Tracing cost"). Long calls (a print) still let go.
+"Tracing cost"). Long calls (a print, a comparison of two modules) still let go: ``handle``
+gives either kind.
 """
 
 from __future__ import annotations
@@ -16,20 +17,27 @@ from typing import Any
 
 
 @functools.cache
-def _held(name: str) -> Any | None:
-    """Our own handle of TVM's global function ``name``, which keeps the GIL (TileLang's is
-    untouched); ``None`` where this TVM has no such function or its handles always let go
-    (releases before tvm_ffi): the callers then use TVM's Python API, as before."""
+def handle(name: str, keep_gil: bool) -> Any | None:
+    """Our own handle of TVM's global function ``name`` (TileLang's is untouched), keeping the GIL
+    while it runs or letting go; ``None`` where this TVM has no such function or, for a handle
+    that keeps the GIL, its handles always let go (releases before tvm_ffi): the callers then use
+    TVM's Python API, as before."""
     try:
         import tvm_ffi
 
         function = tvm_ffi.get_global_func(name, allow_missing=True)
         if function is None:
             return None
-        function.release_gil = False
+        if keep_gil:
+            function.release_gil = False
     except (ImportError, AttributeError, TypeError):
         return None
     return function
+
+
+def _held(name: str) -> Any | None:
+    """``handle(name)`` keeping the GIL: for the quick calls made after every pass."""
+    return handle(name, keep_gil=True)
 
 
 def map_items(mapping: Any) -> list[tuple[Any, Any]]:

@@ -27,7 +27,6 @@ moment this design allows).
 from __future__ import annotations
 
 import collections
-import functools
 import os
 import queue
 import threading
@@ -42,6 +41,7 @@ from irtrace.recording.quick_ffi import (
     attr,
     attrs_items,
     function_attrs,
+    handle,
     map_items,
     module,
     structurally_equal,
@@ -157,18 +157,6 @@ def _same_attrs(attrs: Any, other: Any) -> bool:
     return True
 
 
-@functools.cache
-def _recursive_eq() -> Any | None:
-    """tvm-ffi's ``RecursiveEq`` (every reflected field compared, names and spans included;
-    letting go of the GIL while it runs), or ``None`` on releases without it."""
-    try:
-        import tvm_ffi
-
-        return tvm_ffi.get_global_func("ffi.RecursiveEq", allow_missing=True)
-    except (ImportError, AttributeError, TypeError):
-        return None
-
-
 def prints_alike(state: ModuleState, previous: ModuleState) -> bool:
     """Whether ``state`` prints exactly as ``previous`` does, told without printing either.
 
@@ -184,8 +172,9 @@ def prints_alike(state: ModuleState, previous: ModuleState) -> bool:
     and (for maps) keys sorted by name or by identity: both checks passing leaves nothing it
     could show differently. ``tests/irtrace/test_exact_passes.py`` checks every record of every
     bundled example on every target against an independent print."""
-    recursive_eq = _recursive_eq()
-    if recursive_eq is None:
+    # tvm-ffi's field-by-field comparison; it lets go of the GIL while it runs
+    recursive_eq = handle("ffi.RecursiveEq", keep_gil=False)
+    if recursive_eq is None:  # releases without it: every module is printed
         return False
     from tvm import ir
 
