@@ -15,12 +15,17 @@ untraced, what this script reported before 2026-12-03) is printed beside it.
 
     .venv/bin/python bench/trace_overhead.py [--repeat 5] [--manifest examples/irtrace.toml] [--sync]
         [--only 'cpu_gemm cuda:sm_90a' ...] [--shard I/N] [--switch-interval 0.0005] [--null] [--no-ir]
+        [--null-beside]
 
 ``--null`` lowers untraced on both sides: its ratios are what the machine's noise alone gives
 with the same ``--repeat`` (an A/A run), the scale against which a sweep's max is read. On a host
 with many cores, run the shards at once, each on its own cores (``taskset -c 0-7 ... --shard 1/2``
 and ``taskset -c 8-15 ... --shard 2/2``): on the 16-core H200 host the A/A max fell from 1.245 to
 1.136 (97 of the 108 pairs) that way.
+``--null-beside`` adds a second untraced lowering to each repeat's rotation and prints its ratio
+against the first (``aa``) beside the traced one, and ``null_max_ratio``/``null_median_ratio`` on
+the RESULT line: the machine's noise in the same minutes as the figures it is read against (on
+the H200 host a separate ``--null`` sweep read 1.127 one hour and 1.255 another).
 ``--no-ir`` records passes and times without IR texts: what the callbacks and records cost alone
 (on the H200 host about a third of the full cost; docs/architecture.md, "Tracing cost").
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
@@ -142,6 +147,12 @@ def main() -> int:
         help="lower untraced on both sides (an A/A run): the ratios then show the machine's noise alone",
     )
     parser.add_argument(
+        "--null-beside",
+        action="store_true",
+        help="also lower untraced a second time in each repeat, and report its ratio to the first "
+        "(an A/A ratio measured in the same minutes as the traced one)",
+    )
+    parser.add_argument(
         "--switch-interval",
         type=float,
         help="Python's thread switch interval (seconds; default 0.005) during each traced lowering: "
@@ -156,6 +167,7 @@ def main() -> int:
     ratios: list[float] = []
     ratios_of_medians: list[float] = []
     map_costs: list[float] = []
+    null_ratios: list[float] = []
     ordinal = -1
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
     print(
@@ -190,8 +202,16 @@ def main() -> int:
             runs = [untraced_run, untraced_run if args.null else functools.partial(traced_to, trace_path)]
             if args.source_map_cost:
                 runs.append(functools.partial(traced_to, workdir / "mapped.jsonl", source_map=True))
-            untraced, traced, *with_maps = side_by_side(runs, args.repeat)
-            mapped = with_maps[0] if with_maps else []
+            if args.null_beside:
+                runs.append(untraced_run)
+            untraced, traced, *others = side_by_side(runs, args.repeat)
+            mapped = others[0] if args.source_map_cost else []
+            null_note = ""
+            if args.null_beside:
+                null_ratios.append(
+                    statistics.median(a / u for a, u in zip(others[-1], untraced, strict=True))
+                )
+                null_note = f"  aa {null_ratios[-1]:.3f}"
             base, with_trace = statistics.median(untraced), statistics.median(traced)
             map_note = ""
             if mapped:
@@ -203,10 +223,14 @@ def main() -> int:
             size = trace_path.stat().st_size / 1024 if trace_path.exists() else 0.0
             print(
                 f"{prepared.name:<22} {target.name:<13} {base * 1000:>12.1f} "
-                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {with_trace / base:>9.3f} {size:>10.0f}{map_note}",
+                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {with_trace / base:>9.3f} {size:>10.0f}{map_note}{null_note}",
                 flush=True,
             )
     maps = f" median_map_cost={statistics.median(map_costs):.3f}" if map_costs else ""
+    if null_ratios:
+        maps += (
+            f" null_max_ratio={max(null_ratios):.3f} null_median_ratio={statistics.median(null_ratios):.3f}"
+        )
     print(
         f"RESULT max_ratio={max(ratios):.3f} median_ratio={statistics.median(ratios):.3f} "
         f"max_ratio_of_medians={max(ratios_of_medians):.3f} "
