@@ -223,7 +223,8 @@ def main() -> int:
             size = trace_path.stat().st_size / 1024 if trace_path.exists() else 0.0
             print(
                 f"{prepared.name:<22} {target.name:<13} {base * 1000:>12.1f} "
-                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {with_trace / base:>9.3f} {size:>10.0f}{map_note}{null_note}",
+                f"{with_trace * 1000:>10.1f} {ratio:>6.3f} {with_trace / base:>9.3f} {size:>10.0f}"
+                f"{map_note}{null_note}",
                 flush=True,
             )
     maps = f" median_map_cost={statistics.median(map_costs):.3f}" if map_costs else ""
