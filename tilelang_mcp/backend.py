@@ -209,16 +209,25 @@ def load_trace_bounded(path: Path, limits: JobLimits, store: Path) -> Trace:
 # ----------------------------------------------------------------------------- jobs (worker side)
 
 
-def run_job(request: JobRequest, close_fds: Sequence[int] = ()) -> Any:
+Interruptible = Callable[[], contextlib.AbstractContextManager[None]]
+"""A context the worker gives a job: while the job waits for its child inside it, a
+``KeyboardInterrupt`` (the worker's cancel) may be raised, and the child is killed cleanly."""
+
+
+def run_job(
+    request: JobRequest, close_fds: Sequence[int] = (), interruptible: Interruptible = contextlib.nullcontext
+) -> Any:
     """Run one job in a forked child under the request's limits; ``close_fds`` are the worker's
-    protocol descriptors, closed in the child so kernel code cannot write to them."""
+    protocol descriptors, closed in the child so kernel code cannot write to them. Only while
+    the job waits for its child is it inside ``interruptible``: a cancel there kills the child
+    and fails the job, and never lands where a trace file is being opened or finished."""
     limits = JobLimits(request.timeout_s, request.memory_mb)
     if isinstance(request, Record):
-        return _record_job(request, limits, close_fds)
+        return _record_job(request, limits, close_fds, interruptible)
     if isinstance(request, Facts):
-        return _analysis_job(partial(_facts, request), limits, close_fds)
+        return _analysis_job(partial(_facts, request), limits, close_fds, interruptible)
     if isinstance(request, Diagnostics):
-        return _analysis_job(partial(_diagnostics, request), limits, close_fds)
+        return _analysis_job(partial(_diagnostics, request), limits, close_fds, interruptible)
     raise JobError(f"unknown job {type(request).__name__}")
 
 
@@ -247,19 +256,25 @@ def _enter_child(limits: JobLimits, close_fds: Sequence[int]) -> None:
 
 
 def _isolated(
-    job: Callable[[TraceWriter], Any], writer: TraceWriter, limits: JobLimits, close_fds: Sequence[int]
+    job: Callable[[TraceWriter], Any],
+    writer: TraceWriter,
+    limits: JobLimits,
+    close_fds: Sequence[int],
+    interruptible: Interruptible = contextlib.nullcontext,
 ) -> tuple[Any, list[KernelRun], str | None]:
     """``job(writer)`` in a forked worker (a pool of one, ``irtrace.recording.executor``): its JSON
     result, the runs it wrote, and why it was stopped (``None`` when it finished). Errors it
-    raised come back as ``JobError``."""
+    raised come back as ``JobError``; so does an interrupt, after the child is killed."""
+    tasks = run_tasks(
+        [job],
+        writer,
+        workers=1,
+        timeout=limits.timeout_s,
+        in_worker=lambda: _enter_child(limits, close_fds),
+    )
     try:
-        (result,) = run_tasks(
-            [job],
-            writer,
-            workers=1,
-            timeout=limits.timeout_s,
-            in_worker=lambda: _enter_child(limits, close_fds),
-        )
+        with contextlib.closing(tasks), interruptible():  # closed: the child is killed however it ends
+            (result,) = tasks
     except KeyboardInterrupt:
         raise JobError("the job was interrupted") from None
     except RuntimeError as failure:  # the job raised something else than an IrtraceError
@@ -297,7 +312,9 @@ def agent_pass_configs(given: Mapping[str, Any]) -> dict[str, Any]:
     return decoded.configs
 
 
-def _record_job(request: Record, limits: JobLimits, close_fds: Sequence[int]) -> Recorded:
+def _record_job(
+    request: Record, limits: JobLimits, close_fds: Sequence[int], interruptible: Interruptible
+) -> Recorded:
     """Lower a spec for its targets into ``request.output``: the CLI's ``irtrace record``; with
     the instance each run was lowered with."""
     from irtrace.recording.bench import bench_for
@@ -332,7 +349,7 @@ def _record_job(request: Record, limits: JobLimits, close_fds: Sequence[int]) ->
 
     writer = TraceWriter(request.output)
     try:
-        instances, runs, stopped = _isolated(job, writer, limits, close_fds)
+        instances, runs, stopped = _isolated(job, writer, limits, close_fds, interruptible)
     except BaseException:
         writer.abandon(keep=False)
         Path(request.output).unlink(missing_ok=True)
@@ -360,10 +377,13 @@ def _run_instance(run: KernelRun, prepared: Any) -> dict[str, Any]:
 
 
 def _analysis_job(
-    analyze: Callable[[], dict[str, Any]], limits: JobLimits, close_fds: Sequence[int]
+    analyze: Callable[[], dict[str, Any]],
+    limits: JobLimits,
+    close_fds: Sequence[int],
+    interruptible: Interruptible,
 ) -> dict[str, Any]:
     writer = TraceWriter(None)
-    result, _, stopped = _isolated(lambda _writer: analyze(), writer, limits, close_fds)
+    result, _, stopped = _isolated(lambda _writer: analyze(), writer, limits, close_fds, interruptible)
     if stopped is not None:
         raise JobError(stopped)
     assert isinstance(result, dict)

@@ -6,19 +6,27 @@ its requests (``tilelang_mcp.protocol``): each ``Call`` gets a ``Result`` or a `
 request that does not follow the schema is refused with the field that is wrong. Each job runs in
 a child forked for it (``backend.run_job``), so kernel code never runs here and a hang or a crash
 ends only that child. The protocol keeps a copy of the original stdout; file descriptor 1 is
-pointed at stderr, so whatever TileLang, TVM or a kernel prints goes there. The worker reads
-stdin on its one thread: forking from a process with other threads is unsafe, so a ``Cancel``
-is read only between jobs (each job ends at its own time limit) and has nothing left to stop.
+pointed at stderr, so whatever TileLang, TVM or a kernel prints goes there.
+
+The worker has one thread (forking from a process with other threads is unsafe), so while a job
+runs a timer looks at stdin every ``CANCEL_POLL_S`` (``CancelWatch``): the job's ``Cancel`` kills
+its child and the job is answered as cancelled at once, the worker kept warm for the next one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
+import signal
 import sys
 import tempfile
 import time
 import traceback
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import IO
 
 from irtrace.core.worker_protocol import (
@@ -64,10 +72,106 @@ def warm_up() -> float:
     return time.perf_counter() - began
 
 
-def answer(line: bytes, protocol_fd: int) -> bytes | None:
+CANCEL_POLL_S = 0.1
+"""How often a running job's worker looks for its ``Cancel``."""
+
+
+class StdinLines:
+    """The worker's stdin as lines, read from the descriptor by hand, so that a job's
+    ``CancelWatch`` can take what came in meanwhile and leave the rest for the main loop."""
+
+    def __init__(self, fd: int = 0) -> None:
+        self.fd = fd
+        self._partial = b""
+        self._lines: deque[bytes] = deque()
+        self.closed = False
+
+    def _take(self, chunk: bytes) -> None:
+        if not chunk:
+            self.closed = True
+            return
+        *complete, self._partial = (self._partial + chunk).split(b"\n")
+        self._lines.extend(line for line in complete if line.strip())
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            while self._lines:
+                yield self._lines.popleft()
+            if self.closed:
+                return
+            self._take(os.read(self.fd, 65536))
+
+    def poll(self) -> list[bytes]:
+        """The complete lines that came since the last read, without waiting; taken out."""
+        while not self.closed and select.select([self.fd], [], [], 0)[0]:
+            self._take(os.read(self.fd, 65536))
+        taken = list(self._lines)
+        self._lines.clear()
+        return taken
+
+    def put_back(self, lines: list[bytes]) -> None:
+        self._lines.extendleft(reversed(lines))
+
+
+class CancelWatch:
+    """While a job runs (``running``), looks at stdin every ``CANCEL_POLL_S`` for its ``Cancel``;
+    inside ``armed`` (the job waiting for its child) a cancel raises ``KeyboardInterrupt`` there,
+    once, which the job turns into killing its child. Other lines wait for the main loop."""
+
+    def __init__(self, stdin: StdinLines, call_id: int) -> None:
+        self.stdin = stdin
+        self.call_id = call_id
+        self.cancelled = False
+        self._armed = False
+
+    def _look(self, signum: int, frame: FrameType | None) -> None:
+        kept = []
+        for line in self.stdin.poll():
+            if isinstance(_decoded(line), Cancel) and message_id(line) == self.call_id:
+                self.cancelled = True
+            else:
+                kept.append(line)
+        self.stdin.put_back(kept)
+        if self.cancelled and self._armed:
+            self._armed = False  # once: the job's cleanup must not be interrupted in turn
+            raise KeyboardInterrupt("cancelled by the client")
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        previous = signal.signal(signal.SIGALRM, self._look)
+        # native code reading a file is not cut short by the timer (its call restarts); the wait
+        # for the child (select) is never restarted, so a cancel still ends it
+        signal.siginterrupt(signal.SIGALRM, False)
+        signal.setitimer(signal.ITIMER_REAL, CANCEL_POLL_S, CANCEL_POLL_S)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        if self.cancelled:
+            raise KeyboardInterrupt("cancelled by the client")
+        self._armed = True
+        try:
+            yield
+        finally:
+            self._armed = False
+
+
+def _decoded(line: bytes) -> object:
+    try:
+        return CODEC.decode_to_worker(line)
+    except ProtocolError:
+        return None
+
+
+def answer(line: bytes, protocol_fd: int, stdin: StdinLines | None = None) -> bytes | None:
     """The protocol line answering ``line``: the job's ``Result``, or a ``Failure`` saying why (a
     request that does not follow the schema names the field, and runs nothing); ``None`` for a
-    ``Cancel`` or a line without a readable id."""
+    ``Cancel`` or a line without a readable id. With ``stdin``, the job's ``Cancel`` is looked for
+    while it runs."""
     try:
         message = CODEC.decode_to_worker(line)
     except ProtocolError as error:
@@ -75,17 +179,23 @@ def answer(line: bytes, protocol_fd: int) -> bytes | None:
         request_id = message_id(line)
         return encode(Failure(id=request_id, error=str(error))) if request_id is not None else None
     if isinstance(message, Cancel):
-        return None  # read only once its job has ended (see the module's docstring)
-    return encode(handle(message, protocol_fd))
+        return None  # its job has ended already
+    return encode(handle(message, protocol_fd, stdin))
 
 
-def handle(call: Call[JobRequest], protocol_fd: int) -> Result | Failure:
+def handle(call: Call[JobRequest], protocol_fd: int, stdin: StdinLines | None = None) -> Result | Failure:
     from tilelang_mcp.backend import IrtraceError, JobError, describe_job_error, run_job
 
+    watch = CancelWatch(stdin, call.id) if stdin is not None else None
     try:
-        body = run_job(call.request, (protocol_fd,))
+        with watch.running() if watch is not None else contextlib.nullcontext():
+            body = run_job(
+                call.request, (protocol_fd,), watch.armed if watch is not None else contextlib.nullcontext
+            )
         return Result(id=call.id, body=raw(body), rss_mb=resident_mb())
     except (JobError, IrtraceError) as error:
+        if watch is not None and watch.cancelled:
+            return Failure(id=call.id, error="cancelled by the client", cancelled=True)
         return Failure(id=call.id, error=describe_job_error(error))
     except Exception as error:  # a bug of ours: say what it was, keep serving
         traceback.print_exc()
@@ -114,10 +224,9 @@ def main() -> None:
     )
     send(protocol, encode(ready))
     send(protocol, encode(Warm(warmup_s=warmup_s)))
-    for line in sys.stdin.buffer:
-        if not line.strip():
-            continue
-        reply = answer(line, protocol_fd)
+    stdin = StdinLines(sys.stdin.fileno())
+    for line in stdin:
+        reply = answer(line, protocol_fd, stdin)
         if reply is not None:
             send(protocol, reply)
     # nothing is left to flush: skip the interpreter's slow teardown of tilelang and TVM

@@ -41,7 +41,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,7 +119,7 @@ def run_tasks(
     in_worker: Callable[[], None] | None = None,
     on_task: TaskEvent | None = None,
     order: Sequence[int] | None = None,
-) -> Iterator[TaskResult]:
+) -> Generator[TaskResult, None, None]:
     """Run ``tasks`` and yield their results in order, as each one's records are in ``writer``.
 
     With ``workers`` None they run here, one after the other, as they are drawn from ``tasks``;

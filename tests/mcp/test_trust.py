@@ -179,25 +179,26 @@ def test_stdout_carries_only_the_protocol(guarded: McpServer, server_log: IO[str
         assert f"NOISE: {noise}" in log
 
 
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(child) for child in (task / "children").read_text().split()}
+    return found
+
+
 def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path) -> None:
     """The worker killed mid-job (as the OOM killer would): the call fails, the job's child does
     not spin on, and the next call starts a new worker."""
     from tilelang_mcp.protocol import Facts
     from tilelang_mcp.worker_client import WorkerClient, WorkerError
 
-    def children(pid: int) -> set[int]:
-        found: set[int] = set()
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            found |= {int(child) for child in (task / "children").read_text().split()}
-        return found
-
     async def scenario() -> None:
         client = WorkerClient(scratch=tmp_path)
         hang = Facts(spec=str(DATA / "hang.py"), target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB)
         call = asyncio.create_task(client.job(hang))
-        while client.process is None or not client.ready_info or not children(client.process.pid):
+        while client.process is None or not client.ready_info or not _children(client.process.pid):
             await asyncio.sleep(0.2)  # started, warm, and its child is running the file
-        (job,) = children(client.process.pid)
+        (job,) = _children(client.process.pid)
         client.process.kill()
         with pytest.raises(WorkerError, match="exited"):
             await call
@@ -216,6 +217,87 @@ def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path)
         await client.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_cancelled_job_stops_at_once_and_the_worker_stays_warm(tmp_path: Path) -> None:
+    """An agent cancels a job that would run for minutes (a file that never finishes loading):
+    its child is gone within a second or two, nothing is left at the record's output, the worker
+    is the same process (not killed after the client's grace and restarted cold) and answers the
+    next job. The ids and children are read from /proc, not from the worker."""
+    from irtrace.edge.worker_client import CANCEL_GRACE_S
+    from tilelang_mcp.protocol import Facts, Record
+    from tilelang_mcp.worker_client import WorkerClient
+
+    output = tmp_path / "cancelled.jsonl"
+    jobs = [
+        Facts(spec=str(DATA / "hang.py"), target="cuda:sm_90", timeout_s=300, memory_mb=MEMORY_MB),
+        Record(
+            spec=str(DATA / "hang.py"),
+            output=str(output),
+            targets=("cuda:sm_90",),
+            timeout_s=300,
+            memory_mb=MEMORY_MB,
+        ),
+    ]
+
+    async def scenario() -> None:
+        client = WorkerClient(scratch=tmp_path)
+        worker = None
+        for job in jobs:
+            call = asyncio.create_task(client.job(job))
+            while client.process is None or not client.ready_info or not _children(client.process.pid):
+                await asyncio.sleep(0.2)  # started, warm, and its child is running the file
+            worker = worker or client.process.pid
+            assert client.process.pid == worker
+            (child,) = _children(worker)
+            began = time.monotonic()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            took = time.monotonic() - began
+            assert took < CANCEL_GRACE_S / 2, f"the cancel took {took:.1f} s"
+            assert child not in _children(worker) and not Path(f"/proc/{child}").exists()
+            assert client.restarts == 0 and client.process.pid == worker
+        assert not output.exists()
+        noisy = Facts(
+            spec=f"{DATA / 'noisy.py'}::scale()", target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB
+        )
+        answer = await client.job(noisy)
+        assert answer["kernels"][0]["reached"]
+        assert client.restarts == 0 and client.process is not None and client.process.pid == worker
+        await client.stop()
+
+    asyncio.run(scenario())
+
+
+def test_the_cancel_watch_keeps_what_is_not_its_jobs_cancel() -> None:
+    """Lines that come while a job runs and are not its ``Cancel`` (another id, a half line) are
+    left, whole and in order, for the worker's main loop."""
+    from tilelang_mcp.worker import CancelWatch, StdinLines
+
+    read, write = os.pipe()
+    try:
+        stdin = StdinLines(read)
+        watch = CancelWatch(stdin, call_id=7)
+        other = b'{"kind": "cancel", "id": 6}'
+        call = b'{"kind": "call", "id": 8, "request": {"method": "facts"}}'
+        os.write(write, other + b"\n" + call[:20])
+        watch._look(signal.SIGALRM, None)
+        os.write(write, call[20:] + b"\n")
+        with watch.armed():
+            watch._look(signal.SIGALRM, None)  # armed, but no cancel of its own: nothing raised
+        assert not watch.cancelled
+        os.write(write, b'{"kind": "cancel", "id": 7}\n')
+        with pytest.raises(KeyboardInterrupt), watch.armed():
+            watch._look(signal.SIGALRM, None)
+        assert watch.cancelled
+        os.close(write)
+        write = -1
+        assert list(stdin) == [other, call]
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
 
 
 def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
