@@ -270,6 +270,52 @@ def test_a_cancelled_job_stops_at_once_and_the_worker_stays_warm(tmp_path: Path)
     asyncio.run(scenario())
 
 
+def _mcp_worker(server: int) -> int:
+    """The pid of ``server``'s TileLang worker (its child running ``tilelang_mcp.worker``)."""
+    for child in _children(server):
+        if b"tilelang_mcp.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+            return child
+    raise AssertionError("the server has no worker")
+
+
+def test_an_agent_that_cancels_a_call_gets_the_next_from_the_same_warm_worker(guarded: McpServer) -> None:
+    """The user's path: an agent cancels a tools/call (MCP's notifications/cancelled) on a file
+    that never finishes loading; the job's child is gone at once and the next call is answered by
+    the same worker process (read from /proc), not a restarted one."""
+    import mcp.types as types
+    from mcp.shared.exceptions import McpError
+
+    session = guarded.session
+    assert session is not None
+    (server,) = (
+        pid for pid in _children(os.getpid()) if b"tilelang_mcp" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
+
+    async def scenario() -> None:
+        request_id = session._request_id  # the id the SDK gives the next request
+        call = asyncio.create_task(session.call_tool("lower_kernel", {"spec": "hang.py", "timeout_s": 300}))
+        worker = _mcp_worker(server)
+        while not _children(worker):
+            await asyncio.sleep(0.2)  # the job's child is running the file
+        (child,) = _children(worker)
+        began = time.monotonic()
+        cancel = types.CancelledNotification(
+            params=types.CancelledNotificationParams(requestId=request_id, reason="the agent moved on")
+        )
+        await session.send_notification(types.ClientNotification(cancel))
+        with pytest.raises(McpError, match="cancelled"):
+            await call
+        while Path(f"/proc/{child}").exists() and time.monotonic() - began < 30:
+            await asyncio.sleep(0.1)
+        assert time.monotonic() - began < 2.5, "the job's child outlived the cancel"
+        answer = await session.call_tool("lower_kernel", {"spec": "noisy.py::scale()"})
+        assert not answer.isError and answer.structuredContent is not None
+        assert answer.structuredContent["runs"][0]["status"] == "ok"
+        assert _mcp_worker(server) == worker
+
+    guarded.run(scenario())
+
+
 def test_the_cancel_watch_keeps_what_is_not_its_jobs_cancel() -> None:
     """Lines that come while a job runs and are not its ``Cancel`` (another id, a half line) are
     left, whole and in order, for the worker's main loop."""
