@@ -138,6 +138,7 @@ class CancelWatch:
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
+        """Look for the cancel while the job runs (a timer: the worker has one thread)."""
         previous = signal.signal(signal.SIGALRM, self._look)
         # native code reading a file is not cut short by the timer (its call restarts); the wait
         # for the child (select) is never restarted, so a cancel still ends it
@@ -151,6 +152,7 @@ class CancelWatch:
 
     @contextlib.contextmanager
     def armed(self) -> Iterator[None]:
+        """Where a cancel may interrupt the job: while it waits for its child."""
         if self.cancelled:
             raise KeyboardInterrupt("cancelled by the client")
         self._armed = True
