@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -232,7 +233,8 @@ def run_job(
 
 
 def _enter_child(limits: JobLimits, close_fds: Sequence[int]) -> None:
-    """In the forked child, before any kernel code: no stdin, no protocol pipe, a memory cap."""
+    """In the forked child, before any kernel code: no stdin, no protocol pipe, no cancel timer's
+    handler, a memory cap."""
     import resource
 
     for fd in close_fds:
@@ -240,12 +242,13 @@ def _enter_child(limits: JobLimits, close_fds: Sequence[int]) -> None:
             os.close(fd)
     with contextlib.suppress(Exception):  # Linux: die with the worker, or a hang would spin on
         import ctypes
-        import signal
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    with contextlib.suppress(AttributeError, ValueError):  # the worker's cancel watch is not the kernel's
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
     # The cap counts address space on top of the worker's own (tilelang and torch are mapped).
     extra = limits.memory_mb * 2**20
     with open("/proc/self/statm") as statm:
