@@ -87,9 +87,9 @@ class StdinLines:
         self.closed = False
 
     def _take(self, chunk: bytes) -> None:
-        if not chunk:
+        if not chunk:  # end of input: a last line without its newline still counts
             self.closed = True
-            return
+            chunk, self._partial = self._partial + b"\n", b""
         *complete, self._partial = (self._partial + chunk).split(b"\n")
         self._lines.extend(line for line in complete if line.strip())
 
@@ -127,7 +127,8 @@ class CancelWatch:
     def _look(self, signum: int, frame: FrameType | None) -> None:
         kept = []
         for line in self.stdin.poll():
-            if isinstance(_decoded(line), Cancel) and message_id(line) == self.call_id:
+            message = _decoded(line)
+            if isinstance(message, Cancel) and message.id == self.call_id:
                 self.cancelled = True
             else:
                 kept.append(line)

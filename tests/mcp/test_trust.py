@@ -318,7 +318,7 @@ def test_an_agent_that_cancels_a_call_gets_the_next_from_the_same_warm_worker(gu
 
 def test_the_cancel_watch_keeps_what_is_not_its_jobs_cancel() -> None:
     """Lines that come while a job runs and are not its ``Cancel`` (another id, a half line) are
-    left, whole and in order, for the worker's main loop."""
+    left, whole and in order, for the worker's main loop; a last line without its newline too."""
     from tilelang_mcp.worker import CancelWatch, StdinLines
 
     read, write = os.pipe()
@@ -337,9 +337,11 @@ def test_the_cancel_watch_keeps_what_is_not_its_jobs_cancel() -> None:
         with pytest.raises(KeyboardInterrupt), watch.armed():
             watch._look(signal.SIGALRM, None)
         assert watch.cancelled
+        last = b'{"kind": "cancel", "id": 9}'
+        os.write(write, last)  # the input ends without the line's newline
         os.close(write)
         write = -1
-        assert list(stdin) == [other, call]
+        assert list(stdin) == [other, call, last]
     finally:
         os.close(read)
         if write >= 0:
