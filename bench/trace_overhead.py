@@ -227,15 +227,15 @@ def main() -> int:
                 f"{map_note}{null_note}",
                 flush=True,
             )
-    maps = f" median_map_cost={statistics.median(map_costs):.3f}" if map_costs else ""
+    extras = f" median_map_cost={statistics.median(map_costs):.3f}" if map_costs else ""
     if null_ratios:
-        maps += (
+        extras += (
             f" null_max_ratio={max(null_ratios):.3f} null_median_ratio={statistics.median(null_ratios):.3f}"
         )
     print(
         f"RESULT max_ratio={max(ratios):.3f} median_ratio={statistics.median(ratios):.3f} "
         f"max_ratio_of_medians={max(ratios_of_medians):.3f} "
-        f"median_ratio_of_medians={statistics.median(ratios_of_medians):.3f}{maps}"
+        f"median_ratio_of_medians={statistics.median(ratios_of_medians):.3f}{extras}"
     )
     return 0
 

@@ -215,9 +215,7 @@ Interruptible = Callable[[], contextlib.AbstractContextManager[None]]
 ``KeyboardInterrupt`` (the worker's cancel) may be raised, and the child is killed cleanly."""
 
 
-def run_job(
-    request: JobRequest, close_fds: Sequence[int] = (), interruptible: Interruptible = contextlib.nullcontext
-) -> Any:
+def run_job(request: JobRequest, close_fds: Sequence[int], interruptible: Interruptible) -> Any:
     """Run one job in a forked child under the request's limits; ``close_fds`` are the worker's
     protocol descriptors, closed in the child so kernel code cannot write to them. Only while
     the job waits for its child is it inside ``interruptible``: a cancel there kills the child
@@ -263,7 +261,7 @@ def _isolated(
     writer: TraceWriter,
     limits: JobLimits,
     close_fds: Sequence[int],
-    interruptible: Interruptible = contextlib.nullcontext,
+    interruptible: Interruptible,
 ) -> tuple[Any, list[KernelRun], str | None]:
     """``job(writer)`` in a forked worker (a pool of one, ``irtrace.recording.executor``): its JSON
     result, the runs it wrote, and why it was stopped (``None`` when it finished). Errors it

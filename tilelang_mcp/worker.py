@@ -24,7 +24,7 @@ import tempfile
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import IO
@@ -101,16 +101,16 @@ class StdinLines:
                 return
             self._take(os.read(self.fd, 65536))
 
-    def poll(self) -> list[bytes]:
-        """The complete lines that came since the last read, without waiting; taken out."""
+    def take_first(self, match: Callable[[bytes], bool]) -> bool:
+        """Read what came meanwhile, without waiting, and take out the first complete line that
+        ``match``es; whether there was one. The other lines stay, in order."""
         while not self.closed and select.select([self.fd], [], [], 0)[0]:
             self._take(os.read(self.fd, 65536))
-        taken = list(self._lines)
-        self._lines.clear()
-        return taken
-
-    def put_back(self, lines: list[bytes]) -> None:
-        self._lines.extendleft(reversed(lines))
+        for line in self._lines:
+            if match(line):
+                self._lines.remove(line)
+                return True
+        return False
 
 
 class CancelWatch:
@@ -124,15 +124,13 @@ class CancelWatch:
         self.cancelled = False
         self._armed = False
 
+    def _is_mine(self, line: bytes) -> bool:
+        message = _decoded(line)
+        return isinstance(message, Cancel) and message.id == self.call_id
+
     def _look(self, signum: int, frame: FrameType | None) -> None:
-        kept = []
-        for line in self.stdin.poll():
-            message = _decoded(line)
-            if isinstance(message, Cancel) and message.id == self.call_id:
-                self.cancelled = True
-            else:
-                kept.append(line)
-        self.stdin.put_back(kept)
+        if self.stdin.take_first(self._is_mine):
+            self.cancelled = True
         if self.cancelled and self._armed:
             self._armed = False  # once: the job's cleanup must not be interrupted in turn
             raise KeyboardInterrupt("cancelled by the client")
@@ -170,10 +168,10 @@ def _decoded(line: bytes) -> object:
         return None
 
 
-def answer(line: bytes, protocol_fd: int, stdin: StdinLines | None = None) -> bytes | None:
+def answer(line: bytes, protocol_fd: int, stdin: StdinLines) -> bytes | None:
     """The protocol line answering ``line``: the job's ``Result``, or a ``Failure`` saying why (a
     request that does not follow the schema names the field, and runs nothing); ``None`` for a
-    ``Cancel`` or a line without a readable id. With ``stdin``, the job's ``Cancel`` is looked for
+    ``Cancel`` or a line without a readable id. The job's ``Cancel`` is looked for on ``stdin``
     while it runs."""
     try:
         message = CODEC.decode_to_worker(line)
@@ -186,18 +184,16 @@ def answer(line: bytes, protocol_fd: int, stdin: StdinLines | None = None) -> by
     return encode(handle(message, protocol_fd, stdin))
 
 
-def handle(call: Call[JobRequest], protocol_fd: int, stdin: StdinLines | None = None) -> Result | Failure:
+def handle(call: Call[JobRequest], protocol_fd: int, stdin: StdinLines) -> Result | Failure:
     from tilelang_mcp.backend import IrtraceError, JobError, describe_job_error, run_job
 
-    watch = CancelWatch(stdin, call.id) if stdin is not None else None
+    watch = CancelWatch(stdin, call.id)
     try:
-        with watch.running() if watch is not None else contextlib.nullcontext():
-            body = run_job(
-                call.request, (protocol_fd,), watch.armed if watch is not None else contextlib.nullcontext
-            )
+        with watch.running():
+            body = run_job(call.request, (protocol_fd,), watch.armed)
         return Result(id=call.id, body=raw(body), rss_mb=resident_mb())
     except (JobError, IrtraceError) as error:
-        if watch is not None and watch.cancelled:
+        if watch.cancelled:
             return Failure(id=call.id, error="cancelled by the client", cancelled=True)
         return Failure(id=call.id, error=describe_job_error(error))
     except Exception as error:  # a bug of ours: say what it was, keep serving

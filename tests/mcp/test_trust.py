@@ -354,7 +354,7 @@ def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
     runs; a line without a readable id gets no answer."""
     from irtrace.core.worker_protocol import Failure, decode_from_worker
     from tilelang_mcp.protocol import Facts, InvalidJob, make_job
-    from tilelang_mcp.worker import answer
+    from tilelang_mcp.worker import StdinLines, answer
 
     job = {"method": "facts", "spec": f"{DATA / 'noisy.py'}::scale()", "timeout_s": 5, "memory_mb": 64}
     refused = {
@@ -366,12 +366,14 @@ def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
         "Object missing required field `output` - at `$.request`": {**job, "method": "record"},
     }
     for number, (reason, request) in enumerate(refused.items(), 1):
-        reply = answer(json.dumps({"kind": "call", "id": number, "request": request}).encode(), -1)
+        reply = answer(
+            json.dumps({"kind": "call", "id": number, "request": request}).encode(), -1, StdinLines()
+        )
         assert reply is not None
         message = decode_from_worker(reply)
         assert isinstance(message, Failure) and message.id == number
         assert message.error == f"malformed request: {reason}"
-    assert answer(b"rm -rf /", -1) is None
+    assert answer(b"rm -rf /", -1, StdinLines()) is None
     # the server makes each job through the same schema: an agent's bad value never reaches the worker
     with pytest.raises(
         InvalidJob, match=r"^invalid facts request: Expected `float` > 0.0 - at `\$.timeout_s`$"
