@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.setup-stamp
 TRACE  ?= out/examples.trace.jsonl
 
 .DEFAULT_GOAL := help
-.PHONY: help setup graphviz demo test lint format bench clean
+.PHONY: help setup graphviz demo test lint format bench bench-smoke clean
 .PHONY: dist test-wheel test-sweeps test-versions test-all
 .PHONY: editors-setup nvim-setup vscode-setup vsix editor-screenshots
 
@@ -100,7 +100,7 @@ test-versions: ## Run the version-sensitive tests once per TileLang release (TIL
 	  $$venv/bin/python -m pytest -q -p no:randomly -m versions tests/versions; \
 	done
 
-test-all: test test-sweeps test-wheel test-versions ## Everything CI runs, one after the other
+test-all: test test-sweeps test-wheel test-versions bench-smoke ## Everything CI runs, one after the other
 
 dist: setup ## Build the sdist and wheel into out/dist, twine-check them and list what they hold
 	rm -rf out/dist
@@ -126,6 +126,33 @@ bench: setup ## Run the benchmarks in bench/ (each ends with a RESULT line)
 	$(PY) bench/tui_open.py
 	$(PY) bench/lsp_latency.py
 	$(PY) bench/record_scale.py
+
+# Every script in bench/, run once, small (--smoke: a few seconds each, still ending with its RESULT
+# line), so that an API change cannot break one unseen; tests/test_bench_smoke.py checks that every
+# bench/*.py is listed here and takes --smoke. A listed script that is not there yet is skipped.
+BENCH_SMOKE := \
+	bench/autocapture_startup.py \
+	bench/diff_speed.py \
+	bench/kernel_source_map_cost.py \
+	bench/launch_overhead.py \
+	bench/line_coverage.py \
+	bench/long_pipelines.py \
+	bench/lsp_cold.py \
+	bench/lsp_latency.py \
+	bench/lsp_source_map.py \
+	bench/record_scale.py \
+	bench/report_scale.py \
+	bench/scale_corpus.py \
+	bench/trace_load.py \
+	bench/trace_overhead.py \
+	bench/tui_open.py
+bench-smoke: setup ## Run every bench/ script once, small (--smoke), as CI does
+	@set -e; for script in $(BENCH_SMOKE); do \
+	  if [ ! -f $$script ]; then echo "bench-smoke: $$script is not there yet: skipped"; continue; fi; \
+	  echo "== $$script --smoke"; started=$$(date +%s); \
+	  $(PY) $$script --smoke; \
+	  echo "bench-smoke: $$script took $$(( $$(date +%s) - started )) s"; \
+	done
 
 # Editors (docs/editors.md). The npm tools of the VS Code test are cached per machine in
 # EDITOR_TOOLS; tests/editors/setup.sh says what each step installs.

@@ -5,7 +5,7 @@ Unset, the hook is one environment lookup and imports nothing, so the two should
 beyond noise. Set (``IRTRACE=...``, a process that never imports TileLang), the process also
 imports irtrace's trace writer and merges nothing at exit: that cost is printed too.
 
-    python bench/autocapture_startup.py [--runs 40]
+    python bench/autocapture_startup.py [--runs 40] [--smoke]
 
 Ends with: RESULT unset_ms=<hook> no_hook_ms=<without> unset_overhead_ms=<diff> set_ms=<IRTRACE set>
 (medians of interleaved runs).
@@ -46,7 +46,10 @@ def start_ms(env: dict[str, str], cwd: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--smoke", action="store_true", help="run once, small (3 runs): for CI")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 3
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         kinds = {

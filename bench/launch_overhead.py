@@ -7,7 +7,7 @@ launch (5 us and more) hides it further. Blocks of ``--calls`` launches alternat
 ``--repeat`` times; the per-launch medians and their ratio are printed. Ends with
 ``RESULT ratio=<x> launch_us=<y> counted_us=<z> added_us=<w>``.
 
-    .venv/bin/python bench/launch_overhead.py [--calls 2000] [--repeat 9]
+    .venv/bin/python bench/launch_overhead.py [--calls 2000] [--repeat 9] [--smoke]
 """
 
 from __future__ import annotations
@@ -52,7 +52,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--smoke", action="store_true", help="run once, small (200 calls, 2 repeats): for CI")
     options = parser.parse_args()
+    if options.smoke:
+        options.calls, options.repeat = 200, 2
     sys.path.insert(0, str(ROOT))
     os.environ["TILELANG_DISABLE_CACHE"] = "1"  # as under a capture: each compile builds a kernel
     import torch

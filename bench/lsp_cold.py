@@ -13,7 +13,8 @@ before it was removed), timed the same way.
 Ends with one line: ``RESULT first_completion_s=<median, from the request> cold_start_s=<median,
 from the server's start> warm_start_s=<from the start, cached> import_route_s=<median>
 ratio=<import_route_s / cold_start_s> complete=<1 if every first answer was complete>
-origins=<where each server's index came from: source, cache, ...>``.
+origins=<where each server's index came from: source, cache, ...>``. ``--smoke`` (for CI) runs
+one repeat.
 """
 
 from __future__ import annotations
@@ -97,7 +98,10 @@ def import_route() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="one repeat: for CI")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
     cold, request, warm, baseline, answers = [], [], [], [], []
     for index in range(args.repeat):
         cache = tempfile.mkdtemp(prefix="lsp-cold-cache-")

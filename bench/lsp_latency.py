@@ -14,6 +14,7 @@ example in turn on the running server, and for each:
   its edit; goal: <= 1.3x. Background work is held off (``backgroundDelayMs``).
 
 ``--server-path FOLDER`` runs another checkout's server (before/after figures in one session).
+``--smoke`` (for CI) opens the GEMM only and edits it twice.
 Ends with one ``RESULT`` line: ``first_hint_ms`` (the slowest first response, cold start included),
 ``compiled_hints_ms`` (the slowest warm open), ``warm_ratio_max``, then the older keys: the GEMM's
 and the eager GEMM's ``p50_ratio``/``p50_ms``/``p95_ms``, ``cold_start_s`` (server start to the
@@ -142,7 +143,9 @@ class Session:
         return done
 
 
-async def measure_server(server_path: Path | None) -> tuple[float, dict[str, Opened]]:
+async def measure_server(
+    server_path: Path | None, examples: dict[str, Path], edits: int
+) -> tuple[float, dict[str, Opened]]:
     session = Session()
     env = dict(os.environ)
     if server_path is not None:
@@ -167,7 +170,7 @@ async def measure_server(server_path: Path | None) -> tuple[float, dict[str, Ope
     )
     figures: dict[str, Opened] = {}
     cold = 0.0
-    for name, path in EXAMPLES.items():
+    for name, path in examples.items():
         uri, text = path.as_uri(), path.read_text()
         opened = await session.open(uri, text)
         if not cold:
@@ -190,7 +193,7 @@ async def measure_server(server_path: Path | None) -> tuple[float, dict[str, Ope
             opened = await session.open(uri, text)
         bare_analysis(path, text)  # warm, in this process too
         await asyncio.sleep(0.3)
-        for index in range(EDITS):
+        for index in range(edits):
             opened.edits.append(await session.edit(uri, edited(text, index), index + 2))
             # The same text analyzed bare now, while the server idles: a shared machine's load
             # changes by the minute, so both sides of the ratio are timed under the same one.
@@ -208,24 +211,29 @@ async def measure_server(server_path: Path | None) -> tuple[float, dict[str, Ope
 
 
 def bare_analysis(path: Path, text: str) -> float:
-    """Seconds of ``tilelang_lsp.worker.analysis.analyze`` on ``text`` in this process."""
+    """Seconds of ``tilelang_lsp.worker.analysis.analyze`` on ``text`` in this process: the request
+    an edit sends (``Analyze``, up to layout inference), as the worker runs it."""
     from irtrace.recording.warmup import WARMUP_KERNEL
+    from tilelang_lsp.protocol import Analyze
     from tilelang_lsp.worker.analysis import analyze
 
     if not bare_analysis.__dict__.get("warm"):
-        analyze(str(ROOT / "bench" / "_lsp_warmup.py"), WARMUP_KERNEL)
+        analyze(Analyze(path=str(ROOT / "bench" / "_lsp_warmup.py"), text=WARMUP_KERNEL))
         bare_analysis.__dict__["warm"] = True
+    request = Analyze(path=str(path), text=text)
     began = time.perf_counter()
-    analyze(str(path), text)
+    analyze(request)
     return time.perf_counter() - began
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--server-path", type=Path, help="checkout whose tilelang_lsp the server runs")
+    parser.add_argument("--smoke", action="store_true", help="the GEMM only, two edits: for CI")
     args = parser.parse_args()
     imported = import_seconds()
-    cold, figures = asyncio.run(measure_server(args.server_path))
+    examples = {"gemm.py": EXAMPLES["gemm.py"]} if args.smoke else EXAMPLES
+    cold, figures = asyncio.run(measure_server(args.server_path, examples, 2 if args.smoke else EDITS))
     columns = [("first ms", 8), ("compiled ms", 11), ("p50 ms", 7), ("p95 ms", 7)]
     columns += [("bare p50", 8), ("ratio", 6)]
     print(f"{'example':<30} " + " ".join(f"{title:>{width}}" for title, width in columns))
@@ -244,6 +252,8 @@ def main() -> None:
     worst = max(ratios.values())
     results = [f"first_hint_ms={first:.1f} compiled_hints_ms={compiled:.1f} warm_ratio_max={worst:.2f}"]
     for key, name in (("", "gemm.py"), ("eager_", "eager_gemm (flagship style)")):
+        if name not in figures:  # --smoke
+            continue
         times = figures[name].edits
         p50, p95 = statistics.median(times) * 1000, percentile(times, 0.95) * 1000
         results.append(f"{key}p50_ratio={ratios[name]:.2f} {key}p50_ms={p50:.1f} {key}p95_ms={p95:.1f}")

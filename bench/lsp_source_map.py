@@ -18,6 +18,8 @@ With ``--server``, also through a real server (trusted, background work held off
 lines (*first hover*: the lowering with maps, asked by that hover), then the same hover again
 (*cached hover*).
 
+``--smoke`` (for CI): the GEMM only, one repeat.
+
 Ends with one line ``RESULT edit_ratio_max=... summary_ratio_max=... maps_ms_max=... edit_ms_max=...``
 (and ``first_hover_ms_max=... cached_hover_ms_max=...`` with ``--server``).
 """
@@ -51,7 +53,7 @@ def timed(run: Callable[[], object]) -> float:
 TILE_OP = re.compile(r"T\.(gemm|copy|reduce_\w+|fill)\(")
 
 
-async def hover_times() -> dict[str, tuple[float, float]]:
+async def hover_times(examples: dict[str, tuple[Path, str]]) -> dict[str, tuple[float, float]]:
     """Per example, the first and the cached tile-operation hover through a real server (ms)."""
     from lsprotocol import types
     from pytest_lsp.client import make_test_lsp_client
@@ -74,7 +76,7 @@ async def hover_times() -> dict[str, tuple[float, float]]:
         )
     )
     times: dict[str, tuple[float, float]] = {}
-    for name, (path, _) in EXAMPLES.items():
+    for name, (path, _) in examples.items():
         text = path.read_text()
         uri = path.as_uri()
         client.text_document_did_open(
@@ -105,14 +107,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--target", default="cuda:sm_90a")
     parser.add_argument("--server", action="store_true", help="also time hovers through a real server")
+    parser.add_argument("--smoke", action="store_true", help="the GEMM only, one repeat: for CI")
     args = parser.parse_args()
+    examples = {"gemm": EXAMPLES["gemm"]} if args.smoke else EXAMPLES
+    if args.smoke:
+        args.repeat = 1
 
     from tilelang_lsp.protocol import Analyze, LineMaps
     from tilelang_lsp.worker.analysis import AnalysisJob, analyze
     from tilelang_lsp.worker.source_lines import source_lines
 
     edit_ratios, summary_ratios, maps_max, edit_max = [], [], 0.0, 0.0
-    for name, (path, kernel) in EXAMPLES.items():
+    for name, (path, kernel) in examples.items():
         file, text = str(path), path.read_text()
         runs: dict[str, Callable[[], object]] = {
             "edit": partial(
@@ -144,7 +150,7 @@ def main() -> None:
         f"maps_ms_max={maps_max:.1f} edit_ms_max={edit_max:.1f}"
     )
     if args.server:
-        hovers = asyncio.run(hover_times())
+        hovers = asyncio.run(hover_times(examples))
         result += (
             f" first_hover_ms_max={max(f for f, _ in hovers.values()):.1f}"
             f" cached_hover_ms_max={max(c for _, c in hovers.values()):.1f}"

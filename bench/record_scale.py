@@ -19,6 +19,7 @@ two cores: run it on a machine with many.
     .venv/bin/python bench/record_scale.py --corpus --shard 1/4 --jobs 8
 
 ``--shard I/N`` records one slice of the runs in both recordings (``irtrace record --shard``).
+``--smoke`` (for CI) records two small kernels for one target instead of the manifest.
 """
 
 from __future__ import annotations
@@ -63,6 +64,17 @@ def record(
     return elapsed
 
 
+def smoke_manifest(folder: Path) -> str:
+    """A manifest of two small kernels for one target, written into ``folder``."""
+    examples = ROOT / "examples"
+    manifest = folder / "smoke.toml"
+    manifest.write_text(
+        f'[[kernel]]\nspec = "{examples / "gemm.py"}::matmul(256, 256, 256)"\ntargets = ["cuda:sm_90"]\n\n'
+        f'[[kernel]]\nspec = "{examples / "rmsnorm.py"}::rms_norm(256, 256)"\ntargets = ["cuda:sm_90"]\n'
+    )
+    return str(manifest)
+
+
 def same_runs(first: Path, second: Path) -> tuple[int, list[str]]:
     """How many runs the traces hold, and the runs where they differ (times aside)."""
     from irtrace.core.trace_reader import load_trace
@@ -95,6 +107,7 @@ def main() -> int:
     parser.add_argument(
         "--shard", help="record only shard I/N of the runs (irtrace record --shard), e.g. 1/25 of --corpus"
     )
+    parser.add_argument("--smoke", action="store_true", help="two small kernels for one target: for CI")
     args = parser.parse_args()
     targets = args.target or ["all"]
     if args.corpus:
@@ -103,6 +116,8 @@ def main() -> int:
     subprocess.run([sys.executable, "-c", "import tilelang"], capture_output=True, check=True)  # warm caches
     times: dict[int, list[float]] = {1: [], args.jobs: []}
     with tempfile.TemporaryDirectory(prefix="record-scale-") as folder:
+        if args.smoke:
+            args.manifest, targets = smoke_manifest(Path(folder)), []
         outputs = {jobs: Path(folder) / f"jobs{jobs}.jsonl" for jobs in times}
         one = outputs[1]
         for _ in range(args.rounds):

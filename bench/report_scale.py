@@ -8,12 +8,16 @@ Ends with ``RESULT mb=<x> seconds=<y>``: mb is the page's size in MB (10^6 bytes
 best of ``--repeat`` builds, each from reading the trace file to the page written (what
 ``passviz html`` does), measured in this process. ``load_seconds`` says how much of it is reading
 the trace.
+
+``--smoke`` (for CI) records a small GEMM for one target into a temporary trace and builds once.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,19 +28,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def record(path: Path) -> None:
-    """The coverage trace, recorded through TileLang's real pipelines."""
+SMOKE_RECORD = (f"{ROOT / 'examples' / 'gemm.py'}::matmul(256, 256, 256)", "-t", "cuda:sm_90", "-q")
+"""What ``--smoke`` records instead of the coverage trace: one small kernel for one target."""
+
+
+def record(path: Path, *, smoke: bool = False) -> None:
+    """The coverage trace (or the smoke run's small one), recorded through TileLang's real pipelines."""
     from irtrace.core.errors import ExitCode
 
-    command = [
-        sys.executable,
-        "-m",
-        "irtrace.cli",
-        "record",
-        "--manifest",
-        str(ROOT / "examples" / "irtrace.toml"),
-    ]
-    done = subprocess.run([*command, "-t", "all", "-o", str(path), "--jobs", "2"], cwd=ROOT)
+    command = [sys.executable, "-m", "irtrace.cli", "record", "-o", str(path)]
+    what = SMOKE_RECORD if smoke else ("--manifest", str(ROOT / "examples" / "irtrace.toml"), "-t", "all")
+    done = subprocess.run([*command, *what, "--jobs", "2"], cwd=ROOT)
     # exit 5 (ExitCode.LOWERING): some example fails to lower on some target (the `c` target has
     # no SIMT threads); those runs are recorded, and the report shows them: still a whole trace.
     if done.returncode not in (ExitCode.OK, ExitCode.LOWERING):
@@ -52,8 +54,14 @@ def main() -> int:
     )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "passviz-bench-report.html")
+    parser.add_argument("--smoke", action="store_true", help="a small trace recorded here, one build: for CI")
     args = parser.parse_args()
-    if not args.trace.exists():
+    if args.smoke:
+        folder = Path(tempfile.mkdtemp(prefix="report-scale-smoke-"))
+        atexit.register(shutil.rmtree, folder, True)
+        args.trace, args.out, args.repeat = folder / "smoke.jsonl", folder / "report.html", 1
+        record(args.trace, smoke=True)
+    elif not args.trace.exists():
         record(args.trace)
 
     from irtrace.core.trace_reader import load_trace

@@ -18,13 +18,15 @@ as it does the wall time printed beside it) at 4N over the per-run cost at N: 1.
 the same at N: the runs are copies of the same real runs, so the largest run is the same at N and
 4N, and a peak bounded by the largest run, not by the corpus, gives 1.0.
 
-Run: .venv/bin/python bench/scale_corpus.py [--runs 500] [--profile TRACE] [--keep DIR] [--plain]
+Run: .venv/bin/python bench/scale_corpus.py [--runs 500] [--profile TRACE] [--keep DIR] [--plain] [--smoke]
+``--smoke`` (for CI): N = 16, copied from a small GEMM's run recorded for one target.
 Ends with: RESULT runs=<4N> merge_s=<> check_s=<> report_s=<> peak_mb=<> growth=<> peak_growth=<>
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import shutil
 import subprocess
@@ -246,16 +248,14 @@ def measure(folder: Path, runs: int, templates: list[KernelRun], sizes: dict[str
     return Size(runs, merge, check, report, megabytes)
 
 
-def record_profile(path: Path) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "irtrace.cli",
-        "record",
-        "--manifest",
-        str(ROOT / "examples" / "irtrace.toml"),
-    ]
-    done = subprocess.run([*command, "-t", "all", "-o", str(path), "--jobs", "2", "-q"], cwd=ROOT)
+SMOKE_RECORD = (f"{ROOT / 'examples' / 'gemm.py'}::matmul(256, 256, 256)", "-t", "cuda:sm_90")
+"""What ``--smoke`` records as its profile: one small kernel for one target."""
+
+
+def record_profile(path: Path, *, smoke: bool = False) -> None:
+    command = [sys.executable, "-m", "irtrace.cli", "record", "-o", str(path)]
+    what = SMOKE_RECORD if smoke else ("--manifest", str(ROOT / "examples" / "irtrace.toml"), "-t", "all")
+    done = subprocess.run([*command, *what, "--jobs", "2", "-q"], cwd=ROOT)
     # 5: some kernels fail on some targets (the coverage matrix has expected failures); the trace is whole
     if done.returncode not in (0, 5):
         raise SystemExit(f"recording the profile trace {path} failed with exit code {done.returncode}")
@@ -274,8 +274,14 @@ def main() -> int:
     parser.add_argument(
         "--plain", action="store_true", help="plain .jsonl files (default: .jsonl.gz, as CI jobs upload them)"
     )
+    parser.add_argument("--smoke", action="store_true", help="N = 16 copies of a small profile: for CI")
     args = parser.parse_args()
-    if not args.profile.exists():
+    if args.smoke:
+        args.runs = 16
+        args.profile = Path(tempfile.mkdtemp(prefix="scale-corpus-smoke-")) / "profile.jsonl"
+        atexit.register(shutil.rmtree, args.profile.parent, True)
+        record_profile(args.profile, smoke=True)
+    elif not args.profile.exists():
         record_profile(args.profile)
     templates, sizes = profile_runs(args.profile)
     passes = sum(len(run.passes) for run in templates)

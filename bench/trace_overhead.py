@@ -32,6 +32,7 @@ the H200 host a separate ``--null`` sweep read 1.127 one hour and 1.255 another)
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
 ``--source-map-cost`` also lowers traced with source maps (``srcmap`` records, ``--source-map``) and adds
 ``median_map_cost`` (traced with maps / traced without, median over runs) to the RESULT line.
+``--smoke`` (for CI) lowers one small GEMM for one target, twice each way, instead of the manifest.
 """
 
 from __future__ import annotations
@@ -97,6 +98,14 @@ def lower_traced(
     return elapsed
 
 
+def smoke_manifest(folder: Path) -> str:
+    """``--smoke``'s manifest, written into ``folder``: one small GEMM for one target."""
+    manifest = folder / "smoke.toml"
+    gemm = ROOT / "examples" / "gemm.py"
+    manifest.write_text(f'[[kernel]]\nspec = "{gemm}::matmul(256, 256, 256)"\ntargets = ["cuda:sm_90"]\n')
+    return str(manifest)
+
+
 def side_by_side(runs: Sequence[Callable[[], float]], repeat: int) -> list[list[float]]:
     """Each run's times, ``repeat`` times each, side by side: the order turns by one each repeat
     (untraced first, then traced first), so no run always follows the same one."""
@@ -158,6 +167,7 @@ def main() -> int:
         help="Python's thread switch interval (seconds; default 0.005) during each traced lowering: "
         "measures what GIL hand-offs between the pipeline's thread and the print threads cost",
     )
+    parser.add_argument("--smoke", action="store_true", help="one small GEMM for one target, twice: for CI")
     args = parser.parse_args()
 
     from irtrace.recording.api import prepare_request
@@ -170,6 +180,8 @@ def main() -> int:
     null_ratios: list[float] = []
     ordinal = -1
     workdir = Path(tempfile.mkdtemp(prefix="irtrace-bench-"))
+    if args.smoke:
+        args.manifest, args.repeat = smoke_manifest(workdir), 2
     print(
         f"{'kernel':<22} {'target':<13} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6} "
         f"{'of medians':>9} {'trace KiB':>10}"

@@ -7,12 +7,16 @@ runs). Recording takes a few minutes on two cores, so it is cached under the sys
 open_seconds: from constructing the app to the first screen with the tree, the pass table and the
 IR pane all filled (best of ``--repeat`` runs, headless, 160x50). ratio_vs_load: that divided by
 the time ``load_trace`` takes for the same file (best of ``--repeat``).
+
+``--smoke`` (for CI) records one small GEMM for one target into a temporary trace and opens it once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import shutil
 import statistics
 import sys
 import tempfile
@@ -39,13 +43,15 @@ KERNELS = (
 )
 
 
-def build_trace(path: Path) -> None:
+def build_trace(
+    path: Path, kernels: tuple[tuple[str, str], ...] = KERNELS, targets: tuple[str, ...] = TARGETS
+) -> None:
     """Record every kernel for every target (a kernel failing on a backend is recorded as failed)."""
     from irtrace.core.specs import parse_spec
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.api import RecordRequest, record_kernels
 
-    requests = [RecordRequest(parse_spec(spec), TARGETS, {}, name=name) for name, spec in KERNELS]
+    requests = [RecordRequest(parse_spec(spec), targets, {}, name=name) for name, spec in kernels]
     partial = path.with_suffix(".partial")
     with TraceWriter(partial) as writer:
         errors = record_kernels(requests, writer).errors
@@ -81,9 +87,17 @@ def main() -> int:
     )
     parser.add_argument("--rebuild", action="store_true", help="record the trace again")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--smoke", action="store_true", help="a small trace recorded here, opened once: for CI"
+    )
     args = parser.parse_args()
 
-    if args.rebuild or not args.trace.exists():
+    if args.smoke:
+        folder = Path(tempfile.mkdtemp(prefix="tui-open-smoke-"))
+        atexit.register(shutil.rmtree, folder, True)
+        args.trace, args.repeat = folder / "smoke.jsonl", 1
+        build_trace(args.trace, KERNELS[:1], TARGETS[1:2])
+    elif args.rebuild or not args.trace.exists():
         print(f"recording {len(KERNELS)} kernels x {len(TARGETS)} targets into {args.trace} ...", flush=True)
         began = time.perf_counter()
         build_trace(args.trace)
