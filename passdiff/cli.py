@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from irtrace import __version__
-from irtrace.core.errors import ExitCode, UsageError
+from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
 from irtrace.core.output import write_atomically
 from irtrace.core.trace import Trace
 from irtrace.edge.command import echo, load_trace_warning_if_cut, run_subcommand
 from passdiff.compare import compare_targets, compare_traces
-from passdiff.errors import DiffOutcome, exit_codes_help
+from passdiff.errors import DiffOutcome
 from passdiff.normalize import NormalizeRules
 from passdiff.summary import MODE_PASS, MODE_RUNS, MODE_TARGETS, DiffReport, pass_diff, report_document
 
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="passdiff",
         description="IR-aware diffs of TileLang traces: what a pass did, what changed between two "
         "runs, where two targets part ways.",
-        epilog=exit_codes_help(),
+        epilog=exit_codes_help("passdiff"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"passdiff {__version__}")
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
             description=description,
             parents=[common],
             formatter_class=argparse.RawDescriptionHelpFormatter,
-            epilog=exit_codes_help(),
+            epilog=exit_codes_help("passdiff"),
         )
 
     single = command(

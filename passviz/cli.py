@@ -15,7 +15,6 @@ from irtrace.core.errors import ExitCode, exit_codes_help
 from irtrace.core.targets import canonical_target_name
 from irtrace.core.trace import KernelRun, Trace, headers_of
 from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
-from passviz.errors import PASSVIZ_EXIT_MEANINGS
 
 USAGE = """\
   passviz [browse] TRACE [--compare OTHER]         browse the passes (press ? for the keys)
@@ -27,7 +26,7 @@ USAGE = """\
 
 
 def _epilog() -> str:
-    return exit_codes_help(PASSVIZ_EXIT_MEANINGS)
+    return exit_codes_help("passviz")
 
 
 def browse_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
+from irtrace.core.errors import exit_codes_help
+
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until the client exits."""
@@ -14,8 +16,8 @@ def main(argv: list[str] | None = None) -> None:
         prog="tilelang-lsp",
         description="Language server for TileLang kernels: inlay hints, hover, diagnostics and code lenses "
         "from TileLang's real frontend and pipeline (run in a separate worker process).",
-        epilog="exit status: 0 when the client exits after shutdown, 1 when it exits without one, "
-        "2 for a bad command line or when --tcp cannot listen or write its token file.",
+        epilog=exit_codes_help("tilelang-lsp"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
     parser.add_argument(

@@ -16,7 +16,7 @@ from irtrace.core.errors import ExitCode, exit_codes_help
 EPILOG = (
     "Kernel files run only when they lie under a --root folder, each in a child process with a "
     "time and a memory limit. stdout carries MCP messages only; logs go to stderr.\n\n"
-    + exit_codes_help({ExitCode.OK: "the client closed the connection", ExitCode.USAGE: "bad arguments"})
+    + exit_codes_help("tilelang-mcp")
 )
 
 

@@ -10,32 +10,20 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Sequence
-from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
+from irtrace.core.errors import (
+    CheckExit,
+    ExitCode,
+    IrtraceError,
+    NotInTraceError,
+    UsageError,
+    exit_codes_help,
+)
 
 if TYPE_CHECKING:
     from irtrace.core.trace import KernelRun, Trace
-
-
-class CheckExit(IntEnum):
-    """``irtrace check``'s own exit codes, which CI jobs test: 0, 1 or 2."""
-
-    CLEAN = 0
-    GATED = 1
-    ERROR = 2
-
-
-CHECK_EXIT_MEANINGS: dict[int, str] = {
-    CheckExit.CLEAN: "no change that the policy fails on (changes may still be reported)",
-    CheckExit.GATED: "a change the policy fails on: a gated change (the reports say which)",
-    CheckExit.ERROR: "usage or input error: bad option, missing or unreadable trace, bad policy file, "
-    "an output that cannot be written",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
-    ExitCode.TERMINATED: "terminated (SIGTERM)",
-}
 
 
 class CheckInputError(IrtraceError):
@@ -69,7 +57,7 @@ def add_ci_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "added, removed or failing to lower, pass lists (aligned by the pipeline's tree), the first "
         "pass whose normalized IR changed, the kernel source, lowering time and kernel metrics. "
         "A policy file says which changes fail the check.",
-        epilog=_default_policy_help() + "\n\n" + exit_codes_help(CHECK_EXIT_MEANINGS),
+        epilog=_default_policy_help() + "\n\n" + exit_codes_help("irtrace check"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("new", metavar="NEW", help="the trace to check")

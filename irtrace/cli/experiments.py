@@ -9,38 +9,10 @@ import argparse
 from typing import Any
 
 from irtrace.cli.ci import add_failed_run_arguments, add_trace_compile_flags_option, note_dropped_configs
-from irtrace.core.errors import EXIT_CODE_MEANINGS, ExitCode, exit_codes_help
-
-RESUME_EXIT_MEANINGS: dict[int, str] = {
-    ExitCode.OK: "the resumed lowering finished; the new run is in OUTPUT",
-    ExitCode.USAGE: "bad command line, or a pass resume cannot start at (nested in another pass, codegen)",
-    ExitCode.INPUT: "the trace or the edited IR file is missing, or the IR is not TVMScript irtrace "
-    "reads (a syntax error, a refused construct or TVM's parser error, with its line)",
-    ExitCode.LOWERING: "the resumed lowering failed (the new run records where and why), or the pipeline "
-    "did not run as recorded before the pass",
-    ExitCode.TRACE_FORMAT: EXIT_CODE_MEANINGS[ExitCode.TRACE_FORMAT],
-    ExitCode.NOT_FOUND: "the kernel, target or pass is not in the trace (a misspelt pass gets a suggestion)",
-    ExitCode.OUTPUT: EXIT_CODE_MEANINGS[ExitCode.OUTPUT],
-    ExitCode.ENVIRONMENT: EXIT_CODE_MEANINGS[ExitCode.ENVIRONMENT],
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
-}
-
+from irtrace.core.errors import ExitCode, exit_codes_help
 
 DEFAULT_BUDGET_S = 60.0
 """``irtrace reduce --budget``'s default, in seconds."""
-
-REDUCE_EXIT_MEANINGS: dict[int, str] = {
-    ExitCode.OK: "reduced: the script is written and fails the same way as the recorded run",
-    ExitCode.USAGE: "bad command line (no --kernel-file, a --budget that is not a positive number, "
-    "several failed runs match), or the failure cannot be reduced: it did not happen in a pass, or "
-    "no failed pass fails the same way when run alone (the message names each pass and why)",
-    ExitCode.INPUT: "the trace or the kernel file is missing, or the file defines no such kernel",
-    ExitCode.TRACE_FORMAT: EXIT_CODE_MEANINGS[ExitCode.TRACE_FORMAT],
-    ExitCode.NOT_FOUND: "no run that failed to lower matches the kernel and target in the trace",
-    ExitCode.OUTPUT: EXIT_CODE_MEANINGS[ExitCode.OUTPUT],
-    ExitCode.ENVIRONMENT: EXIT_CODE_MEANINGS[ExitCode.ENVIRONMENT],
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); no script is written",
-}
 
 
 def add_experiment_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +25,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction[argparse.Argume
         "on the edited module, recording every pass and the kernel source into a new trace that "
         "`passdiff runs TRACE OUTPUT` compares with the original. The IR file is read as TVMScript data "
         "(no Python is run from it); PASS must be a top-level pass before codegen.",
-        epilog=exit_codes_help(RESUME_EXIT_MEANINGS),
+        epilog=exit_codes_help("irtrace resume"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     resume.add_argument("trace", metavar="TRACE")
@@ -80,7 +52,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction[argparse.Argume
         "delete statements (big chunks first), unwrap thread launches, blocks, loops and branches, "
         "make loops one iteration long, drop unused buffers, access regions and annotations, until "
         "nothing more goes or --budget runs out. Writes a script like repro's that needs only tilelang.",
-        epilog=exit_codes_help(REDUCE_EXIT_MEANINGS),
+        epilog=exit_codes_help("irtrace reduce"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_failed_run_arguments(reduce)

@@ -73,7 +73,7 @@ def test_missing_dot_program_says_to_install_graphviz(
     monkeypatch.setenv("PATH", str(tmp_path))
     code = main(["dot", three_target_trace.path, "-o", str(tmp_path / "p.svg")])
     err = capsys.readouterr().err.strip()
-    assert code == ExitCode.INPUT
+    assert code == ExitCode.ENVIRONMENT  # a program missing from the machine, not a bad input
     assert len(err.splitlines()) == 1 and "install Graphviz" in err
     assert not (tmp_path / "p.svg").exists()
 
