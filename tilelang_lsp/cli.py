@@ -7,8 +7,6 @@ import logging
 import sys
 from pathlib import Path
 
-from irtrace.core.errors import exit_codes_help
-
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until the client exits."""
@@ -16,7 +14,7 @@ def main(argv: list[str] | None = None) -> None:
         prog="tilelang-lsp",
         description="Language server for TileLang kernels: inlay hints, hover, diagnostics and code lenses "
         "from TileLang's real frontend and pipeline (run in a separate worker process).",
-        epilog=exit_codes_help("tilelang-lsp"),
+        epilog=_exit_codes_on_help(sys.argv[1:] if argv is None else argv),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
@@ -71,6 +69,16 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(2)
     else:
         server.start_io()
+
+
+def _exit_codes_on_help(argv: list[str]) -> str | None:
+    """The exit-code table for ``--help`` only: importing irtrace on every start would delay the
+    worker's launch, which comes before the server's own imports."""
+    if not {"-h", "--help"} & set(argv):
+        return None
+    from irtrace.core.errors import exit_codes_help
+
+    return exit_codes_help("tilelang-lsp")
 
 
 if __name__ == "__main__":
