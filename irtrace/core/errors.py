@@ -60,9 +60,6 @@ class ExitRow:
     """Tools (``passviz``) or commands (``irtrace check``) whose ``--help`` lists this row."""
 
 
-_TRACE_FORMAT = "a trace file is corrupt, not a trace, has a field of the wrong type, or is of a newer schema"
-_INTERRUPTED = "interrupted (Ctrl-C)"
-
 EXIT_CODES: tuple[ExitRow, ...] = (
     ExitRow(ExitCode.OK, "success", (IRTRACE, "passviz")),
     ExitRow(
@@ -172,7 +169,7 @@ EXIT_CODES: tuple[ExitRow, ...] = (
     ),
     ExitRow(
         ExitCode.TRACE_FORMAT,
-        _TRACE_FORMAT,
+        "a trace file is corrupt, not a trace, has a field of the wrong type, or is of a newer schema",
         (IRTRACE, "irtrace resume", "irtrace reduce", "passdiff", "passviz"),
     ),
     ExitRow(
@@ -229,7 +226,11 @@ EXIT_CODES: tuple[ExitRow, ...] = (
         "interrupted (Ctrl-C); what was recorded so far is kept in OUTPUT.partial",
         (IRTRACE,),
     ),
-    ExitRow(ExitCode.INTERRUPTED, _INTERRUPTED, ("irtrace check", "irtrace resume", "passdiff", "passviz")),
+    ExitRow(
+        ExitCode.INTERRUPTED,
+        "interrupted (Ctrl-C)",
+        ("irtrace check", "irtrace resume", "passdiff", "passviz"),
+    ),
     ExitRow(ExitCode.INTERRUPTED, "interrupted (Ctrl-C); no script is written", ("irtrace reduce",)),
     ExitRow(
         ExitCode.TERMINATED,
