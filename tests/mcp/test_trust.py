@@ -319,23 +319,24 @@ def test_an_agent_that_cancels_a_call_gets_the_next_from_the_same_warm_worker(gu
 def test_the_cancel_watch_keeps_what_is_not_its_jobs_cancel() -> None:
     """Lines that come while a job runs and are not its ``Cancel`` (another id, a half line) are
     left, whole and in order, for the worker's main loop; a last line without its newline too."""
-    from tilelang_mcp.worker import CancelWatch, StdinLines
+    from irtrace.edge.worker_runtime import CancelWatch, StdinLines
+    from tilelang_mcp.protocol import CODEC
 
     read, write = os.pipe()
     try:
         stdin = StdinLines(read)
-        watch = CancelWatch(stdin, call_id=7)
+        watch = CancelWatch(stdin, CODEC, call_id=7, on_closed=lambda: None)
         other = b'{"kind": "cancel", "id": 6}'
         call = b'{"kind": "call", "id": 8, "request": {"method": "facts"}}'
         os.write(write, other + b"\n" + call[:20])
-        watch._look(signal.SIGALRM, None)
+        watch._on_timer(signal.SIGALRM, None)
         os.write(write, call[20:] + b"\n")
-        with watch.armed():
-            watch._look(signal.SIGALRM, None)  # armed, but no cancel of its own: nothing raised
+        with watch.interruptible():
+            watch._on_timer(signal.SIGALRM, None)  # armed, but no cancel of its own: nothing raised
         assert not watch.cancelled
         os.write(write, b'{"kind": "cancel", "id": 7}\n')
-        with pytest.raises(KeyboardInterrupt), watch.armed():
-            watch._look(signal.SIGALRM, None)
+        with pytest.raises(KeyboardInterrupt), watch.interruptible():
+            watch._on_timer(signal.SIGALRM, None)
         assert watch.cancelled
         last = b'{"kind": "cancel", "id": 9}'
         os.write(write, last)  # the input ends without the line's newline
@@ -352,9 +353,14 @@ def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
     """What reaches the worker is typed: an unknown field (an option smuggled in), a value of the
     wrong type or range, an unknown job or a missing field is refused, naming it, before anything
     runs; a line without a readable id gets no answer."""
-    from irtrace.core.worker_protocol import Failure, decode_from_worker
+    from irtrace.core.worker_protocol import Failure, decode_from_worker, encode
+    from irtrace.edge.worker_runtime import StdinLines
     from tilelang_mcp.protocol import Facts, InvalidJob, make_job
-    from tilelang_mcp.worker import StdinLines, answer
+    from tilelang_mcp.worker import RUNTIME
+
+    def answer(line: bytes) -> bytes | None:
+        reply = RUNTIME.reply(line, StdinLines(), lambda event: None, -1)
+        return None if reply is None else encode(reply)
 
     job = {"method": "facts", "spec": f"{DATA / 'noisy.py'}::scale()", "timeout_s": 5, "memory_mb": 64}
     refused = {
@@ -366,14 +372,12 @@ def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
         "Object missing required field `output` - at `$.request`": {**job, "method": "record"},
     }
     for number, (reason, request) in enumerate(refused.items(), 1):
-        reply = answer(
-            json.dumps({"kind": "call", "id": number, "request": request}).encode(), -1, StdinLines()
-        )
+        reply = answer(json.dumps({"kind": "call", "id": number, "request": request}).encode())
         assert reply is not None
         message = decode_from_worker(reply)
         assert isinstance(message, Failure) and message.id == number
         assert message.error == f"malformed request: {reason}"
-    assert answer(b"rm -rf /", -1, StdinLines()) is None
+    assert answer(b"rm -rf /") is None
     # the server makes each job through the same schema: an agent's bad value never reaches the worker
     with pytest.raises(
         InvalidJob, match=r"^invalid facts request: Expected `float` > 0.0 - at `\$.timeout_s`$"
