@@ -42,6 +42,9 @@ TILE_OPERATION = re.compile(
 WAIT_S = 3.0
 """How long the first hover of a version waits for the lowering with source maps (a GEMM: about
 0.5 s warm); past it the hover says to hover again, and the lowering goes on."""
+SASS_WAIT_S = 0.3
+"""How long a hover waits for the nvcc job (5-20 s for a GEMM) before answering without the SASS:
+the IR it has is not held back for it."""
 SHOWN_CHARS = 90
 """Characters of an IR line the hover shows."""
 LAYOUT_PASSES = ("tl.LayoutInference", "tl.AscendLayoutInference")
@@ -108,7 +111,7 @@ async def line_section(
     )
     link = f" · [Every pass]({full.as_uri()})" if full is not None else ""
     count = f"In {_passes_in(entry)} of {len(found.passes)} passes"
-    sass = await sass_words(server, doc, kernel.name, found, line, wait_s)
+    sass = await sass_words(server, doc, kernel.name, found, line, min(wait_s, SASS_WAIT_S))
     return f"{head}\n\n{body}\n\n{count}{link} · {kernel_source_words(found, entry)}{sass}"
 
 
