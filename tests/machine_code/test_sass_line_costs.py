@@ -229,3 +229,48 @@ def test_the_table_shows_every_counted_line_and_hostile_names_stay_text(
     assert main(["show", str(hostile), "--lines", "matmul", "-t", "cuda:sm_80"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "[bold]evil.py" in out
+
+
+def test_the_report_panel_names_each_line_s_instructions(
+    recorded: tuple[Path, Trace], tmp_path: Path
+) -> None:
+    """The report's page data holds nvdisasm's counts for each kernel line, and in Chromium a click on
+    a line puts them at the top of the panel."""
+    from passviz.report import report_html, write_report
+
+    _, trace = recorded
+    run = trace.find_run("matmul", "cuda:sm_80")
+    per_line, _, _ = nvdisasm_costs(trace, run, tmp_path / "oracle")
+    gemm = str(EXAMPLES / "gemm.py")
+    own = {line: counts for (file, line), counts in per_line.items() if file == gemm}
+    page = report_html(trace, [run])
+    found = re.search(rf"class='pymap' data-run='run{run.run_id}'>([^<]*)</script>", page)
+    assert found is not None
+    sass = json.loads(found[1])["sass"]
+    assert sass["classes"] == ["MMA", "global", "shared", "barrier", "other"]
+    assert {
+        int(line): Counter({n: c for n, c in zip(CLASSES, row, strict=False) if c})
+        for line, row in sass["lines"].items()
+    } == own
+
+    from tests.passviz.test_report_browser import chromium_path, playwright_api
+
+    path = chromium_path()
+    if path is None:
+        pytest.skip("no Chromium found (install one or set PASSVIZ_CHROMIUM)")
+    report = write_report(trace, tmp_path / "report.html", [run])
+    line = max(own, key=lambda n: own[n]["global_memory"])
+    with playwright_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        page_view = browser.new_page(viewport={"width": 1280, "height": 900})
+        page_view.goto(report.as_uri())
+        page_view.wait_for_selector("body[data-ready='1']")
+        page_view.locator(f".pysrc [data-py='{line}']").click()
+        shown = page_view.locator(".pythrough .pysass").inner_text()
+        browser.close()
+    counts = own[line]
+    assert shown == (
+        f"SASS instructions: {counts['mma']} MMA, {counts['global_memory']} global, "
+        f"{counts['shared_memory']} shared, {counts['barrier']} barrier, {counts['other']} other "
+        f"({sum(counts.values())} in all)"
+    )
