@@ -7,7 +7,7 @@ file against the roots and records or loads the trace as the other tools do.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -46,6 +46,39 @@ def check_line(file: Path, line: int) -> None:
     count = text.count(b"\n") + (0 if text.endswith(b"\n") else 1)
     if line > count:
         raise ToolError(f"line {line} is past the end of {file.name} ({count} lines)")
+
+
+class LineServer(Protocol):
+    """What ``record_with_maps`` uses of the server (``TileLangMcp``)."""
+
+    @property
+    def config(self) -> Any: ...
+
+    async def record(
+        self,
+        spec: str,
+        targets: list[str],
+        pass_configs: dict[str, Any] | None,
+        timeout_s: float | None,
+        *,
+        machine_code: bool = False,
+        bench: bool = False,
+        source_map: bool = False,
+    ) -> tuple[str, backend.Trace, Any]: ...
+
+
+async def record_with_maps(
+    app: LineServer, spec: str, line: int, target: str | None, timeout_s: float | None, machine_code: bool
+) -> tuple[str, backend.Trace]:
+    """``spec`` (its file inside the roots, ``line`` inside the file) lowered for ``target`` with
+    source maps, and with machine code when asked, into a new session trace: its id and the trace."""
+    file = app.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
+    check_line(file, line)
+    targets = [target] if target else []
+    trace_id, loaded, _ = await app.record(
+        spec, targets, None, timeout_s, source_map=True, machine_code=machine_code
+    )
+    return trace_id, loaded
 
 
 def line_answer(

@@ -289,8 +289,7 @@ class LaunchesRecord(Struct, frozen=True, kw_only=True, tag="launches", tag_fiel
 
 
 class InstructionCounts(Struct, frozen=True, kw_only=True):
-    """SASS instructions counted by class, each class a set of opcodes (docs/source-maps.md,
-    "Instruction classes")."""
+    """SASS instructions counted by class (docs/source-maps.md, "Instruction classes")."""
 
     mma: Id = 0
     """tensor-core matrix multiply-accumulate (`HMMA`, `HGMMA`, `UTCHMMA`, ...)"""
@@ -301,7 +300,6 @@ class InstructionCounts(Struct, frozen=True, kw_only=True):
     barrier: Id = 0
     """barriers, fences and waits (`BAR`, `MEMBAR`, `DEPBAR`, `SYNCS`, `WARPGROUP`, ...)"""
     other: Id = 0
-    """every other instruction"""
 
 
 class LineInstructions(Struct, frozen=True, kw_only=True):
@@ -310,21 +308,17 @@ class LineInstructions(Struct, frozen=True, kw_only=True):
     file: str
     """the Python file, as the kernel source's `srcmap` names it"""
     line: Annotated[int, Meta(ge=1, le=MAX_ID)]
-    """the line (from 1)"""
     counts: InstructionCounts
-    """an `InstructionCounts` object"""
 
 
 class SassLineCosts(Struct, frozen=True, kw_only=True):
-    """What the SASS of a run cost per Python line: its instructions placed by the SASS line table
-    on kernel-source lines, and by the kernel source's `#line` map on Python lines."""
+    """A run's SASS instructions per Python line: by the SASS line table and the kernel source's map."""
 
     lines: list[LineInstructions] = []
-    """`LineInstructions` objects, sorted by file and line; an instruction counts for every Python line
-    its kernel-source line carries (a macro's line and the author's, say), so lines can share one"""
+    """`LineInstructions` objects, sorted by file and line; an instruction counts for every Python line its
+    kernel-source line carries (a macro's and the author's, say)"""
     unplaced: InstructionCounts = InstructionCounts()
-    """instructions no Python line claims: the line table places them on no kernel-source line, or on
-    one that carries no Python line (code TileLang adds without a span)"""
+    """instructions on no Python line: on no kernel-source line, or on one no Python line carries"""
     total: InstructionCounts = InstructionCounts()
     """every instruction of the SASS"""
 
@@ -344,9 +338,8 @@ class MachineLines(Struct, frozen=True, kw_only=True):
     inlined at); sorted"""
 
     costs: SassLineCosts | None = None
-    """`sass` stage: the instructions per Python line, by class (a `SassLineCosts` object); `null` for the
-    `ptx` stage, for a run without a kernel-source map, and in traces written before it existed
-    (readers then count from the SASS text and the maps)"""
+    """`sass` stage: its instructions per Python line (`SassLineCosts`); `null` for `ptx`, without a
+    kernel-source map, and in older traces (readers then count from the SASS text and the maps)"""
 
     def __post_init__(self) -> None:
         for stage_line, source_line in self.lines:
