@@ -163,6 +163,15 @@
       var panel = box.querySelector(".pythrough"), line = chosen[run];
       var entries = (pymaps[run] && pymaps[run].through[line]) || [];
       panel.textContent = "";
+      var sass = pymaps[run] && pymaps[run].sass;
+      if (sass) {
+        var counts = sass.lines[line], words = "SASS instructions: none located on this line";
+        if (counts) {
+          words = "SASS instructions: " + sass.classes.map(function (name, i) { return counts[i] + " " + name; })
+            .join(", ") + " (" + counts[counts.length - 1] + " in all)";
+        }
+        panel.appendChild(el("p", "pysass", words));
+      }
       panel.appendChild(el("p", "", "Line " + line + " after each pass (" + entries.length + " runs of passes):"));
       entries.forEach(function (entry) {
         var part = el("div", "pyentry"), head = el("h4");

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from irtrace.core.instruction_classes import CLASS_TITLES, CLASSES, line_counts, run_line_costs, total
 from irtrace.core.schema import SourceMapRecord
 from irtrace.core.source_map import RunMaps, input_map, kernel_files, origins_by_ir_line, pass_maps
 from irtrace.core.trace import KernelRun, PassRecord, Trace
@@ -37,6 +38,7 @@ STYLE = """
 .pythrough h4 { font-size: 12px; margin: .6em 0 .2em; font-weight: 600; }
 .pythrough pre span { display: block; }
 .pyhit, .diffbody td.t.pyhit { background: #ffe08a !important; }
+.pysass { font-weight: 600; }
 """
 
 
@@ -128,10 +130,13 @@ class SourceLines:
             text = f"<span class='n'>{number + 1:>4}</span> {_semantic(self.source[number])}"
             clickable = f" data-py='{number + 1}'" if number + 1 in mapped else ""
             rows.append(f"<span{clickable}>{text}</span>")
-        payload = {
+        payload: dict[str, Any] = {
             "maps": [{str(py): irs for py, irs in m.items()} for m in self.data.maps],
             "through": {str(py): entries for py, entries in self.data.through.items()},
         }
+        sass = self._sass_counts()
+        if sass is not None:
+            payload["sass"] = sass
         data = json.dumps(payload, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
         run_id = f"run{self.run.run_id}"
         newline = "\n"
@@ -147,6 +152,20 @@ class SourceLines:
             f"<script type='application/json' class='pymap' data-run='{run_id}'>{data}</script>"
             "</details>"
         )
+
+    def _sass_counts(self) -> dict[str, Any] | None:
+        """The SASS instructions per line of the kernel's file, by class, for the panel (``None``
+        when the trace does not count them): ``{"classes": [...], "lines": {"38": [0, 64, ...]}}``,
+        each list the classes' counts and then the total."""
+        costs = run_line_costs(self.trace, self.run)
+        if costs is None or self.source is None:
+            return None
+        lines: dict[str, list[int]] = {}
+        for item in costs.lines:
+            if item.file in self._files and item.line <= len(self.source):
+                counts = line_counts(costs, self._files, item.line)
+                lines[str(item.line)] = [*(getattr(counts, name) for name in CLASSES), total(counts)]
+        return {"classes": [CLASS_TITLES[name] for name in CLASSES], "lines": lines}
 
     def _collect(self, anchor: Callable[[PassRecord], str | None]) -> None:
         """For each Python line, the passes after which it printed, consecutive passes printing the

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from tilelang_lsp.document import Document
-from tilelang_lsp.protocol import OK, LineMaps, LineStage, LineThroughPasses, SourceLines
+from tilelang_lsp.protocol import (
+    OK,
+    CompiledKernel,
+    CompileJob,
+    LineMaps,
+    LineStage,
+    LineThroughPasses,
+    SourceLines,
+)
 from tilelang_lsp.worker_client import RequestCancelled, RequestFailed, WorkerError
 
 if TYPE_CHECKING:
@@ -34,6 +42,9 @@ TILE_OPERATION = re.compile(
 WAIT_S = 3.0
 """How long the first hover of a version waits for the lowering with source maps (a GEMM: about
 0.5 s warm); past it the hover says to hover again, and the lowering goes on."""
+SASS_WAIT_S = 0.3
+"""How long a hover waits for the nvcc job (5-20 s for a GEMM) before answering without the SASS:
+the IR it has is not held back for it."""
 SHOWN_CHARS = 90
 """Characters of an IR line the hover shows."""
 LAYOUT_PASSES = ("tl.LayoutInference", "tl.AscendLayoutInference")
@@ -100,7 +111,48 @@ async def line_section(
     )
     link = f" · [Every pass]({full.as_uri()})" if full is not None else ""
     count = f"In {_passes_in(entry)} of {len(found.passes)} passes"
-    return f"{head}\n\n{body}\n\n{count}{link} · {kernel_source_words(found, entry)}"
+    sass = await sass_words(server, doc, kernel.name, found, line, min(wait_s, SASS_WAIT_S))
+    return f"{head}\n\n{body}\n\n{count}{link} · {kernel_source_words(found, entry)}{sass}"
+
+
+async def _compile_sass(found: SourceLines) -> CompiledKernel | str:
+    """The nvcc job's SASS instructions per line of the document, or why there are none."""
+    from tilelang_lsp.compile_job import compile_kernels
+
+    assert found.sass_input is not None
+    job = CompileJob(found.kernel, found.sass_input, python_lines=found.kernel_source_lines)
+    try:
+        answers = [answer async for answer in compile_kernels([job])]
+    except OSError as error:
+        return f"the nvcc job could not start: {error}"
+    return answers[0] if answers else "the nvcc job gave no answer"
+
+
+async def sass_words(
+    server: TileLangLanguageServer, doc: Document, kernel: str, found: SourceLines, line: int, wait_s: float
+) -> str:
+    """`` · SASS: 5 MMA, 0 global, ...``: the machine code the line became, on a CUDA target (nvcc in
+    a job of its own, started on the first hover; later hovers answer at once); empty elsewhere."""
+    from irtrace.core.instruction_classes import describe_counts
+
+    if found.sass_input is None:
+        return f" · SASS: {found.sass_error}" if found.sass_error else ""
+    task = server.line_maps.task(doc, f"{kernel}\x00sass", lambda: _compile_sass(found))
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(task), wait_s)
+    if not task.done():
+        return " · SASS: compiling with nvcc… hover again for the instructions this line became."
+    if task.cancelled():
+        return ""
+    compiled = task.result()
+    if isinstance(compiled, str):
+        return f" · SASS: {compiled}"
+    if compiled.error is not None:
+        return f" · SASS: nvcc failed: {compiled.error.splitlines()[0][:200]}"
+    counts = dict(compiled.line_counts).get(line)
+    if counts is None:
+        return " · SASS: no instruction is located on this line."
+    return f"\n\nSASS instructions from this line: {describe_counts(counts)}."
 
 
 def kernel_source_words(found: SourceLines, entry: LineThroughPasses) -> str:

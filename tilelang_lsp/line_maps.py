@@ -15,10 +15,12 @@ import tempfile
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tilelang_lsp.document import Document
-from tilelang_lsp.protocol import SourceLines
+from tilelang_lsp.protocol import CompiledKernel, SourceLines
+
+Answer = TypeVar("Answer", SourceLines | str, CompiledKernel | str)
 
 MAX_FILES = 200
 """Texts of every pass kept per server; one more removes the oldest."""
@@ -28,7 +30,8 @@ MAX_FILES = 200
 class LineMapCache:
     """Per document, the ``SourceLines`` of one version per kernel (a task while it is lowered)."""
 
-    tasks: dict[str, tuple[int, dict[str, asyncio.Task[SourceLines | str]]]] = field(default_factory=dict)
+    tasks: dict[str, tuple[int, dict[str, asyncio.Task[Any]]]] = field(default_factory=dict)
+    """Per document: its version and a task per key (a kernel's lowering, or its SASS compile)."""
     folder: Path | None = None
 
     def forget(self, uri: str) -> None:
@@ -38,8 +41,8 @@ class LineMapCache:
             task.cancel()
 
     def task(
-        self, doc: Document, kernel: str, lower: Callable[[], Coroutine[Any, Any, SourceLines | str]]
-    ) -> asyncio.Task[SourceLines | str]:
+        self, doc: Document, kernel: str, lower: Callable[[], Coroutine[Any, Any, Answer]]
+    ) -> asyncio.Task[Answer]:
         """The lowering of ``kernel`` for this version of ``doc``, started with ``lower`` if new."""
         version, kernels = self.tasks.get(doc.uri, (doc.version, {}))
         if version != doc.version:

@@ -15,6 +15,7 @@ import msgspec
 
 from irtrace.core.buffer_facts import BufferFact
 from irtrace.core.resources import KernelResources
+from irtrace.core.schema import InstructionCounts
 from irtrace.core.targets import DEFAULT_TARGET
 from irtrace.core.worker_protocol import (
     Call,
@@ -207,6 +208,12 @@ class SourceLines(msgspec.Struct, frozen=True, kw_only=True):
     """``CUDA``, ``HIP``, ...: the generated source's language."""
     source_mapped: bool = False
     """Whether the generated source is mapped at all (its backend's codegen writes ``#line``)."""
+    sass_input: CompileInput | None = None
+    """A CUDA run's nvcc plan and source, for the SASS instructions per line (the hover's nvcc job)."""
+    sass_error: str | None = None
+    """Why there is no ``sass_input`` on a CUDA target (no nvcc or nvdisasm)."""
+    kernel_source_lines: tuple[tuple[int, int], ...] = ()
+    """``(source_line, python_line)``: the kernel source's ``#line`` map, for the document's file."""
 
 
 class CompileJob(msgspec.Struct, frozen=True):
@@ -215,6 +222,9 @@ class CompileJob(msgspec.Struct, frozen=True):
 
     kernel: str
     input: CompileInput
+    python_lines: tuple[tuple[int, int], ...] | None = None
+    """With it (``SourceLines.kernel_source_lines``), the job also lists the SASS with nvdisasm's
+    line table and counts each Python line's instructions by class."""
 
 
 class CompiledKernel(msgspec.Struct, frozen=True, kw_only=True):
@@ -223,6 +233,8 @@ class CompiledKernel(msgspec.Struct, frozen=True, kw_only=True):
     kernel: str
     resources: tuple[KernelResources, ...] = ()
     error: str | None = None
+    line_counts: tuple[tuple[int, InstructionCounts], ...] = ()
+    """``(python_line, counts)`` for the lines some SASS instruction came from (``python_lines``)."""
 
 
 # --- requests (server to worker) ---------------------------------------------------------------

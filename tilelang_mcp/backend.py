@@ -644,6 +644,7 @@ def source_line_document(trace: Trace, run: KernelRun, line: int, pass_name: str
     """What line ``line`` of the kernel's file became after each pass (or after ``pass_name``), as
     ``irtrace ir TRACE --line LINE --json`` gives it (``irtrace-line/1``). A line past the end of
     the kernel's file as the trace stores it is an error, not an empty answer."""
+    from irtrace.core.instruction_classes import counts_document, line_instructions
     from irtrace.core.source_map import (
         LineQuery,
         generated_texts,
@@ -661,7 +662,9 @@ def source_line_document(trace: Trace, run: KernelRun, line: int, pass_name: str
     only = resolve_query(run, pass_name) if pass_name is not None else None
     found = line_through_passes(trace, run, LineQuery(line), only)
     generated = generated_texts(trace, run, LineQuery(line)) if only is None else []
-    return line_document(run.kernel, run.target, str(line), found, generated)
+    counts = line_instructions(trace, run, LineQuery(line)) if only is None else None
+    machine = counts_document(counts) if counts is not None else None
+    return line_document(run.kernel, run.target, str(line), found, generated, machine)
 
 
 def resource_lines(run: KernelRun) -> list[str]:

@@ -7,7 +7,7 @@ file against the roots and records or loads the trace as the other tools do.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -21,6 +21,13 @@ Line = Annotated[
 PassName = Annotated[
     str | None,
     Field(description="Only after this pass (NAME or NAME#N), e.g. tl.LowerTileOp; default every pass."),
+]
+MachineCode = Annotated[
+    bool,
+    Field(
+        description="With `spec` on a CUDA target: also compile the kernel with nvcc, so the answer "
+        "holds the SASS instructions the line became, by class (machine_code); about 5-20 s more."
+    ),
 ]
 MAX_GROUPS = 400
 """Groups of passes one answer lists; past it the list is cut, with a note."""
@@ -41,6 +48,39 @@ def check_line(file: Path, line: int) -> None:
         raise ToolError(f"line {line} is past the end of {file.name} ({count} lines)")
 
 
+class LineServer(Protocol):
+    """What ``record_with_maps`` uses of the server (``TileLangMcp``)."""
+
+    @property
+    def config(self) -> Any: ...
+
+    async def record(
+        self,
+        spec: str,
+        targets: list[str],
+        pass_configs: dict[str, Any] | None,
+        timeout_s: float | None,
+        *,
+        machine_code: bool = False,
+        bench: bool = False,
+        source_map: bool = False,
+    ) -> tuple[str, backend.Trace, Any]: ...
+
+
+async def record_with_maps(
+    app: LineServer, spec: str, line: int, target: str | None, timeout_s: float | None, machine_code: bool
+) -> tuple[str, backend.Trace]:
+    """``spec`` (its file inside the roots, ``line`` inside the file) lowered for ``target`` with
+    source maps, and with machine code when asked, into a new session trace: its id and the trace."""
+    file = app.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
+    check_line(file, line)
+    targets = [target] if target else []
+    trace_id, loaded, _ = await app.record(
+        spec, targets, None, timeout_s, source_map=True, machine_code=machine_code
+    )
+    return trace_id, loaded
+
+
 def line_answer(
     trace_id: str, trace: backend.Trace, run: backend.KernelRun, line: int, pass_name: str | None
 ) -> tuple[str, dict[str, Any]]:
@@ -59,8 +99,19 @@ def line_answer(
     if len(groups) > MAX_GROUPS:
         data["note"] = f"showing the first {MAX_GROUPS} of {len(groups)} groups; give pass_name for one pass"
     where = f"line {line} of {run.kernel} on {run.target}"
+    machine = document.get("machine_code")
+    if machine is not None:
+        where += f" (SASS: {_counts_words(machine)})"
     if not groups:
         after = f" after {pass_name}" if pass_name else " after any pass"
         return f"{where}: no statement carrying this line is in the IR{after} (trace {trace_id})", data
     first = groups[0]["first"]
     return f"{where}: {len(groups)} group(s) of passes, the first after {first} (trace {trace_id})", data
+
+
+def _counts_words(counts: dict[str, int]) -> str:
+    """``2 MMA, 14 global, 0 shared, 3 barrier, 40 other, 59 in all``."""
+    from irtrace.core.instruction_classes import CLASS_TITLES
+
+    parts = [f"{counts[name]} {title}" for name, title in CLASS_TITLES.items()]
+    return ", ".join([*parts, f"{counts['total']} in all"])

@@ -727,16 +727,16 @@ class TileLangMcp:
         kernel: Kernel = None,
         pass_name: line_tool.PassName = None,
         timeout_s: Timeout = None,
+        machine_code: line_tool.MachineCode = False,
     ) -> CallToolResult:
         """The IR lines a line of the kernel's file (a T.gemm, T.copy call) became after each pass, from
         a lowering with source maps: `spec` lowers it so, or give a `trace` recorded with them."""
         if (trace is None) == (spec is None):
             raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
         if spec is not None:
-            file = self.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
-            line_tool.check_line(file, line)
-            targets = [target] if target else []
-            trace_id, loaded, _ = await self.record(spec, targets, None, timeout_s, source_map=True)
+            trace_id, loaded = await line_tool.record_with_maps(
+                self, spec, line, target, timeout_s, machine_code
+            )
         else:
             assert trace is not None
             trace_id, loaded = await self.load(trace)

@@ -25,6 +25,7 @@ from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.experiments import EXPERIMENT_COMMANDS, add_experiment_commands
 from irtrace.cli.instances import add_instances_command, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
+from irtrace.cli.line_costs import add_lines_option
 from irtrace.cli.override import add_override_option, with_overrides
 from irtrace.cli.printing import console as _console
 from irtrace.cli.printing import escape
@@ -166,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --by-pass: only the N passes that took longest, then one line for the rest (0: all)",
     )
     show.add_argument("--changed", action="store_true", help="only passes that changed the module")
+    add_lines_option(show)
 
     ir = commands.add_parser(
         "ir", help="print the IR after one pass (or the final kernel source)", **_with_exit_codes()

@@ -30,8 +30,11 @@ def _load(path: str) -> Trace:
 
 
 def cmd_show(args: argparse.Namespace) -> ExitCode:
+    from irtrace.cli.line_costs import cmd_show_lines, lines_requested
     from irtrace.core.summary import totals_by_pass
 
+    if lines_requested(args, ("--kernel", "--by-pass", "--changed", "--top")):
+        return cmd_show_lines(_load(args.trace), args.lines, args.target, args.json)
     trace = _load(args.trace)
     runs = trace.select(args.kernel, args.target)
     if args.json:

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
+from irtrace.core.instruction_classes import counts_document, describe_counts, line_instructions
 from irtrace.core.source_map import (
     SpanRow,
     changed_rows,
@@ -80,8 +81,11 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     only = run.find_pass(args.pass_name) if args.pass_name else None
     found = line_through_passes(trace, run, query, only)
     generated = generated_texts(trace, run, query) if only is None else []
+    counts = line_instructions(trace, run, query) if only is None else None
     if args.json:
-        print(json.dumps(line_document(run.kernel, run.target, args.line, found, generated), indent=2))
+        machine = counts_document(counts) if counts is not None else None
+        document = line_document(run.kernel, run.target, args.line, found, generated, machine)
+        print(json.dumps(document, indent=2))
         return ExitCode.OK
     where = f"line {query.line}" + (f" of {query.file}" if query.file else "")
     if not found and not any(lines for _, lines, _ in generated):
@@ -95,11 +99,12 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         for number, line_text in zip(item.lines, item.text_lines, strict=True):
             echo(f"{number:>{width}} | {line_text}")
     for stage, lines, texts in generated:
+        cost = f"; {describe_counts(counts)}" if stage == "sass" and counts is not None else ""
         if not lines:
             echo(f"== {where} in the {_STAGE_TITLES[stage]}: no line{_NONE_WHY[stage]}")
             continue
         ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in line_ranges(lines))
-        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges})")
+        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges}){cost}")
         width = len(str(lines[-1]))
         for number, line_text in zip(lines, texts, strict=True):
             echo(f"{number:>{width}} | {line_text}")

@@ -288,6 +288,41 @@ class LaunchesRecord(Struct, frozen=True, kw_only=True, tag="launches", tag_fiel
     """launches not counted because the kernel had more distinct signatures than are kept"""
 
 
+class InstructionCounts(Struct, frozen=True, kw_only=True):
+    """SASS instructions counted by class (docs/source-maps.md, "Instruction classes")."""
+
+    mma: Id = 0
+    """tensor-core matrix multiply-accumulate (`HMMA`, `HGMMA`, `UTCHMMA`, ...)"""
+    global_memory: Id = 0
+    """global memory loads, stores, atomics, asynchronous copies (`LDG`, `STG`, `LDGSTS`, `UTMALDG`, ...)"""
+    shared_memory: Id = 0
+    """shared memory loads and stores (`LDS`, `STS`, `LDSM`, `STSM`, `ATOMS`)"""
+    barrier: Id = 0
+    """barriers, fences and waits (`BAR`, `MEMBAR`, `DEPBAR`, `SYNCS`, `WARPGROUP`, ...)"""
+    other: Id = 0
+
+
+class LineInstructions(Struct, frozen=True, kw_only=True):
+    """The SASS instructions compiled from one Python line."""
+
+    file: str
+    """the Python file, as the kernel source's `srcmap` names it"""
+    line: Annotated[int, Meta(ge=1, le=MAX_ID)]
+    counts: InstructionCounts
+
+
+class SassLineCosts(Struct, frozen=True, kw_only=True):
+    """A run's SASS instructions per Python line: by the SASS line table and the kernel source's map."""
+
+    lines: list[LineInstructions] = []
+    """`LineInstructions` objects, sorted by file and line; an instruction counts for every Python line its
+    kernel-source line carries (a macro's and the author's, say)"""
+    unplaced: InstructionCounts = InstructionCounts()
+    """instructions on no Python line: on no kernel-source line, or on one no Python line carries"""
+    total: InstructionCounts = InstructionCounts()
+    """every instruction of the SASS"""
+
+
 class MachineLines(Struct, frozen=True, kw_only=True):
     """Which lines of a machine-code stage's text come from which line of the kernel source."""
 
@@ -301,6 +336,10 @@ class MachineLines(Struct, frozen=True, kw_only=True):
     from `source_line` of the kernel source, by the `.loc` directives nvcc writes under TileLang's
     `-lineinfo` (code inlined from TileLang's or CUDA's headers: the kernel-source line it was
     inlined at); sorted"""
+
+    costs: SassLineCosts | None = None
+    """`sass` stage: its instructions per Python line (`SassLineCosts`); `null` for `ptx`, without a
+    kernel-source map, and in older traces (readers then count from the SASS text and the maps)"""
 
     def __post_init__(self) -> None:
         for stage_line, source_line in self.lines:

@@ -38,6 +38,9 @@ OBJECTS: tuple[type[msgspec.Struct], ...] = (
     schema.BufferLayout,
     schema.ResourceCounts,
     schema.MachineLines,
+    schema.SassLineCosts,
+    schema.LineInstructions,
+    schema.InstructionCounts,
     schema.LaunchSignature,
     schema.LaunchArg,
 )

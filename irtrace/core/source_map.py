@@ -7,7 +7,7 @@ No tilelang here.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -255,9 +255,15 @@ LINE_FORMAT = "irtrace-line/1"
 
 
 def line_document(
-    kernel: str, target: str, line: str, found: list[LineInPass], generated: Sequence[GeneratedText] = ()
+    kernel: str,
+    target: str,
+    line: str,
+    found: list[LineInPass],
+    generated: Sequence[GeneratedText] = (),
+    machine_code: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """``found`` (and the ``generated`` code's lines, keyed by stage) as the ``irtrace-line/1`` JSON
+    """``found`` (and the ``generated`` code's lines, keyed by stage, and ``machine_code``: the SASS
+    instructions by class, ``instruction_classes.counts_document``) as the ``irtrace-line/1`` JSON
     document; ``line`` is the query as given."""
     document: dict[str, Any] = {
         "format": LINE_FORMAT,
@@ -279,6 +285,8 @@ def line_document(
     }
     for stage, lines, texts in generated:
         document[stage] = {"lines": list(lines), "text": texts}
+    if machine_code is not None:
+        document["machine_code"] = dict(machine_code)
     return document
 
 

@@ -8,7 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from msgspec.structs import replace
+
+from irtrace.core.instruction_classes import costs_of_map
 from irtrace.core.schema import MachineLines
+from irtrace.core.source_map import kernel_source_map
 from irtrace.core.trace import KernelRun, PassRecord
 
 PTX_STAGE = "ptx"
@@ -109,8 +113,9 @@ def machine_line_maps(
     sass_lines: Sequence[tuple[int, int]] | None = None,
 ) -> list[MachineLines]:
     """The PTX stage's lines mapped to the kernel source (``ptx_source_lines``), and the SASS's
-    (``sass_lines``, from ``compile_source(line_info=True)``), for a run recorded with source maps;
-    none otherwise (maps only when asked)."""
+    (``sass_lines``, from ``compile_source(line_info=True)``) with its instructions per Python line
+    (``costs``, through the kernel source's map), for a run recorded with source maps; none
+    otherwise (maps only when asked)."""
     if not run.source_maps or run.source_sha256 is None:
         return []
     maps = []
@@ -121,9 +126,12 @@ def machine_line_maps(
             lines = ptx_source_lines(texts[record.ir_after])
             maps.append(MachineLines(stage="ptx", ir=record.ir_after, source=run.source_sha256, lines=lines))
         elif record.name == SASS_STAGE and sass_lines is not None:
-            maps.append(
-                MachineLines(
-                    stage="sass", ir=record.ir_after, source=run.source_sha256, lines=list(sass_lines)
-                )
+            sass_map = MachineLines(
+                stage="sass", ir=record.ir_after, source=run.source_sha256, lines=list(sass_lines)
             )
+            source_map = kernel_source_map(run)
+            if source_map is not None:
+                costs = costs_of_map(texts[record.ir_after], sass_map, source_map.files, source_map.lines)
+                sass_map = replace(sass_map, costs=costs)
+            maps.append(sass_map)
     return maps

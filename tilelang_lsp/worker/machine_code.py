@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from irtrace.core.instruction_classes import sass_line_costs
 from irtrace.recording.machine_code import (
     CompilePlan,
     CudaTools,
@@ -53,10 +54,45 @@ def compile_kernel(job: CompileJob) -> CompiledKernel:
     """ptxas's resources for each function of the kernel's source, or nvcc's error (no SASS)."""
     given = job.input
     plan = CompilePlan(CudaTools(given.nvcc, given.disassembler), given.arch, given.options, given.timeout_s)
-    code = compile_source(plan, given.source, dynamic_smem=given.dynamic_smem, disassemble=False)
+    lines = job.python_lines
+    code = compile_source(
+        plan,
+        given.source,
+        dynamic_smem=given.dynamic_smem,
+        disassemble=lines is not None,
+        line_info=lines is not None,
+    )
     if code.error:
         return CompiledKernel(kernel=job.kernel, error=code.error)
-    return CompiledKernel(kernel=job.kernel, resources=code.resources)
+    if lines is None:
+        return CompiledKernel(kernel=job.kernel, resources=code.resources)
+    if code.sass is None or code.sass_lines is None:
+        return CompiledKernel(kernel=job.kernel, error="nvdisasm gave no line table for the SASS")
+    costs = sass_line_costs(code.sass, code.sass_lines, ((cu, "", py) for cu, py in lines))
+    counts = tuple((item.line, item.counts) for item in costs.lines)
+    return CompiledKernel(kernel=job.kernel, resources=code.resources, line_counts=counts)
+
+
+def sass_input(run: Any, source: str) -> tuple[CompileInput | None, str | None]:
+    """What the hover's nvcc job needs to list a recorded CUDA run's SASS with its line table (the
+    source and TileLang's nvcc command, nvdisasm beside it), or why it cannot."""
+    try:
+        plan = plan_compile(run.target_detail, run.pass_configs, find_cuda_tools())
+    except MachineCodeError as error:
+        return None, error.message
+    if not plan.tools.disassembler_name.startswith("nvdisasm"):
+        return None, "the SASS line table needs nvdisasm (only cuobjdump was found)"
+    return (
+        CompileInput(
+            nvcc=plan.tools.nvcc,
+            disassembler=plan.tools.disassembler,
+            arch=plan.arch,
+            options=plan.options,
+            timeout_s=plan.timeout_s,
+            source=source,
+        ),
+        None,
+    )
 
 
 def main() -> None:

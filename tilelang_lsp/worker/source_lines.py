@@ -21,8 +21,10 @@ from irtrace.core.source_map import (
 )
 from irtrace.core.targets import TARGETS
 from irtrace.core.trace_reader import load_trace
+from irtrace.recording.machine_code import compiles_to_machine_code
 from tilelang_lsp.protocol import LineMaps, LineStage, LineThroughPasses, SourceLines
 from tilelang_lsp.worker.analysis import AnalysisJob, analyze
+from tilelang_lsp.worker.machine_code import sass_input
 
 MAX_STAGE_LINES = 200
 """IR lines kept per stage; a tile operation's statements are a handful, a hostile file's could be many."""
@@ -77,6 +79,20 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
         if stages:
             source = generated_lines(trace, run, LineQuery(number)).source[:MAX_STAGE_LINES]
             lines.append(LineThroughPasses(line=number, stages=stages, source_lines=source))
+    source_map = kernel_source_map(run)
+    compile_input, compile_error = None, None
+    python_lines: tuple[tuple[int, int], ...] = ()
+    if source_map is not None and compiles_to_machine_code(run) and run.source_sha256 is not None:
+        compile_input, compile_error = sass_input(run, trace.text(run.source_sha256))
+        python_lines = tuple(
+            sorted(
+                {
+                    (cu, py)
+                    for cu, file, py in source_map.lines
+                    if file < len(source_map.files) and source_map.files[file] in files
+                }
+            )
+        )
     return SourceLines(
         kernel=run.kernel,
         target=run.target,
@@ -84,5 +100,8 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
         lines=tuple(lines),
         lowering_ms=(run.total_s or 0.0) * 1000,
         source_language=spec.source_language if (spec := TARGETS.get(run.target)) else "",
-        source_mapped=kernel_source_map(run) is not None,
+        source_mapped=source_map is not None,
+        sass_input=compile_input,
+        sass_error=compile_error,
+        kernel_source_lines=python_lines,
     )
