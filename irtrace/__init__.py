@@ -22,4 +22,4 @@ __all__ = [
     "get_target",
     "load_trace",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
