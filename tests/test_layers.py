@@ -1,13 +1,11 @@
-"""The layers a reader sees from the folder names hold: no import cycle among our modules, and no
-module over 800 lines. (The layer order itself is import-linter's, run by ``make lint``.)"""
+"""The layers a reader sees from the folder names hold: no import cycle among our modules. The
+layer order itself is import-linter's, run by ``make lint``; a file's size is judged by meaning
+(docs/architecture.md), not capped."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("irtrace", "passdiff", "passviz", "tilelang_lsp", "tilelang_mcp")
 
 
@@ -57,13 +55,3 @@ def import_cycles() -> list[list[str]]:
 
 def test_no_import_cycle() -> None:
     assert import_cycles() == []
-
-
-def test_no_module_over_800_lines() -> None:
-    long = {
-        str(path.relative_to(ROOT)): count
-        for package in PACKAGES
-        for path in (ROOT / package).rglob("*.py")
-        if (count := len(path.read_text(encoding="utf-8").splitlines())) > 800
-    }
-    assert long == {}
