@@ -88,7 +88,7 @@ RUNTIME: WorkerRuntime[WorkerRequest] = WorkerRuntime(
 
 
 def main() -> None:
-    from irtrace.recording.warmup import prepare_process, warm_up
+    from irtrace.recording.worker_start import prepare_process, warm_up
 
     target = os.environ.get("TILELANG_LSP_WARMUP_TARGET", DEFAULT_TARGET)
     RUNTIME.serve(prepare_process, lambda: warm_up(target), warm_before_ready=False)
