@@ -174,7 +174,7 @@ def child(mode: str, path: Path) -> dict[str, Hints] | None:
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
     try:
         done = subprocess.run(
-            [sys.executable, __file__, f"--{mode}", str(path)],
+            [sys.executable, __file__, f"--{mode}", str(path.resolve())],
             capture_output=True,
             text=True,
             timeout=CHILD_TIMEOUT_S,

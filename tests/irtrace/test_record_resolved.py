@@ -132,8 +132,11 @@ def test_a_captured_run_and_a_recorded_run_of_one_kernel_compare_equal(tmp_path:
     shutil.copy(EXAMPLES / "gemm.py", tmp_path / "gemm.py")
     shutil.copy(EXAMPLES / "gemm_script.py", tmp_path / "gemm_script.py")
     (tmp_path / "compiling.py").write_text(_COMPILING_SCRIPT)
-    for output, script in (("lowered.jsonl", "gemm_script.py"), ("compiled.jsonl", "compiling.py")):
-        done = irtrace("run", "-o", output, "--", sys.executable, script, cwd=tmp_path)
+    for output, script, extra in (
+        ("lowered.jsonl", "gemm_script.py", ["--bench"]),
+        ("compiled.jsonl", "compiling.py", []),
+    ):
+        done = irtrace("run", *extra, "-o", output, "--", sys.executable, script, cwd=tmp_path)
         assert done.returncode == ExitCode.OK, done.stderr[-2000:]
     done = irtrace(
         "record", "gemm.py::matmul(1024, 1024, 1024)", "-t", "cuda:sm_90a", "-o", "rec.jsonl", cwd=tmp_path
@@ -146,6 +149,8 @@ def test_a_captured_run_and_a_recorded_run_of_one_kernel_compare_equal(tmp_path:
         captured = load_trace(tmp_path / output)
         (run,) = captured.runs
         assert run.kernel == record_run.kernel == "matmul"
+        if output == "lowered.jsonl":  # benched by the function it captured, not by its shown name
+            assert run.bench is not None and "KeyError" not in (run.bench.error or ""), run.bench
         # the oracle: the device pipeline is the same passes with the same IR texts; a compile adds
         # the host wrapper's passes after the device codegen, all host-side
         assert len(run.passes) == len(record_run.passes) + extra
