@@ -46,7 +46,8 @@ def _hints(func: Any) -> Hints:
     sys.path.insert(0, str(ORACLE_HELPERS))
     from oracle import compiler_buffers, expected_hint
 
-    return {str(b.line): expected_hint(b, TARGET) for b in compiler_buffers(func, TARGET) if b.line is not None}
+    buffers = compiler_buffers(func, TARGET)
+    return {str(b.line): expected_hint(b, TARGET) for b in buffers if b.line is not None}
 
 
 # ----------------------------------------------------------------------------- the oracle
@@ -104,8 +105,12 @@ def oracle(path: str) -> dict[str, Hints]:
     def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs.pop("__return_kernel", None)
         configs = self.configs(*args, **kwargs) if callable(self.configs) else self.configs
-        first = dict(next(iter(configs)))
-        lower(self.jit_impl.get_tir(*args, **{**kwargs, **first}))
+        first = {k: v for k, v in dict(next(iter(configs))).items() if not k.startswith("_")}
+        given = set(self.jit_impl.signature.bind_partial(*args, **kwargs).arguments)
+        if set(first) <= given:  # TileLang skips tuning when every tunable value is given
+            lower(self.jit_impl.get_tir(*args, **kwargs))
+            return _DoesNothing()
+        lower(self.jit_impl.get_tir(*args, **{**kwargs, **first}))  # the first config stands in
         return _DoesNothing(first)
 
     class CudaOnCpu(TorchFunctionMode):
@@ -128,13 +133,13 @@ def oracle(path: str) -> dict[str, Hints]:
     with CudaOnCpu():
         try:
             namespace = runpy.run_path(path, run_name="__main__")
-        except BaseException:  # noqa: BLE001 - the program's own failure ends its calls, not the count
+        except BaseException:  # the program's own failure ends its calls, not the count
             namespace = runpy.run_path(path, run_name="heldout_module")
         for name, value in list(namespace.items()):
             if name.startswith("test_") and callable(value) and not hasattr(value, "get_tir"):
                 try:
                     value()
-                except BaseException:  # noqa: BLE001,S112 - a test that needs a GPU stops there
+                except BaseException:  # a test that needs a GPU stops there
                     continue
     return seen
 
@@ -159,7 +164,7 @@ def ours(path: str) -> dict[str, Hints]:
                     hints = _hints(prepared.built.func)
                     if hints:
                         found[min(hints, key=int)] = hints
-        except Exception as error:  # noqa: BLE001 - a kernel that cannot be resolved counts as unknown
+        except Exception as error:  # a kernel that cannot be resolved counts as unknown
             print(f"{Path(path).name}::{kernel.name}: {type(error).__name__}", file=sys.stderr)
     return found
 
@@ -218,7 +223,8 @@ def main() -> None:
         os._exit(0)  # what the program started (threads, pools) does not hold the answer back
     files = list(SMOKE) if args.smoke or not args.folders else []
     for folder in args.folders:
-        files += [folder] if folder.is_file() else sorted(p for p in folder.rglob("example_*.py") if p.is_file())
+        found = [folder] if folder.is_file() else sorted(folder.rglob("example_*.py"))
+        files += [path for path in found if path.is_file()]
     if args.limit:
         files = files[: args.limit]
     totals = [0, 0, 0]
