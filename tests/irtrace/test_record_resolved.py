@@ -182,3 +182,21 @@ def test_a_captured_run_and_a_recorded_run_of_one_kernel_compare_equal(tmp_path:
         )
         assert "no pass differs in its output" in diff.stdout, diff.stdout
         assert ("host wrapper (7 passes after codegen" in diff.stdout) == bool(extra)
+
+
+def test_instances_of_a_kernel_file_refuse_bad_input_with_a_clear_error(tmp_path: Path) -> None:
+    hostile = tmp_path / "evil\x1b[2J.py"
+    cases = [
+        (["instances", str(hostile)], ExitCode.INPUT, "does not exist"),
+        (["instances", "gemm.py::matmul(1024)"], ExitCode.USAGE, "without arguments"),
+        (["instances", "trace.jsonl", "gemm.py"], ExitCode.USAGE, "not both"),
+        (
+            ["record", "gemm.py::matmul", "--instance", "list", "-m", "irtrace.toml"],
+            ExitCode.USAGE,
+            "--manifest",
+        ),
+    ]
+    for arguments, code, words in cases:
+        done = irtrace(*arguments, cwd=tmp_path)
+        assert done.returncode == code, (arguments, done.stderr)
+        assert words in done.stderr and "Traceback" not in done.stderr and "\x1b" not in done.stderr
