@@ -200,3 +200,39 @@ def test_instances_of_a_kernel_file_refuse_bad_input_with_a_clear_error(tmp_path
         done = irtrace(*arguments, cwd=tmp_path)
         assert done.returncode == code, (arguments, done.stderr)
         assert words in done.stderr and "Traceback" not in done.stderr and "\x1b" not in done.stderr
+
+
+_SEEDED_ON_THE_GPU = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def scale(N, block=64):
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(N, block), threads=64) as bx:
+            for i in T.Parallel(block):
+                A[bx * block + i] = A[bx * block + i] * 2.0
+
+    return main
+
+
+if __name__ == "__main__":
+    generator = torch.Generator(device="cuda")
+    generator.manual_seed(0)
+    rows = torch.randn(96, 2, device="cuda", generator=generator)
+    kernel = scale(rows.shape[0] * rows.shape[1])
+"""
+
+
+def test_a_program_seeding_its_inputs_on_the_gpu_still_gives_its_instance(tmp_path: Path) -> None:
+    """TileLang's fused MoE draws its inputs from a ``torch.Generator(device="cuda")``: without a
+    GPU the entry-point run gets a CPU generator and goes on to the kernel's call (96 x 2 rows:
+    N = 192, which only running the program knows)."""
+    (tmp_path / "seeded.py").write_text(_SEEDED_ON_THE_GPU)
+    done = irtrace("instances", "seeded.py::scale", "--json", cwd=tmp_path)
+    assert done.returncode == ExitCode.OK, done.stderr[-2000:]
+    (entry,) = json.loads(done.stdout)["kernels"]
+    assert entry["instance"] == {"call": "scale(N=192)", "origin": "__main__", "instances": ["__main__"]}
