@@ -14,7 +14,7 @@ ours shows a symbol or could not be built, wrong otherwise. Buffers of kernels t
 builds have no truth and are not counted.
 
     python bench/resolver_heldout.py /path/to/tilelang/examples [--limit N]
-    python bench/resolver_heldout.py --smoke          # two of our own test files, a few seconds each
+    python bench/resolver_heldout.py --smoke          # one small example of TileLang's, in the repo
 
 Ends with ``RESULT right=... unknown=... wrong=... buffers=... files=... right_pct=...``.
 """
@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_HELPERS = ROOT / "tests" / "lsp"
 TARGET = "cuda:sm_90"
-SMOKE = [ROOT / "tests" / "lsp" / "data" / "instances" / "checked_kernels.py"]
+SMOKE = [ROOT / "tests" / "data" / "tilelang_examples" / "example_elementwise_add.py"]
 CHILD_TIMEOUT_S = 300
 
 Hints = dict[str, str]
