@@ -280,13 +280,17 @@ def _first_difference(
     trace_b: Trace,
     run_b: KernelRun,
     rows: list[PassAlignment],
+    wrappers: tuple[set[int], set[int]] = (set(), set()),
 ) -> _FirstDifference | None:
-    """Walk the rows in the order passes finished, keeping each run's current IR."""
+    """Walk the rows in the order passes finished, keeping each run's current IR. The passes of
+    a host wrapper only one run compiled (``wrappers``) are their own stage, not a difference."""
     state_a, state_b = _start_sha(run_a), _start_sha(run_b)
     last_a: PassRecord | None = None
     last_b: PassRecord | None = None
     for row in end_order(rows):
         if row.status == NOT_REACHED:
+            continue
+        if _only_in_wrapper(row.a, wrappers[0]) or _only_in_wrapper(row.b, wrappers[1]):
             continue
         if row.a is not None:
             state_a, last_a = _output_sha(row.a), row.a
@@ -345,7 +349,7 @@ def compare_runs(
             if row.status == status and _only_in_wrapper(row.a if side == "a" else row.b, wrapper)
         )
         host_wrapper = (side, wrapper_labels) if wrapper_labels else host_wrapper
-    found = _first_difference(texts, trace_a, run_a, trace_b, run_b, alignment)
+    found = _first_difference(texts, trace_a, run_a, trace_b, run_b, alignment, (wrapper_a, wrapper_b))
     diff = None
     input_differs = False
     origins = NOT_RECORDED

@@ -72,8 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         "record",
         help="lower kernels through the real pipelines and write a trace",
         description="Lower kernels through TileLang's real pipelines, recording every pass.",
-        epilog="specs: path.py | path.py::name | path.py::factory(1024, dtype=T.float16)\n\n"
-        + exit_codes_help(),
+        epilog="specs: path.py | path.py::name | path.py::factory(1024, dtype=T.float16)\n"
+        "A kernel named without arguments takes the instance the editor and the MCP server take: "
+        "a # tilelang: args(...) directive, a recorded run (irtrace.jsonl, .irtrace/*.jsonl here), "
+        "the file's __main__ run with GPU work made harmless, a call in the file, irtrace.toml, "
+        "defaults, then symbols; `name()` takes the defaults only.\n\n" + exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     record.add_argument("specs", nargs="*", metavar="SPEC", help="kernel spec")
@@ -144,6 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="lower each kernel N times and keep each pass's smallest time (noise control for irtrace check)",
+    )
+    record.add_argument(
+        "--instance",
+        metavar="LABEL",
+        help="for kernels named without arguments: take this one of the real instances found "
+        "(`__main__`, a test id, `pid 4242 at gemm.py:30`) instead of the first; `list` prints them "
+        "(as `irtrace instances FILE.py`) and records nothing",
     )
     add_override_option(record)
     add_source_map_option(record)
@@ -239,8 +249,10 @@ def _run_named_command(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> ExitCode:
+    from irtrace.cli.instances import print_file_instances
     from irtrace.cli.record_order import run_times_for
     from irtrace.cli.record_progress import recording_progress, run_warning_lines
+    from irtrace.cli.resolved import cli_instance_sources, run_provenance_lines
     from irtrace.core.specs import parse_spec
     from irtrace.core.targets import check_target_name
     from irtrace.core.trace_writer import TraceWriter
@@ -265,16 +277,25 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     shard = Shard.parse(args.shard) if args.shard is not None else None
     configs = dict(parse_pass_config(item) for item in args.pass_config)
     maps = args.source_map
+    listing = args.instance == "list"
+    sources = cli_instance_sources(None if listing else args.instance)
     requests = [
-        RecordRequest(parse_spec(s), tuple(args.target), configs, source_map=maps) for s in args.specs
+        RecordRequest(parse_spec(s), tuple(args.target), configs, source_map=maps, instances=sources)
+        for s in args.specs
     ]
+    if listing:
+        if args.manifest:
+            raise UsageError("--instance list lists the instances of kernel specs; leave out --manifest")
+        for request in requests:
+            check_kernel_file(request)
+        return print_file_instances(requests, as_json=False)
     if args.manifest:
         for request in load_manifest(args.manifest):
             targets = tuple(args.target) or request.targets
             merged = {**request.pass_configs, **configs}
             requests.append(replace(request, targets=targets, pass_configs=merged, source_map=maps))
     for request in requests:
-        _check_kernel_file(request)
+        check_kernel_file(request)
     run_times = run_times_for(args.order_from, args.output, args.jobs)
     # Inputs are checked; only now is the output touched, and it is replaced only when done.
     writer = TraceWriter(args.output, partial=True)
@@ -318,6 +339,8 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     written = bool(runs or shard is not None)
     if not args.quiet:
         print_summary(runs, args.output if written else None)
+        for line in run_provenance_lines(runs):
+            echo(line, one_line=True)
         if compiler is not None:
             print(
                 f"machine code: {compiler.compiled} CUDA run(s) compiled, {compiler.compile_s:.1f} s of nvcc "
@@ -352,7 +375,7 @@ def _check_machine_code_and_bench(args: argparse.Namespace) -> None:
         require_gpu()
 
 
-def _check_kernel_file(request: Any) -> None:
+def check_kernel_file(request: Any) -> None:
     """A spec naming a file that is not there fails before anything is written."""
     from pathlib import Path
 

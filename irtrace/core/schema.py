@@ -541,8 +541,10 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     args: dict[str, Any]
     """`{"args": [...], "kwargs": {...}}`: the spec's arguments, evaluated; dtypes appear as `"T.float16"`,
     other objects as their `repr`. An `@autotune` kernel adds `"autotune_defaults": {...}`, the parameters
-    taken from its first config. For `irtrace run`, the program's own call of the `@tilelang.jit` kernel,
-    tensors as `{"shape": [...], "dtype": ..., "device": ...}`
+    taken from its first config. A kernel `irtrace record` took named without arguments adds `"resolved"`:
+    the instance the resolver chose (`call`, `origin` such as `__main__`, and `symbolic`, `autotune`,
+    `from_project`, `instances` where they apply). For `irtrace run`, the program's own call of the
+    `@tilelang.jit` kernel, tensors as `{"shape": [...], "dtype": ..., "device": ...}`
     """
     target: str
     """short target name (`cuda:sm_90`, `hip:gfx942`, `ascend`, `metal`, ...)"""

@@ -50,7 +50,7 @@ from irtrace.recording.recorder import (
     record_lowering,
 )
 from irtrace.recording.resolve.candidates import InstanceSources
-from irtrace.recording.resolve.resolver import NEEDS_VALUES, ResolvedInstance, resolve_kernels
+from irtrace.recording.resolve.resolver import NEEDS_VALUES, ResolvedInstance, describe, resolve_kernels
 from irtrace.recording.tvm_targets import auto_target_fallback, make_tvm_target
 from irtrace.recording.warmup import warm_error_path
 
@@ -164,8 +164,57 @@ def lowering_units(request: RecordRequest) -> Iterator[LoweringUnit]:
                 resolved = resolve_kernels(
                     loaded.path, text, [kernel], request.instances, target.name, tvm_target=tvm_target
                 )[kernel.name]
+            pick = request.instances.pick
+            if pick is not None and pick not in resolved.instances:
+                found = ", ".join(resolved.instances) or "none (it is resolved from its source)"
+                raise UsageError(f"--instance {pick!r}: {kernel.name} has no such instance; it has: {found}")
             resolved_spec = replace(resolved.spec, path=request.spec.path)
             yield LoweringUnit(request, loaded, kernel, resolved_spec, target, tvm_target, resolved)
+
+
+@dataclass(frozen=True)
+class KernelInstances:
+    """What the resolver finds for one kernel of a file: the instance it takes, and the others."""
+
+    kernel: str
+    target: str
+    chosen: ResolvedInstance
+    others: tuple[ResolvedInstance, ...] = ()
+    """The instance each other real candidate (``chosen.instances``) gives, in their order."""
+
+
+def file_instances(request: RecordRequest) -> list[KernelInstances]:
+    """Each kernel of the request's file resolved for its first target, as ``irtrace record``
+    would take it named without arguments, with every other real candidate resolved too. Nothing
+    is lowered; the entry point runs with GPU work made harmless (no GPU needed)."""
+    assert request.instances is not None
+    found: list[KernelInstances] = []
+    for unit in lowering_units(request):
+        if found and found[-1].kernel == unit.kernel.name:
+            continue  # the first target tells which instance; the others take the same
+        chosen = unit.resolved
+        if chosen is None:  # a module-level PrimFunc, or a spec with its arguments written
+            continue
+        others = []
+        text = source_as_imported(unit.loaded.path)
+        assert text is not None  # the resolver read it to resolve the unit
+        for label in chosen.instances:
+            if label == chosen.origin:
+                continue
+            where = replace(request.instances, pick=label)
+            with running_kernel_code(unit.loaded.path, f"finding the instance of {unit.kernel.name}"):
+                others.append(
+                    resolve_kernels(
+                        unit.loaded.path,
+                        text,
+                        [unit.kernel],
+                        where,
+                        unit.target.name,
+                        tvm_target=unit.tvm_target,
+                    )[unit.kernel.name]
+                )
+        found.append(KernelInstances(unit.kernel.name, unit.target.name, chosen, tuple(others)))
+    return found
 
 
 def bind_unit(unit: LoweringUnit) -> KernelCall:
@@ -197,6 +246,9 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
             built = None
     configs = {**(built.pass_configs if built else {}), **unit.request.pass_configs}
     name = unit.request.name or unit.kernel.name
+    args = call.args_json()
+    if unit.resolved is not None:  # which instance, and why: the trace says what the summary says
+        args["resolved"] = dict(describe(unit.resolved))
     return PreparedLowering(
         name,
         unit.spec,
@@ -205,7 +257,7 @@ def build_unit(unit: LoweringUnit, call: KernelCall) -> PreparedLowering:
         built,
         error,
         configs,
-        call.args_json(),
+        args,
         source_as_imported(unit.loaded.path),
         unit.request.bench_shape,
         unit.request.source_map,

@@ -64,21 +64,16 @@ def short_target_name(target: Any) -> str:
     return tvm_target_name(str(target.kind.name), arch, mcpu)
 
 
-ANONYMOUS_PRIM_FUNC = "main"
-"""What most kernel factories call the ``@T.prim_func`` they return (54 of the 156 in TileLang's
-examples): a name that says nothing, so such a kernel goes by its factory's name."""
-
-
 def captured_kernel_name(function_names: Sequence[str], call: JitCall | None) -> str:
-    """The name a captured module's kernel is recorded under: its first function's, except that
-    a PrimFunc called ``main`` takes the name of the factory or ``@tilelang.jit`` function that
-    built it, as ``irtrace record factory.py::matmul(...)`` names it ``matmul``."""
-    name = function_names[0] if function_names else "kernel"
+    """The name a captured module's kernel is recorded under: the factory or ``@tilelang.jit``
+    function that built it, as ``irtrace record factory.py::flashattn`` names it ``flashattn``
+    whatever its ``@T.prim_func`` is called (``main``, ``main_no_split``), so a captured run and a
+    recorded one of the same kernel pair up; without a known factory (a module-level PrimFunc,
+    whose "factory" is the module), the module's first function's name."""
     factory = call.function if call is not None else None
-    # a module-level PrimFunc's "factory" is the module (``<module>``): no name to take there
-    if name == ANONYMOUS_PRIM_FUNC and factory and factory.isidentifier():
+    if factory and factory.isidentifier():
         return factory
-    return name
+    return function_names[0] if function_names else "kernel"
 
 
 SOURCE_MAP_ENV = "IRTRACE_SOURCE_MAP"

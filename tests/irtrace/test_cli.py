@@ -377,7 +377,10 @@ def test_run_captures_a_script_then_reports_its_failure(tmp_path: Path) -> None:
         ("hip:gfx942", STATUS_OK),
         ("hip:gfx942", STATUS_OK),
     ]
-    assert trace.runs[0].input_ir and trace.runs[0].kernel in trace.text(trace.runs[0].input_ir)
+    # named by its factory (as `irtrace record capture_script.py::matmul` names it); its module
+    # holds the factory's PrimFunc, `gemm`
+    assert [r.kernel for r in trace.runs] == ["matmul"] * 4
+    assert trace.runs[0].input_ir and "def gemm(" in trace.text(trace.runs[0].input_ir)
     # the two captured kernels differ (256^3 vs 128^3), and each was re-lowered for the extra target
     assert trace.runs[0].input_ir != trace.runs[1].input_ir
     first = trace.runs[0]

@@ -227,6 +227,8 @@ class InstanceSources:
     """Run the file's entry point (the worker only runs for trusted workspaces)."""
     picks: dict[str, str] = field(default_factory=dict)
     """Per kernel, the label of the instance the user picked (code lens); default: the first."""
+    pick: str | None = None
+    """The label to take for every kernel without its own pick (``irtrace record --instance``)."""
     manifest_root: str | None = None
     """The highest folder an ``irtrace.toml`` is read from (the MCP server's root); ``None``: any."""
 

@@ -282,7 +282,9 @@ def _harmless_gpu_work(stack: contextlib.ExitStack, target: str) -> None:
         if not on_meta(actual, expected):
             original_assert_close(actual, expected, *args, **kwargs)
 
+    cuda_free_generator = _cuda_free_generator(torch.Generator)
     answers: list[tuple[Any, str, Any]] = [
+        (torch, "Generator", cuda_free_generator),
         (torch.cuda, "get_device_capability", lambda *_a, **_k: capability),
         (torch.cuda, "get_device_name", lambda *_a, **_k: f"stand-in for {target}"),
         (torch.cuda, "current_device", lambda *_a, **_k: 0),
@@ -294,6 +296,24 @@ def _harmless_gpu_work(stack: contextlib.ExitStack, target: str) -> None:
     for owner, attr, value in answers:
         stack.callback(setattr, owner, attr, getattr(owner, attr))
         setattr(owner, attr, value)
+
+
+def _cuda_free_generator(generator: Any) -> Any:
+    """``torch.Generator`` whose ``device="cuda"`` makes a CPU one (seeded alike): a program that
+    seeds its inputs on the GPU (TileLang's fused MoE) goes on; the tensors it draws are on meta."""
+
+    class AnyGenerator(type(generator)):  # type: ignore[misc]
+        def __instancecheck__(cls, instance: Any) -> bool:  # the generators made before count too
+            return isinstance(instance, generator)
+
+    class CudaFreeGenerator(generator, metaclass=AnyGenerator):  # type: ignore[misc,valid-type]
+        def __new__(cls, device: Any = "cpu") -> Any:
+            return generator.__new__(cls, device="cpu" if _is_cuda(device) else device)
+
+        def __init__(self, device: Any = "cpu") -> None:
+            pass
+
+    return CudaFreeGenerator
 
 
 def _patch(stack: contextlib.ExitStack, places: list[tuple[Any, str]], value: Any) -> None:

@@ -156,7 +156,7 @@ def resolve_kernels(
             file,
             project,
             candidates.get(kernel.name, []),
-            pick=where.picks.get(kernel.name),
+            pick=where.picks.get(kernel.name, where.pick),
             tvm_target=tvm_target,
             manifest_root=where.manifest_root,
         )
