@@ -473,6 +473,10 @@ class ParsedRecords:
     runs: dict[int, KernelRun] = field(default_factory=dict)
     passes: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
     starts: dict[int, dict[int, StartRecord]] = field(default_factory=dict)
+    layouts: dict[int, list[LayoutRecord]] = field(default_factory=dict)
+    source_maps: dict[int, list[SourceMapRecord]] = field(default_factory=dict)
+    """Records that grow per run are appended here, never rebuilt per record: a run becomes
+    immutable once, in ``finish_run`` (a tuple extended per record is quadratic in their count)."""
     ended: set[int] = field(default_factory=set)
     created: str = ""
     footer_expected: bool = False
@@ -614,13 +618,11 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
     elif isinstance(record, LayoutRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
-        run = parsed.runs[record.run]
-        parsed.runs[record.run] = replace(run, layouts=(*run.layouts, record))
+        parsed.layouts[record.run].append(record)
     elif isinstance(record, SourceMapRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
-        run = parsed.runs[record.run]
-        parsed.runs[record.run] = replace(run, source_maps=(*run.source_maps, record))
+        parsed.source_maps[record.run].append(record)
     elif isinstance(record, IrRecord):
         parsed.raw_texts[record.sha256] = encoder.encode(record).decode("utf-8")
     elif isinstance(record, FooterRecord):
@@ -631,6 +633,8 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
         parsed.runs[record.run_id] = replace(record, passes=(), status=STATUS_INCOMPLETE)
         parsed.passes[record.run_id] = {}
         parsed.starts[record.run_id] = {}
+        parsed.layouts[record.run_id] = []
+        parsed.source_maps[record.run_id] = []
     elif isinstance(record, EndRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
@@ -653,7 +657,9 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
                     f"{where}:{number}: run {run_id} has two passes with index {item.index}"
                 )
             parsed.passes[run_id][item.index] = replace(item, run=run_id)
-        run = with_machine_code(run, record.passes, resources_of(record))
+        # the stages themselves are in ``parsed.passes``: the run's own passes stay empty until
+        # ``finish_run``, so a run's machine records cost what they hold, not what came before
+        run = replace(with_machine_code(run, record.passes, resources_of(record)), passes=())
         parsed.runs[run_id] = replace(run, machine_lines=tuple(record.line_maps)) if record.line_maps else run
 
 
@@ -716,7 +722,13 @@ def finish_run(parsed: ParsedRecords, run_id: int, where: str, holds: Container[
     running = run.running
     if unfinished and running is None:
         running = unfinished[max(unfinished)].name
-    return replace(run, passes=records, running=running)
+    return replace(
+        run,
+        passes=records,
+        running=running,
+        layouts=(*run.layouts, *parsed.layouts.get(run_id, ())),
+        source_maps=(*run.source_maps, *parsed.source_maps.get(run_id, ())),
+    )
 
 
 def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:
