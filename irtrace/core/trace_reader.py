@@ -42,6 +42,7 @@ from irtrace.core.schema import (
     SourceMapRecord,
     StartRecord,
     encoder,
+    is_sha_type,
     record_decoder,
     show,
     unfinished_pass,
@@ -183,6 +184,8 @@ def _unwrap(info: Any) -> Any:
 
 def _describe(info: Any) -> str:
     inspect = msgspec.inspect
+    if isinstance(info, inspect.Metadata):
+        info = info.type
     if isinstance(info, inspect.UnionType):
         return " or ".join(_describe(t) for t in info.types)
     if isinstance(info, inspect.NoneType):
@@ -196,7 +199,7 @@ def _describe(info: Any) -> str:
     if isinstance(info, inspect.FloatType):
         return f"a number of seconds from 0 to {info.le:g}" if info.le is not None else "a number"
     if isinstance(info, inspect.StrType):
-        return "a SHA-256 (64 lowercase hex digits)" if info.pattern else "a string"
+        return "a SHA-256 (64 lowercase hex digits)" if is_sha_type(info) else "a string"
     if isinstance(info, inspect.LiteralType):
         return " or ".join(repr(v) for v in info.values)
     if isinstance(info, inspect.DictType):
@@ -290,41 +293,39 @@ def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[bytes, i
     cut = False
     offset = 0
     ended = True
-    for raw in handle:
-        start = offset
-        offset += len(raw)
-        ended = raw.endswith(b"\n")
-        body = raw[:-1] if ended else raw
-        if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
-            body, start = body[len(_BOM) :], start + len(_BOM)
-        sha_hex = ir_text_sha(body) if ended else None
-        if sha_hex is not None:
-            _utf8(body, where)
-            sha = sha_hex.decode()
-            key, place = text_place(sha_hex, start, len(body))
-            offsets[key] = place
-            lines.append(_stand_in(sha))
-        elif ended:
-            lines.append(_utf8(body, where))
-        else:
-            decoder = codecs.getincrementaldecoder("utf-8")()
-            try:
-                lines.append(decoder.decode(body, final=False))
-            except UnicodeDecodeError as error:
-                raise _not_utf8(where, error) from None
-            cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
-        if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:  # each line costs far more than its bytes
-            raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
+    try:
+        for raw in handle:
+            start = offset
+            offset += len(raw)
+            ended = raw.endswith(b"\n")
+            if start and ended and not raw.startswith(_IR_PREFIX_BYTES):  # most lines: a record
+                lines.append(raw.decode("utf-8")[:-1])
+            else:
+                body = raw[:-1] if ended else raw
+                if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
+                    body, start = body[len(_BOM) :], start + len(_BOM)
+                sha_hex = ir_text_sha(body) if ended else None
+                if sha_hex is not None:
+                    body.decode("utf-8")
+                    key, place = text_place(sha_hex, start, len(body))
+                    offsets[key] = place
+                    lines.append(_stand_in(sha_hex.decode()))
+                elif ended:
+                    lines.append(body.decode("utf-8"))
+                else:
+                    decoder = codecs.getincrementaldecoder("utf-8")()
+                    lines.append(decoder.decode(body, final=False))
+                    cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
+            # each line costs far more than its bytes (checked every 1024 lines: the cost is the same)
+            if not len(lines) & 1023 and len(lines) > offset // MIN_BYTES_PER_LINE + 1000:
+                raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(where, error) from None
+    if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:
+        raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
     if ended:
         lines.append("")
     return lines, offsets, cut
-
-
-def _utf8(body: bytes, where: str) -> str:
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise _not_utf8(where, error) from None
 
 
 def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
@@ -716,6 +717,10 @@ def finish_run(parsed: ParsedRecords, run_id: int, where: str, holds: Container[
     records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)
     for sha in shas_of(replace(run, passes=records)):
         if sha not in holds:
+            if not _SHA.match(sha):
+                raise TraceFormatError(
+                    f"{where}: run {run_id} names IR {show(sha)}, not a SHA-256 (64 lowercase hex digits)"
+                )
             raise TraceFormatError(
                 f"{where}: run {run_id} refers to IR {sha[:12]} that the trace does not hold"
             )
