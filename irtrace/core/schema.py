@@ -259,10 +259,6 @@ class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="rec
     """TileLang's execution backend (`tvm_ffi`, ...)"""
     warmup: Id = 0
     """`do_bench`'s `warmup` (milliseconds)"""
-
-    def __post_init__(self) -> None:
-        check_shas(self, self.source_sha256)
-
     repeat: Id = 0
     """`do_bench`'s `rep` (milliseconds)"""
     error: str | None = None
@@ -280,6 +276,9 @@ class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="rec
     """the NVIDIA driver version"""
     clocks_mhz: dict[str, Id] = {}
     """the GPU's clocks when measured: `sm`, `memory` (current), `sm_max` (MHz)"""
+
+    def __post_init__(self) -> None:
+        check_shas(self, self.source_sha256)
 
 
 class LaunchArg(Struct, frozen=True, kw_only=True, omit_defaults=True):
