@@ -46,11 +46,11 @@ TARGET = "cuda:sm_90"
 class Shape:
     """How many records of each kind a trace holds (per run, but ``runs`` and ``texts``)."""
 
-    runs: int = 2
-    passes: int = 24
-    texts: int = 12
-    source_maps: int = 12
-    layouts: int = 4
+    runs: int = 1
+    passes: int = 8
+    texts: int = 4
+    source_maps: int = 4
+    layouts: int = 2
     machine: int = 1
     benches: int = 1
     launches: int = 1
@@ -72,14 +72,14 @@ GROWS: dict[str, str] = {
 ONE_PER_FILE = {"header", "footer"}
 """Record kinds a trace holds exactly once."""
 BASE: dict[str, int] = {
-    "runs": 12,
-    "passes": 240,
-    "texts": 240,
-    "source_maps": 240,
-    "layouts": 120,
-    "machine": 60,
-    "benches": 150,
-    "launches": 150,
+    "runs": 2,
+    "passes": 30,
+    "texts": 30,
+    "source_maps": 40,
+    "layouts": 20,
+    "machine": 12,
+    "benches": 25,
+    "launches": 25,
 }
 """The count each grown trace starts from: enough records of that kind to outweigh the rest."""
 
@@ -90,7 +90,7 @@ def kinds() -> list[str]:
 
 
 def _ir_text(i: int) -> str:
-    body = "".join(f"    T.copy(A[{j}], B[{j}])  # {i}\n" for j in range(12))
+    body = "".join(f"    T.copy(A[{j}], B[{j}])  # {i}\n" for j in range(6))
     return f"# from tvm.script import tir as T\n@T.prim_func\ndef main{i}(A, B):\n{body}"
 
 
@@ -137,7 +137,9 @@ def _write_run(
             tilelang_version="0.1.15",
             host={"hostname": "h", "platform": "linux", "python": "3.11"},
             kernel_file_sha256=kernel_sha,
-            instance=Instance(process="pid 1", pid=1, definition="kernels/kernel.py:4", call_site="main.py:9"),
+            instance=Instance(
+                process="pid 1", pid=1, definition="kernels/kernel.py:4", call_site="main.py:9"
+            ),
         )
     )
     run_id = run.run_id
@@ -168,17 +170,15 @@ def _write_run(
                 run=run_id,
                 after=after,
                 ir=texts[(after + 1) % len(texts)],
-                statements=12,
-                with_span=12,
+                statements=6,
+                with_span=6,
                 files=["kernels/kernel.py"],
-                lines=[(4 + j, 0, 5 + (j + m) % 40) for j in range(12)],
+                lines=[(4 + j, 0, 5 + (j + m) % 40) for j in range(6)],
             ),
         )
     for n in range(shape.layouts):
         writer.add_layouts(run_id, LayoutRecord(run=run_id, after=n % passes, layouts=[_layout(n)]))
-    writer.end_run(
-        run_id, status=STATUS_OK, error=None, total_s=0.1, input_ir=texts[0], source_sha256=source
-    )
+    writer.end_run(run_id, status=STATUS_OK, error=None, total_s=0.1, input_ir=texts[0], source_sha256=source)
     for m in range(shape.machine):
         stage = PassRecord(
             index=passes + m,
@@ -211,7 +211,9 @@ def _write_run(
         lines = [MachineLines(stage="ptx", ir=ptx, source=source, lines=[(2 + j, 2 + j) for j in range(10)])]
         writer.add_machine_code(run_id, [stage], resources, lines)
     for b in range(shape.benches):
-        writer.add_bench(run_id, BenchResult(latency_ms=0.01 * (b + 1), device="H100", samples_ms=(0.01,) * 5))
+        writer.add_bench(
+            run_id, BenchResult(latency_ms=0.01 * (b + 1), device="H100", samples_ms=(0.01,) * 5)
+        )
     for n in range(shape.launches):
         signature = LaunchSignature(
             args=[LaunchArg(param="A", shape=[64, 64 + n], dtype="float16", strides=[64 + n, 1])], count=n + 1
@@ -219,9 +221,9 @@ def _write_run(
         writer.add_launches(run_id, [signature])
 
 
-def grown_shape(kind: str, factor: int) -> Shape:
-    """The small shape with the count that grows ``kind`` at ``BASE`` times ``factor``."""
-    count = GROWS[kind]
+def grown_shape(count: str, factor: int) -> Shape:
+    """The small shape with ``count`` (a ``Shape`` field, ``GROWS``'s values) at ``BASE`` times
+    ``factor``."""
     return replace(Shape(), **{count: BASE[count] * factor})
 
 
