@@ -241,3 +241,41 @@ def test_a_full_temporary_folder_is_not_blamed_on_the_trace(tmp_path: Path) -> N
     done = run_tool("irtrace", "show", str(path), file_size_limit=1 << 20)
     assert done.returncode == 9, done.stderr
     assert "temporary folder" in done.stderr and "not a readable trace" not in done.stderr
+
+
+HELPER_PROGRAM = """
+import os, sys, time
+
+def main():
+    pid = os.fork()
+    if pid == 0:  # a helper that outlives main(): it writes a file every 0.1 s
+        while True:
+            with open({beat!r}, "a") as beat:
+                beat.write(str(os.getpid()) + "\\n")
+            time.sleep(0.1)
+    time.sleep(0.5)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_helper_forked_by_main_dies_with_the_resolver_run(tmp_path: Path) -> None:
+    """The resolver killed the pid it forked, not the program's own children: a helper forked by
+    main() wrote files 28 s after the MCP call returned."""
+    import time
+
+    from irtrace.recording.resolve.entry_point import run_entry_point
+
+    beat = tmp_path / "beat.txt"
+    program = tmp_path / "program.py"
+    program.write_text(HELPER_PROGRAM.format(beat=str(beat)))
+    run_entry_point(str(program), program.read_text(), [], target="cuda:sm_90", timeout_s=30)
+    assert beat.is_file(), "the helper never ran"
+    helper = int(beat.read_text().split()[0])
+    time.sleep(0.5)
+    size = beat.stat().st_size
+    time.sleep(0.6)
+    assert beat.stat().st_size == size, "the helper still writes after the run ended"
+    state = Path(f"/proc/{helper}/stat")
+    assert not state.exists() or state.read_text().split(")")[-1].split()[0] in ("Z", "X")
