@@ -6,8 +6,10 @@ A file cut short (plain or ``.gz``) loads up to its last complete line. Loading 
 from __future__ import annotations
 
 import binascii
+import bisect
 import codecs
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -294,38 +296,50 @@ def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[bytes, i
     offset = 0
     ended = True
     try:
-        for raw in handle:
-            start = offset
-            offset += len(raw)
-            ended = raw.endswith(b"\n")
-            if start and ended and not raw.startswith(_IR_PREFIX_BYTES):  # most lines: a record
-                lines.append(raw.decode("utf-8")[:-1])
-            else:
-                body = raw[:-1] if ended else raw
-                if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
-                    body, start = body[len(_BOM) :], start + len(_BOM)
-                sha_hex = ir_text_sha(body) if ended else None
-                if sha_hex is not None:
-                    body.decode("utf-8")
-                    key, place = text_place(sha_hex, start, len(body))
-                    offsets[key] = place
-                    lines.append(_stand_in(sha_hex.decode()))
-                elif ended:
-                    lines.append(body.decode("utf-8"))
-                else:
-                    decoder = codecs.getincrementaldecoder("utf-8")()
-                    lines.append(decoder.decode(body, final=False))
-                    cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
-            # each line costs far more than its bytes (checked every 1024 lines: the cost is the same)
-            if not len(lines) & 1023 and len(lines) > offset // MIN_BYTES_PER_LINE + 1000:
+        while batch := handle.readlines(_SCAN_BATCH):
+            starts = list(itertools.accumulate(map(len, batch), initial=offset))
+            ended = batch[-1].endswith(b"\n")  # only the file's last line can lack its newline
+            whole = batch if ended else batch[:-1]
+            # most lines are records: decoded (and checked as UTF-8) in one comprehension
+            decoded = [raw[:-1].decode("utf-8") for raw in whole]
+            special = [i for i, raw in enumerate(whole) if raw.startswith(_IR_PREFIX_BYTES)]
+            for i in [0, *special] if offset == 0 and whole else special:
+                decoded[i] = _special_line(whole[i][:-1], starts[i], offsets)
+            lines += decoded
+            if not ended:
+                body = batch[-1]
+                if starts[-2] == 0 and body.startswith(_BOM):
+                    body = body[len(_BOM) :]
+                decoder = codecs.getincrementaldecoder("utf-8")()
+                lines.append(decoder.decode(body, final=False))
+                cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
+            offset = starts[-1]
+            if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:  # each line costs far more than its bytes
                 raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
     except UnicodeDecodeError as error:
         raise _not_utf8(where, error) from None
-    if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:
-        raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
     if ended:
         lines.append("")
     return lines, offsets, cut
+
+
+_SCAN_BATCH = 1 << 18
+"""Bytes of whole lines read at a time (a longer line comes whole): a batch of empty lines is
+still small."""
+
+
+def _special_line(body: bytes, start: int, offsets: dict[bytes, int]) -> str:
+    """A complete line (without its newline) that is the file's first or an IR text: a first
+    line's byte-order mark (added by some Windows editors) dropped, an IR line noted in ``offsets``
+    and replaced by its stand-in."""
+    if start == 0 and body.startswith(_BOM):
+        body, start = body[len(_BOM) :], start + len(_BOM)
+    sha_hex = ir_text_sha(body)
+    if sha_hex is None:
+        return body.decode("utf-8")
+    key, place = text_place(sha_hex, start, len(body))
+    offsets[key] = place
+    return _stand_in(sha_hex.decode())
 
 
 def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
@@ -521,22 +535,24 @@ def parse_trace_lines(
     read_header(lines[first], where, parsed)
     # Lines are written whole with their newline: only a last line without one can be a cut write.
     cut_candidate = lines[last] if last == len(lines) - 1 and last > first else None
-    numbers: list[int] = []
-    records: list[str] = []
-    for number in range(first + 1, last + 1 if cut_candidate is None else last):
+    span = range(first + 1, last + 1 if cut_candidate is None else last)
+    # two passes of comprehensions (the IR lines, then the records): a loop with a branch per
+    # line was a third of the time a trace took to load
+    numbers = [n for n in span if lines[n].strip() and not lines[n].startswith(_IR_PREFIX)]
+    for number in [n for n in span if lines[n].startswith(_IR_PREFIX)]:
         line = lines[number]
         if (
-            line.startswith(_IR_PREFIX)
-            and line.endswith('"}')
+            line.endswith('"}')
             and line[_SHA_END : _SHA_END + 2] == '",'
             and _SHA.match(line[len(_IR_PREFIX) : _SHA_END])
         ):
             # IR texts are most of a trace: keep the line, decode the text when it is read.
             parsed.raw_texts[line[len(_IR_PREFIX) : _SHA_END]] = line
             parsed.last_line = number + 1
-        elif line.strip():
-            numbers.append(number + 1)
-            records.append(line)
+        else:  # not in the writer's shape: decoded and checked as any record
+            bisect.insort(numbers, number)
+    records = [lines[n] for n in numbers]
+    numbers = [n + 1 for n in numbers]
     for at in range(0, len(records), _BATCH):  # a batch at a time: a corpus's records never all at once
         batch, batch_numbers = records[at : at + _BATCH], numbers[at : at + _BATCH]
         for number, record in zip(batch_numbers, decode_records(batch, batch_numbers, where), strict=True):
