@@ -61,11 +61,16 @@ Spec = Annotated[
     Field(
         description="Kernel spec: path.py::factory(args), path.py::jit_kernel(kw=...), or path.py for its "
         "module-level PrimFuncs; path.py::name alone takes the arguments the project's irtrace.toml "
-        "records. Relative paths start at the first allowed root."
+        "records. Relative paths start at the first allowed root.",
+        max_length=backend.MAX_SPEC_CHARS,
     ),
 ]
 OptionalSpec = Annotated[
-    str | None, Field(description="Kernel spec to lower first (instead of `trace`): path.py::factory(args).")
+    str | None,
+    Field(
+        description="Kernel spec to lower first (instead of `trace`): path.py::factory(args).",
+        max_length=backend.MAX_SPEC_CHARS,
+    ),
 ]
 TraceRef = Annotated[
     str | None,
@@ -140,8 +145,10 @@ def tool_errors(
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
         try:
             return await function(*args, **kwargs)
-        except ToolError:
-            raise
+        except ToolError as error:  # messages are cut as every string of an answer is
+            if len(str(error)) <= MAX_STRING_CHARS:
+                raise
+            raise ToolError(clip(str(error))) from None
         except (
             backend.IrtraceError,
             backend.JobError,
@@ -151,7 +158,7 @@ def tool_errors(
             RequestFailed,
             RequestCancelled,
         ) as error:
-            raise ToolError(backend.describe_job_error(error)) from None
+            raise ToolError(clip(backend.describe_job_error(error))) from None
 
     return wrapper
 
@@ -334,12 +341,15 @@ class TileLangMcp:
 
     async def load(self, reference: str) -> tuple[str, backend.Trace]:
         """A session trace by id, or a trace file under the roots."""
+        return reference, await self.load_file(self.trace_path(reference))
+
+    def trace_path(self, reference: str) -> Path:
+        """The file of a session trace (by id) or of a trace file under the roots."""
         stored = self.traces.get(reference)
         if stored is None and re.fullmatch(r"t\d+", reference):
             recorded = ", ".join(self.traces) or "none yet"
             raise ToolError(f"no trace {reference!r} was recorded in this session (recorded: {recorded})")
-        path = stored.path if stored is not None else self.config.roots.check(reference, "trace file")
-        return reference, await self.load_file(path)
+        return stored.path if stored is not None else self.config.roots.check(reference, "trace file")
 
     async def trace_or_spec(
         self, trace: str | None, spec: str | None, target: str | None, timeout_s: float | None
@@ -530,7 +540,11 @@ class TileLangMcp:
         pass_configs_a: Configs = None,
         pass_configs_b: Configs = None,
         spec_b: Annotated[
-            str | None, Field(description="Another spec for B (other arguments, another file); default spec.")
+            str | None,
+            Field(
+                description="Another spec for B (other arguments, another file); default spec.",
+                max_length=backend.MAX_SPEC_CHARS,
+            ),
         ] = None,
         kernel: Kernel = None,
         normalize: Normalize = True,
@@ -734,14 +748,17 @@ class TileLangMcp:
         if (trace is None) == (spec is None):
             raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
         if spec is not None:
-            trace_id, loaded = await line_tool.record_with_maps(
-                self, spec, line, target, timeout_s, machine_code
-            )
+            trace_id, _ = await line_tool.record_with_maps(self, spec, line, target, timeout_s, machine_code)
+            path = self.traces[trace_id].path
         else:
             assert trace is not None
-            trace_id, loaded = await self.load(trace)
-        run = self.run_of(loaded, kernel, target)
-        return result(*line_tool.line_answer(trace_id, loaded, run, line, pass_name))
+            trace_id, path = trace, self.trace_path(trace)
+        # the answer is worked out in a child under the job's limits: the server relays it
+        query = {"line": line, "kernel": kernel, "target": target, "pass_name": pass_name}
+        answer = functools.partial(
+            line_tool.answer_in_child, path, trace_id, query, self.config.memory_mb, self.config.timeout_s
+        )
+        return result(*await anyio.to_thread.run_sync(answer))
 
     def _target(self, target: str | None) -> str | None:
         """A target as irtrace names it; ``None`` is the kernel dialect's default."""

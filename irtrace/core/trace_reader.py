@@ -6,8 +6,10 @@ A file cut short (plain or ``.gz``) loads up to its last complete line. Loading 
 from __future__ import annotations
 
 import binascii
+import bisect
 import codecs
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -24,7 +26,7 @@ import msgspec
 from msgspec.structs import replace
 
 from irtrace.core.digest_index import DigestIndex
-from irtrace.core.errors import InputError, TraceFormatError
+from irtrace.core.errors import InputError, OutputError, TraceFormatError
 from irtrace.core.output import describe_os_error
 from irtrace.core.schema import (
     RECORD_TYPES,
@@ -42,6 +44,7 @@ from irtrace.core.schema import (
     SourceMapRecord,
     StartRecord,
     encoder,
+    is_sha_type,
     record_decoder,
     show,
     unfinished_pass,
@@ -183,6 +186,8 @@ def _unwrap(info: Any) -> Any:
 
 def _describe(info: Any) -> str:
     inspect = msgspec.inspect
+    if isinstance(info, inspect.Metadata):
+        info = info.type
     if isinstance(info, inspect.UnionType):
         return " or ".join(_describe(t) for t in info.types)
     if isinstance(info, inspect.NoneType):
@@ -196,7 +201,7 @@ def _describe(info: Any) -> str:
     if isinstance(info, inspect.FloatType):
         return f"a number of seconds from 0 to {info.le:g}" if info.le is not None else "a number"
     if isinstance(info, inspect.StrType):
-        return "a SHA-256 (64 lowercase hex digits)" if info.pattern else "a string"
+        return "a SHA-256 (64 lowercase hex digits)" if is_sha_type(info) else "a string"
     if isinstance(info, inspect.LiteralType):
         return " or ".join(repr(v) for v in info.values)
     if isinstance(info, inspect.DictType):
@@ -290,41 +295,51 @@ def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[bytes, i
     cut = False
     offset = 0
     ended = True
-    for raw in handle:
-        start = offset
-        offset += len(raw)
-        ended = raw.endswith(b"\n")
-        body = raw[:-1] if ended else raw
-        if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
-            body, start = body[len(_BOM) :], start + len(_BOM)
-        sha_hex = ir_text_sha(body) if ended else None
-        if sha_hex is not None:
-            _utf8(body, where)
-            sha = sha_hex.decode()
-            key, place = text_place(sha_hex, start, len(body))
-            offsets[key] = place
-            lines.append(_stand_in(sha))
-        elif ended:
-            lines.append(_utf8(body, where))
-        else:
-            decoder = codecs.getincrementaldecoder("utf-8")()
-            try:
+    try:
+        while batch := handle.readlines(_SCAN_BATCH):
+            starts = list(itertools.accumulate(map(len, batch), initial=offset))
+            ended = batch[-1].endswith(b"\n")  # only the file's last line can lack its newline
+            whole = batch if ended else batch[:-1]
+            # most lines are records: decoded (and checked as UTF-8) in one comprehension
+            decoded = [raw[:-1].decode("utf-8") for raw in whole]
+            special = [i for i, raw in enumerate(whole) if raw.startswith(_IR_PREFIX_BYTES)]
+            for i in [0, *special] if offset == 0 and whole else special:
+                decoded[i] = _special_line(whole[i][:-1], starts[i], offsets)
+            lines += decoded
+            if not ended:
+                body = batch[-1]
+                if starts[-2] == 0 and body.startswith(_BOM):
+                    body = body[len(_BOM) :]
+                decoder = codecs.getincrementaldecoder("utf-8")()
                 lines.append(decoder.decode(body, final=False))
-            except UnicodeDecodeError as error:
-                raise _not_utf8(where, error) from None
-            cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
-        if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:  # each line costs far more than its bytes
-            raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
+                cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
+            offset = starts[-1]
+            if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:  # each line costs far more than its bytes
+                raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(where, error) from None
     if ended:
         lines.append("")
     return lines, offsets, cut
 
 
-def _utf8(body: bytes, where: str) -> str:
-    try:
+_SCAN_BATCH = 1 << 18
+"""Bytes of whole lines read at a time (a longer line comes whole): a batch of empty lines is
+still small."""
+
+
+def _special_line(body: bytes, start: int, offsets: dict[bytes, int]) -> str:
+    """A complete line (without its newline) that is the file's first or an IR text: a first
+    line's byte-order mark (added by some Windows editors) dropped, an IR line noted in ``offsets``
+    and replaced by its stand-in."""
+    if start == 0 and body.startswith(_BOM):
+        body, start = body[len(_BOM) :], start + len(_BOM)
+    sha_hex = ir_text_sha(body)
+    if sha_hex is None:
         return body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise _not_utf8(where, error) from None
+    key, place = text_place(sha_hex, start, len(body))
+    offsets[key] = place
+    return _stand_in(sha_hex.decode())
 
 
 def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
@@ -447,22 +462,39 @@ def gunzip_to_file(handle: IO[bytes], where: str) -> tuple[IO[bytes], bool]:
                     chunk = stream.decompress(data)
                 except zlib.error as error:
                     if total:
+                        _write_unpacked(out, b"", where)
                         return out, True
                     raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
                 total += len(chunk)
                 if total > limit:
                     raise TraceFormatError(_too_big(where, limit, size))
-                out.write(chunk)
+                _write_unpacked(out, chunk, where)
                 if stream.eof:
                     data = stream.unused_data
                     stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
                     started = False
                 else:
                     data = b""
+        _write_unpacked(out, b"", where)
         return out, started  # no end-of-stream marker: the writer was killed
     except BaseException:
         out.close()
         raise
+
+
+def _write_unpacked(out: IO[bytes], chunk: bytes, where: str) -> None:
+    """Write decompressed text to the temporary file (an empty ``chunk``: flush it); a full
+    temporary folder is said to be one (the trace is not to blame)."""
+    try:
+        if chunk:
+            out.write(chunk)
+        else:
+            out.flush()
+    except OSError as error:
+        raise OutputError(
+            f"cannot decompress {where!r}: the temporary folder {tempfile.gettempdir()!r} has no room "
+            f"({describe_os_error(error)}); set TMPDIR to a folder with space"
+        ) from None
 
 
 @dataclass
@@ -473,6 +505,10 @@ class ParsedRecords:
     runs: dict[int, KernelRun] = field(default_factory=dict)
     passes: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
     starts: dict[int, dict[int, StartRecord]] = field(default_factory=dict)
+    layouts: dict[int, list[LayoutRecord]] = field(default_factory=dict)
+    source_maps: dict[int, list[SourceMapRecord]] = field(default_factory=dict)
+    """Records that grow per run are appended here, never rebuilt per record: a run becomes
+    immutable once, in ``finish_run`` (a tuple extended per record is quadratic in their count)."""
     ended: set[int] = field(default_factory=set)
     created: str = ""
     footer_expected: bool = False
@@ -499,22 +535,24 @@ def parse_trace_lines(
     read_header(lines[first], where, parsed)
     # Lines are written whole with their newline: only a last line without one can be a cut write.
     cut_candidate = lines[last] if last == len(lines) - 1 and last > first else None
-    numbers: list[int] = []
-    records: list[str] = []
-    for number in range(first + 1, last + 1 if cut_candidate is None else last):
+    span = range(first + 1, last + 1 if cut_candidate is None else last)
+    # two passes of comprehensions (the IR lines, then the records): a loop with a branch per
+    # line was a third of the time a trace took to load
+    numbers = [n for n in span if lines[n].strip() and not lines[n].startswith(_IR_PREFIX)]
+    for number in [n for n in span if lines[n].startswith(_IR_PREFIX)]:
         line = lines[number]
         if (
-            line.startswith(_IR_PREFIX)
-            and line.endswith('"}')
+            line.endswith('"}')
             and line[_SHA_END : _SHA_END + 2] == '",'
             and _SHA.match(line[len(_IR_PREFIX) : _SHA_END])
         ):
             # IR texts are most of a trace: keep the line, decode the text when it is read.
             parsed.raw_texts[line[len(_IR_PREFIX) : _SHA_END]] = line
             parsed.last_line = number + 1
-        elif line.strip():
-            numbers.append(number + 1)
-            records.append(line)
+        else:  # not in the writer's shape: decoded and checked as any record
+            bisect.insort(numbers, number)
+    records = [lines[n] for n in numbers]
+    numbers = [n + 1 for n in numbers]
     for at in range(0, len(records), _BATCH):  # a batch at a time: a corpus's records never all at once
         batch, batch_numbers = records[at : at + _BATCH], numbers[at : at + _BATCH]
         for number, record in zip(batch_numbers, decode_records(batch, batch_numbers, where), strict=True):
@@ -614,13 +652,11 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
     elif isinstance(record, LayoutRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
-        run = parsed.runs[record.run]
-        parsed.runs[record.run] = replace(run, layouts=(*run.layouts, record))
+        parsed.layouts[record.run].append(record)
     elif isinstance(record, SourceMapRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
-        run = parsed.runs[record.run]
-        parsed.runs[record.run] = replace(run, source_maps=(*run.source_maps, record))
+        parsed.source_maps[record.run].append(record)
     elif isinstance(record, IrRecord):
         parsed.raw_texts[record.sha256] = encoder.encode(record).decode("utf-8")
     elif isinstance(record, FooterRecord):
@@ -631,6 +667,8 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
         parsed.runs[record.run_id] = replace(record, passes=(), status=STATUS_INCOMPLETE)
         parsed.passes[record.run_id] = {}
         parsed.starts[record.run_id] = {}
+        parsed.layouts[record.run_id] = []
+        parsed.source_maps[record.run_id] = []
     elif isinstance(record, EndRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
@@ -653,7 +691,9 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
                     f"{where}:{number}: run {run_id} has two passes with index {item.index}"
                 )
             parsed.passes[run_id][item.index] = replace(item, run=run_id)
-        run = with_machine_code(run, record.passes, resources_of(record))
+        # the stages themselves are in ``parsed.passes``: the run's own passes stay empty until
+        # ``finish_run``, so a run's machine records cost what they hold, not what came before
+        run = replace(with_machine_code(run, record.passes, resources_of(record)), passes=())
         parsed.runs[run_id] = replace(run, machine_lines=tuple(record.line_maps)) if record.line_maps else run
 
 
@@ -710,13 +750,23 @@ def finish_run(parsed: ParsedRecords, run_id: int, where: str, holds: Container[
     records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)
     for sha in shas_of(replace(run, passes=records)):
         if sha not in holds:
+            if not _SHA.match(sha):
+                raise TraceFormatError(
+                    f"{where}: run {run_id} names IR {show(sha)}, not a SHA-256 (64 lowercase hex digits)"
+                )
             raise TraceFormatError(
                 f"{where}: run {run_id} refers to IR {sha[:12]} that the trace does not hold"
             )
     running = run.running
     if unfinished and running is None:
         running = unfinished[max(unfinished)].name
-    return replace(run, passes=records, running=running)
+    return replace(
+        run,
+        passes=records,
+        running=running,
+        layouts=(*run.layouts, *parsed.layouts.get(run_id, ())),
+        source_maps=(*run.source_maps, *parsed.source_maps.get(run_id, ())),
+    )
 
 
 def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:
