@@ -272,26 +272,34 @@ def test_irtrace_run_hooks_tilelang_only_while_the_script_runs(tmp_path: Path) -
     assert (JITImpl.compile, TirTemplate.get_tir) == before
 
 
-def test_a_prim_func_called_main_is_recorded_under_its_factorys_name(tmp_path: Path) -> None:
+def test_a_prim_func_called_main_is_recorded_under_its_factorys_name(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     """``@T.prim_func def main`` inside a factory or a ``@tilelang.jit`` function goes by that
     function's name; a module-level ``main`` keeps its own. ``irtrace instances`` shows each call's
     arguments named, in Python's spelling (``double=False``). Oracle: the names and calls the
-    script printed itself (its functions' ``__name__`` and ``inspect.signature(...).bind``)."""
-    script = DATA / "main_factories.py"
-    done = irtrace("run", "-o", "t.jsonl", "--", "python", str(script), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    calls = [line.split(" ", 2)[1:] for line in done.stdout.splitlines() if line.startswith("called ")]
+    script printed itself (its functions' ``__name__`` and ``inspect.signature(...).bind``).
+    In process, as a test harness calls ``irtrace run``: the names are what is checked here, and
+    the other tests of this file run it in a subprocess."""
+    from irtrace.cli.main import main
+
+    script, output = DATA / "main_factories.py", tmp_path / "t.jsonl"
+    code = main(["run", "-o", str(output), "--", "python", str(script)])
+    done = capfd.readouterr()
+    assert code == 0, done.err
+    calls = [line.split(" ", 2)[1:] for line in done.out.splitlines() if line.startswith("called ")]
     assert [name for name, *_ in calls] == ["scale", "main", "shift"]
-    trace = load_trace(tmp_path / "t.jsonl")
+    trace = load_trace(output)
     assert [run.kernel for run in trace.runs] == [name for name, *_ in calls]
-    shown = irtrace("instances", "t.jsonl", cwd=tmp_path)
-    assert shown.returncode == 0, shown.stderr
-    headings = [line.split()[1] for line in shown.stdout.splitlines() if line[:1].isdigit()]
+    code = main(["instances", str(output)])
+    shown = capfd.readouterr()
+    assert code == 0, shown.err
+    headings = [line.split()[1] for line in shown.out.splitlines() if line[:1].isdigit()]
     assert headings == [name for name, *_ in calls]
     for _, *arguments in calls:
         if arguments:
-            assert f"   arguments: {arguments[0]}\n" in shown.stdout
-    assert "false" not in shown.stdout and "null" not in shown.stdout
+            assert f"   arguments: {arguments[0]}\n" in shown.out
+    assert "false" not in shown.out and "null" not in shown.out
 
 
 def test_a_captured_kernels_lines_are_mapped_in_the_scripts_file(captured: Any) -> None:

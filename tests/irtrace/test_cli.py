@@ -34,12 +34,25 @@ def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"{code.value:>3}  " in out
 
 
-def test_record_show_and_ir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+ROCM_WARNING = "Warning: Unable to detect ROCm version, assuming >= 3.5"
+
+
+def test_record_hides_harmless_native_warnings_then_show_and_ir_read_its_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One recording, in a subprocess as users run it (TVM's C++ logging prints the ROCm line on
+    fd 2 for every hip target made; it is grouped into one note), then ``show`` and ``ir`` read
+    the trace it wrote."""
     out_file = tmp_path / "t.jsonl"
-    code, out, _ = run_cli(
-        capsys, "record", SMALL_GEMM, "-t", "cuda:sm_90", "-t", "hip:gfx942", "-o", str(out_file)
-    )
-    assert code == ExitCode.OK
+    targets = ["-t", "cuda:sm_90", "-t", "hip:gfx942"]
+    command = [sys.executable, "-m", "irtrace.cli", "record", SMALL_GEMM, *targets, "-o", str(out_file)]
+    quiet = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert quiet.returncode == ExitCode.OK, quiet.stderr
+    assert ROCM_WARNING not in quiet.stderr
+    notes = [line for line in quiet.stderr.splitlines() if "known-harmless" in line]
+    assert len(notes) == 1 and notes[0].startswith("irtrace: note: hid ") and "--debug shows them" in notes[0]
+    assert quiet.stdout.splitlines()[0].split()[:2] == ["kernel", "target"]  # the table comes first
+    out = quiet.stdout
     assert "matmul" in out and "cuda:sm_90" in out and "hip:gfx942" in out
     trace = load_trace(out_file)
 
@@ -204,31 +217,6 @@ def test_source_of_a_failed_run_is_not_in_trace(capsys: pytest.CaptureFixture[st
     assert err.strip() == (
         "irtrace: error: conflicting_layouts on cuda:sm_90 has no kernel source in the trace (status failed)"
     )
-
-
-ROCM_WARNING = "Warning: Unable to detect ROCm version, assuming >= 3.5"
-
-
-def test_record_hides_harmless_native_warnings_unless_debug(tmp_path: Path) -> None:
-    """TVM's C++ logging prints the ROCm line on fd 2 for every hip target made; it is grouped."""
-    out_file = tmp_path / "hip.jsonl"
-    command = [
-        sys.executable,
-        "-m",
-        "irtrace.cli",
-        "record",
-        SMALL_GEMM,
-        "-t",
-        "hip:gfx942",
-        "-o",
-        str(out_file),
-    ]
-    quiet = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    assert quiet.returncode == ExitCode.OK, quiet.stderr
-    assert ROCM_WARNING not in quiet.stderr
-    notes = [line for line in quiet.stderr.splitlines() if "known-harmless" in line]
-    assert len(notes) == 1 and notes[0].startswith("irtrace: note: hid ") and "--debug shows them" in notes[0]
-    assert quiet.stdout.splitlines()[0].split()[:2] == ["kernel", "target"]  # the table comes first
 
 
 @pytest.mark.sweep  # 6 s, a second recording (the filter with debug on is checked in-process below)

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
+from irtrace.cli.main import main
 from irtrace.core.trace import KernelRun, Trace
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.api import Shard, WorkItem, fastest_times
 
-from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM
+from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 
 RMSNORM = f"{EXAMPLES / 'rmsnorm.py'}::rms_norm()"
 SPECS = [SMALL_GEMM, RMSNORM]
@@ -63,10 +64,10 @@ def content(trace: Trace) -> list[tuple[Any, ...]]:
 
 @pytest.fixture(scope="module")
 def unsharded(tmp_path_factory: pytest.TempPathFactory) -> Trace:
-    folder = tmp_path_factory.mktemp("unsharded")
-    done = irtrace("record", *SPECS, *TARGETS, "-q", "-o", "full.jsonl", cwd=folder)
-    assert done.returncode == 0, done.stderr
-    return load_trace(folder / "full.jsonl")
+    """The same specs and targets recorded in this process, one run after the other: the reference
+    every sharded or worker recording must equal (no extra Python start for it)."""
+    path = tmp_path_factory.mktemp("unsharded") / "full.jsonl"
+    return record_to_file(path, SPECS, TARGETS[1::2])
 
 
 @pytest.mark.sweep  # 15 s on 2 cores: with the sweeps (workers against one process stays in make test)
@@ -135,18 +136,18 @@ def test_a_crash_in_a_worker_fails_that_run_only(tmp_path: Path) -> None:
     assert [run.kernel for run in trace.runs] == ["copy", "matmul"]  # in plan order
 
 
+# In process (main): what is checked here is the command's answer, not a process boundary.
 def test_an_empty_shard_still_writes_a_trace_to_merge(tmp_path: Path) -> None:
-    done = irtrace(
-        "record", SMALL_GEMM, "-t", "cuda:sm_90", "-q", "--shard", "1/2", "-o", "empty.jsonl", cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
-    assert load_trace(tmp_path / "empty.jsonl").runs == ()
+    output = tmp_path / "empty.jsonl"
+    code = main(["record", SMALL_GEMM, "-t", "cuda:sm_90", "-q", "--shard", "1/2", "-o", str(output)])
+    assert code == 0
+    assert load_trace(output).runs == ()
 
 
 @pytest.mark.parametrize("value", ["0/2", "3/2", "a/b"])
-def test_bad_shards_are_usage_errors(value: str, tmp_path: Path) -> None:
-    done = irtrace("record", SMALL_GEMM, "--shard", value, "-o", "x.jsonl", cwd=tmp_path)
-    assert done.returncode == 2 and "--shard" in done.stderr
+def test_bad_shards_are_usage_errors(value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["record", SMALL_GEMM, "--shard", value, "-o", str(tmp_path / "x.jsonl")])
+    assert code == 2 and "--shard" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
 
 

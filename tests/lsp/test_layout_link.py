@@ -1,14 +1,12 @@
 """The hover links to a picture of the buffer's layout, drawn by the server from the worker's record,
 and the picture's cells are the layout the trace records for the same kernel (``irtrace record``
-in another process, read back with ``irtrace.core.layout_eval``)."""
+in the test's own process, apart from the server and its worker, read back with
+``irtrace.core.layout_eval``)."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -21,7 +19,7 @@ from pytest_lsp import LanguageClient
 from irtrace.core.layout_eval import forward_index, forward_thread
 from irtrace.core.schema import BufferLayout
 from irtrace.core.trace_reader import load_trace
-from tests.lsp.conftest import EXAMPLES, ROOT, open_fresh, wait_published, whole_file_server
+from tests.lsp.conftest import EXAMPLES, open_fresh, wait_published, whole_file_server
 from tilelang_lsp.pictures import LayoutPictures
 
 client = whole_file_server(trusted=True, extra_targets=[], summary=False, machine_code=False)
@@ -34,18 +32,11 @@ SVG = "{http://www.w3.org/2000/svg}"
 def traced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BufferLayout]:
     """The example GEMM as ``irtrace record`` records it on cuda:sm_90, with the arguments of the
     call the language server analyzes (``matmul()`` on the file's last lines)."""
+    from irtrace.cli.main import main  # in process: this test's Python lowers it, no second start
+
     output = tmp_path_factory.mktemp("traces") / "gemm.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-c", "import sys; from irtrace.cli import main; sys.exit(main())"]
     spec = f"{EXAMPLES / 'gemm.py'}::matmul()"
-    done = subprocess.run(
-        [*command, "record", spec, "-t", "cuda:sm_90", "-o", str(output), "-q"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
+    assert main(["record", spec, "-t", "cuda:sm_90", "-o", str(output), "-q"]) == 0
     (run,) = load_trace(output).runs
     return {layout.buffer: layout for layout in run.layouts[0].layouts}
 

@@ -186,47 +186,19 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def test_a_worker_that_dies_is_replaced_and_its_job_dies_with_it(tmp_path: Path) -> None:
-    """The worker killed mid-job (as the OOM killer would): the call fails, the job's child does
-    not spin on, and the next call starts a new worker."""
-    from tilelang_mcp.protocol import Facts
-    from tilelang_mcp.worker_client import WorkerClient, WorkerError
-
-    async def scenario() -> None:
-        client = WorkerClient(scratch=tmp_path)
-        hang = Facts(spec=str(DATA / "hang.py"), target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB)
-        call = asyncio.create_task(client.job(hang))
-        while client.process is None or not client.ready_info or not _children(client.process.pid):
-            await asyncio.sleep(0.2)  # started, warm, and its child is running the file
-        (job,) = _children(client.process.pid)
-        client.process.kill()
-        with pytest.raises(WorkerError, match="exited"):
-            await call
-        for _ in range(100):
-            if not Path(f"/proc/{job}").exists() or "Z" in Path(f"/proc/{job}/stat").read_text().split()[2]:
-                break
-            await asyncio.sleep(0.1)
-        else:
-            os.kill(job, signal.SIGKILL)  # not left spinning after a failed test
-            raise AssertionError("the job's child outlived its worker")
-        noisy = Facts(
-            spec=f"{DATA / 'noisy.py'}::scale()", target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB
-        )
-        answer = await client.job(noisy)
-        assert answer["kernels"][0]["reached"] and client.restarts == 1
-        await client.stop()
-
-    asyncio.run(scenario())
-
-
-def test_a_cancelled_job_stops_at_once_and_the_worker_stays_warm(tmp_path: Path) -> None:
-    """An agent cancels a job that would run for minutes (a file that never finishes loading):
-    its child is gone within a second or two, nothing is left at the record's output, the worker
-    is the same process (not killed after the client's grace and restarted cold) and answers the
-    next job. The ids and children are read from /proc, not from the worker."""
+def test_a_cancelled_job_stops_at_once_the_worker_stays_warm_and_one_that_dies_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """One worker (one start of TileLang, not two) for both claims. First, an agent cancels a job
+    that would run for minutes (a file that never finishes loading): its child is gone within a
+    second or two, nothing is left at the record's output, the worker is the same process (not
+    killed after the client's grace and restarted cold) and answers the next job. Then the worker
+    is killed mid-job (as the OOM killer would): the call fails, the job's child does not spin on,
+    and the next call starts a new worker. The ids and children are read from /proc, not from the
+    worker."""
     from irtrace.edge.worker_client import CANCEL_GRACE_S
     from tilelang_mcp.protocol import Facts, Record
-    from tilelang_mcp.worker_client import WorkerClient
+    from tilelang_mcp.worker_client import WorkerClient, WorkerError
 
     output = tmp_path / "cancelled.jsonl"
     jobs = [
@@ -239,6 +211,9 @@ def test_a_cancelled_job_stops_at_once_and_the_worker_stays_warm(tmp_path: Path)
             memory_mb=MEMORY_MB,
         ),
     ]
+    noisy = Facts(
+        spec=f"{DATA / 'noisy.py'}::scale()", target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB
+    )
 
     async def scenario() -> None:
         client = WorkerClient(scratch=tmp_path)
@@ -259,12 +234,29 @@ def test_a_cancelled_job_stops_at_once_and_the_worker_stays_warm(tmp_path: Path)
             assert child not in _children(worker) and not Path(f"/proc/{child}").exists()
             assert client.restarts == 0 and client.process.pid == worker
         assert not output.exists()
-        noisy = Facts(
-            spec=f"{DATA / 'noisy.py'}::scale()", target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB
-        )
         answer = await client.job(noisy)
         assert answer["kernels"][0]["reached"]
         assert client.restarts == 0 and client.process is not None and client.process.pid == worker
+
+        # the worker dies mid-job
+        hang = Facts(spec=str(DATA / "hang.py"), target="cuda:sm_90", timeout_s=120, memory_mb=MEMORY_MB)
+        call = asyncio.create_task(client.job(hang))
+        while client.process is None or not client.ready_info or not _children(client.process.pid):
+            await asyncio.sleep(0.2)  # its child is running the file
+        (job,) = _children(client.process.pid)
+        client.process.kill()
+        with pytest.raises(WorkerError, match="exited"):
+            await call
+        for _ in range(100):
+            if not Path(f"/proc/{job}").exists() or "Z" in Path(f"/proc/{job}/stat").read_text().split()[2]:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            os.kill(job, signal.SIGKILL)  # not left spinning after a failed test
+            raise AssertionError("the job's child outlived its worker")
+        answer = await client.job(noisy)
+        assert answer["kernels"][0]["reached"] and client.restarts == 1
+        assert client.process is not None and client.process.pid != worker
         await client.stop()
 
     asyncio.run(scenario())

@@ -95,10 +95,14 @@ def test_merge_into_its_input_on_a_full_disk_keeps_it(tmp_path: Path, copy_trace
     assert not (tmp_path / "a.jsonl.partial").exists()
 
 
-def test_second_writer_of_one_output_fails_and_the_first_is_not_garbled(tmp_path: Path) -> None:
-    output = tmp_path / "shared.jsonl"
-    partial = tmp_path / "shared.jsonl.partial"
-    log = tmp_path / "first.log"
+def test_second_writer_fails_then_the_killed_first_leaves_a_partial_file_and_says_so(tmp_path: Path) -> None:
+    """One hanging recording serves both claims (one start of irtrace, not two): a second writer
+    of the same output fails without garbling it, and SIGTERM leaves the run begun so far in the
+    partial file, says so, and keeps the older trace; the next recording replaces the partial."""
+    output = tmp_path / "t.jsonl"
+    output.write_text("an older trace\n")
+    partial = tmp_path / "t.jsonl.partial"
+    log = tmp_path / "record.log"
     first = start_tool("irtrace", "record", COPY, "-o", str(output), log=log, misbehave="hang:LowerTileOp")
     try:
         wait_for(lambda: holds(partial, '"name":"tl.LowerTileOp"'), "the first writer to reach its hang")
@@ -110,30 +114,15 @@ def test_second_writer_of_one_output_fails_and_the_first_is_not_garbled(tmp_path
     finally:
         first.kill()
         first.wait()
-    assert not output.exists()  # the first writer never finished, so nothing replaced the output
+    err = log.read_text()
+    assert f"terminated; the 1 run(s) begun so far are in {partial} (cut short)" in err
+    # the first writer never finished, so nothing replaced the output
+    assert output.read_text() == "an older trace\n"
     trace = load_trace(partial)
+    assert trace.truncated
     (run,) = trace.runs
     assert run.status == STATUS_INCOMPLETE and run.running == "tl.LowerTileOp"
     assert [p.index for p in run.passes] == list(range(LOWER_TILE_OP_INDEX + 1))  # the last one unfinished
-
-
-def test_a_killed_recording_leaves_a_partial_file_and_says_so(tmp_path: Path) -> None:
-    output = tmp_path / "t.jsonl"
-    output.write_text("an older trace\n")
-    log = tmp_path / "record.log"
-    process = start_tool("irtrace", "record", COPY, "-o", str(output), log=log, misbehave="hang:LowerTileOp")
-    partial = tmp_path / "t.jsonl.partial"
-    try:
-        wait_for(lambda: holds(partial, '"name":"tl.LowerTileOp"'), "the hang")
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(60) == ExitCode.TERMINATED
-    finally:
-        process.kill()
-        process.wait()
-    err = log.read_text()
-    assert f"terminated; the 1 run(s) begun so far are in {partial} (cut short)" in err
-    assert output.read_text() == "an older trace\n"
-    assert load_trace(partial).truncated
     # The next recording notes that it replaces the stale partial file.
     done = run_tool("irtrace", "record", COPY, "-o", str(output))
     assert done.returncode == ExitCode.OK, done.stderr
