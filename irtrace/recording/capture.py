@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from irtrace.core import interrupts
+from irtrace.recording import frontend_lines
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
 from irtrace.core.specs import KernelSpec
 from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target, tvm_target_name
@@ -381,6 +382,7 @@ def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
     global _CAPTURE
     from tilelang.instrumentation import register_pass_instrumentation_tool
 
+    frontend_lines.install()
     session = CaptureSession(TraceWriter())
     capture = ProcessCapture(folder, session, owner_pid)
     capture.start_child()
@@ -492,6 +494,7 @@ def run_script(
     )
 
     fallback = auto_target or get_target(GPU_SCRIPT_TARGET)
+    frontend_lines.install()
     session = CaptureSession(writer)
     capture = ProcessCapture(_parts_folder(writer), session, os.getpid())
     saved_argv, saved_path = sys.argv[:], sys.path[:]
