@@ -214,6 +214,13 @@ def test_the_renderings_name_the_same_lines(
     gemm_line = next(n for n in TILE_LINES if "T.gemm(" in GEMM.read_text().splitlines()[n - 1])
     assert f"python gemm.py:{gemm_line}  T.gemm(A_shared, B_shared, C_local, transpose_B=True)" in terminal
     assert "--source-map" not in terminal
+    # a hunk with no kernel line says so for itself only: never a bare verdict under the header
+    headings = [line for line in terminal.splitlines() if line.startswith("python")]
+    assert "python: none (" not in terminal
+    for number, numbers in enumerate(lines, start=1):
+        if not numbers:
+            assert f"python: none in hunk {number} of {len(lines)} (" in terminal
+    assert len(headings) >= len(lines)
     page_path = Path(trace.path).with_suffix(".html")
     run_passdiff(capsys, *argv, "-f", "html", "-o", str(page_path))
     page = page_path.read_text()
