@@ -38,7 +38,7 @@ from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
 from irtrace.recording.launches import observe_launches, write_launches
-from irtrace.recording.loader import CapturedKernel, KernelCall
+from irtrace.recording.loader import CapturedKernel, KernelCall, source_as_imported
 from irtrace.recording.recorder import (
     CaptureOptions,
     LoweringOptions,
@@ -90,6 +90,20 @@ captured runs store source maps."""
 def source_maps_requested() -> bool:
     """Whether this process's captures store source maps (``IRTRACE_SOURCE_MAP=1``)."""
     return os.environ.get(SOURCE_MAP_ENV) == "1"
+
+
+def kernel_file_of(mod: Any) -> str | None:
+    """The text of the file the module's first function was written in (from the span TileLang's
+    frontend set on it, read as the frontend read it), so that a captured run's report and views
+    can show the author's lines as a recorded one's do; ``None`` when there is none."""
+    from tilelang.ir import get_prim_func_span
+
+    for _, func in mod.functions.items():
+        span = get_prim_func_span(func) if hasattr(func, "body") else None
+        if span is not None:
+            file = Path(str(span.source_name.name))
+            return source_as_imported(file) if file.is_absolute() and file.is_file() else None
+    return None
 
 
 class CaptureSession:
@@ -146,6 +160,7 @@ class CaptureRecorder(PassRecorder):
             str(target) if target is not None else "",
             self.configs,
             instance=instance,
+            kernel_file_text=kernel_file_of(mod),
         )
         self.session.captured.append(captured)
         self.session.kernels[run.run_id] = captured
