@@ -56,13 +56,16 @@ def add_line_option(ir: argparse.ArgumentParser) -> None:
     ir.add_argument("--json", action="store_true", help="with --line: the irtrace-line/1 JSON document")
 
 
-def add_source_map_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--source-map`` to ``irtrace record`` and ``irtrace run``."""
+def add_source_map_option(parser: argparse.ArgumentParser, default: bool = False) -> None:
+    """Add ``--source-map`` to ``irtrace record`` (off by default) and ``irtrace run`` (on by
+    default, ``--no-source-map`` to leave the maps out)."""
     parser.add_argument(
         "--source-map",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=default,
         help="store with each module which of its IR lines come from which Python line (srcmap "
-        "records, for ir --line and spans); each module is printed twice, about 1.3x the tracing time",
+        "records, for ir --line and spans); each module is printed twice, about 1.3x the tracing time"
+        + (" (default: on)" if default else " (default: off)"),
     )
 
 

@@ -210,7 +210,8 @@ def require_maps(run: KernelRun) -> None:
     if not run.source_maps:
         raise NotInTraceError(
             f"{run.kernel} on {run.target} has no source maps in the trace: record it again with "
-            "--source-map (irtrace record or run; IRTRACE_SOURCE_MAP=1 beside IRTRACE=)"
+            "--source-map (irtrace record; irtrace run and IRTRACE= captures store them unless "
+            "--no-source-map or IRTRACE_SOURCE_MAP=0)"
         )
 
 

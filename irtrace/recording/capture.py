@@ -83,13 +83,13 @@ def captured_kernel_name(function_names: Sequence[str], call: JitCall | None) ->
 
 
 SOURCE_MAP_ENV = "IRTRACE_SOURCE_MAP"
-"""Set to ``1`` (``irtrace run --source-map`` sets it for the script and every process it starts),
-captured runs store source maps."""
+"""Captured runs store source maps unless this is ``0`` (``irtrace run --no-source-map`` sets it
+for the script and every process it starts): a capture is where people click a line."""
 
 
 def source_maps_requested() -> bool:
-    """Whether this process's captures store source maps (``IRTRACE_SOURCE_MAP=1``)."""
-    return os.environ.get(SOURCE_MAP_ENV) == "1"
+    """Whether this process's captures store source maps (on unless ``IRTRACE_SOURCE_MAP=0``)."""
+    return os.environ.get(SOURCE_MAP_ENV, "1").strip() != "0"
 
 
 def kernel_file_of(mod: Any) -> str | None:
