@@ -1,0 +1,117 @@
+"""The lines the author wrote, followed through the passes: checked against the kernel's file read
+with Python's ``ast`` (tests/source_lines_oracle.py; ORACLES.md, "Source maps"), not against the
+lines TileLang happened to span. The reductions are the case in point: ``T.reduce_*`` is a macro
+whose statements TileLang spans with lines of its own ``reduce_op.py``; the frontend hook
+(``irtrace.recording.frontend_lines``) gives them the kernel's calling line.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from irtrace.core.trace_reader import load_trace
+from tests.conftest import DATA, EXAMPLES
+from tests.source_lines_oracle import author_lines, mentions, run_coverage
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = {
+    "row_reduce": (DATA / "row_reduce.py", "row_reduce()"),
+    "gemm": (EXAMPLES / "gemm.py", "matmul(256, 256, 256)"),
+    "flash_attention": (EXAMPLES / "flash_attention.py", "flash_attention_fwd()"),
+}
+
+
+def reduction_lines(path: Path) -> set[int]:
+    """Lines calling ``T.reduce_*``, read with ``ast``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("reduce_")
+    }
+
+
+def call_lines(path: Path) -> set[int]:
+    """The oracle's call statements that are not allocations (those print as buffer declarations,
+    which carry no statement span)."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    return {line for line in author_lines("\n".join(text)) if text[line - 1].strip().startswith("T.")}
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("author-lines")
+    found = {}
+    for name, (path, call) in KERNELS.items():
+        output = folder / f"{name}.jsonl"
+        command = [sys.executable, "-m", "irtrace.cli", "record", f"{path}::{call}", "-t", "cuda:sm_90a"]
+        subprocess.run([*command, "--source-map", "-o", str(output)], check=True, cwd=ROOT, capture_output=True)
+        found[name] = output
+    return found
+
+
+def test_macro_statements_carry_the_calling_line_and_keep_the_library_frame() -> None:
+    """Built in this process: the statements of each ``T.reduce_*`` line carry that line of the
+    kernel's file, and their inner frame is a line of TileLang's own package."""
+    import tilelang
+    import tvm
+
+    from irtrace.recording import frontend_lines
+    from irtrace.recording.loader import load_kernel_module
+    from irtrace.recording.spans import statement_spans
+
+    assert frontend_lines.install()
+    path = DATA / "row_reduce.py"
+    module = load_kernel_module(path).module
+    func = module.row_reduce()
+    from tilelang.ir import get_stmt_span
+
+    package = str(Path(tilelang.__file__).resolve().parent)
+    seen: dict[int, set[str]] = {}
+    for stmt, file, line in statement_spans(tvm.IRModule({"main": func})):
+        assert file is None or "site-packages/tilelang" not in file, (file, line)
+        if file is not None and line in reduction_lines(path):
+            span = get_stmt_span(stmt)
+            inner = frontend_lines.inner_frame(int(span.column))
+            assert inner is not None and str(Path(inner[0]).resolve()).startswith(package), inner
+            seen.setdefault(line, set()).add(inner[0])
+    assert set(seen) == reduction_lines(path) and len(seen) == 2
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_every_tile_call_line_is_mapped_at_the_first_pass(traces: dict[str, Path], name: str) -> None:
+    path = KERNELS[name][0]
+    trace = load_trace(traces[name])
+    (run,) = trace.runs
+    found = run_coverage(trace, run, path.read_text(encoding="utf-8"))
+    assert not set(found.missing["first"]) & call_lines(path), found.describe()
+    assert not [line for stage, line in found.wrong_lines if stage == "first"], found.describe()
+
+
+@pytest.mark.parametrize("name", ["row_reduce", "flash_attention"])
+def test_reductions_reach_lower_tile_op_and_the_source_naming_their_buffers(
+    traces: dict[str, Path], name: str
+) -> None:
+    path = KERNELS[name][0]
+    source = path.read_text(encoding="utf-8")
+    trace = load_trace(traces[name])
+    (run,) = trace.runs
+    found = run_coverage(trace, run, source)
+    wanted = author_lines(source)
+    for line in reduction_lines(path):
+        assert line not in found.missing["lower_tile_op"], found.describe()
+        assert line not in found.missing["source"], found.describe()
+        assert (("lower_tile_op", line)) not in found.wrong_lines
+        assert wanted[line], f"line {line} uses no buffer by the oracle"
+
+
+def test_the_buffer_oracle_reads_names_as_tilelang_renames_them() -> None:
+    assert mentions("row_sum_1[i] = 0", {"row_sum"})
+    assert not mentions("row_sum_x[i] = 0", {"row_sum"}) and not mentions("T.row_sum", {"row_sum"})
