@@ -61,7 +61,18 @@ def spec_of(path: Path, call: str | None) -> str:
 
 def record(spec: str, target: str, output: Path, timeout: float) -> str | None:
     """Record ``spec`` on ``target`` with source maps; the error line when it fails."""
-    command = [sys.executable, "-m", "irtrace.cli", "record", spec, "-t", target, "--source-map", "-o", str(output)]
+    command = [
+        sys.executable,
+        "-m",
+        "irtrace.cli",
+        "record",
+        spec,
+        "-t",
+        target,
+        "--source-map",
+        "-o",
+        str(output),
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -107,8 +118,8 @@ def main() -> int:
                     print(f"{path.name} {target}: {found.describe()}")
     print(
         f"RESULT lines={total.lines} at_first_pass={total.percent(total.at_first_pass)} "
-        f"at_lower_tile_op={total.percent(total.at_lower_tile_op)} in_source={total.percent(total.in_source)} "
-        f"wrong={total.wrong}"
+        f"at_lower_tile_op={total.percent(total.at_lower_tile_op)} "
+        f"in_source={total.percent(total.in_source)} wrong={total.wrong}"
     )
     return 0
 

@@ -327,7 +327,10 @@ HunkLine = tuple[str, DiffLine, list[tuple[str, str]] | None]
 def no_kernel_line(number: int, total: int) -> str:
     """The heading of a hunk none of whose changed lines carries a kernel line: it names the hunk,
     so that under the pass header it does not read as a verdict on the whole diff."""
-    return f"python: none in hunk {number} of {total} (no changed line of this hunk carries a span of the kernel's file)"
+    return (
+        f"python: none in hunk {number} of {total} "
+        "(no changed line of this hunk carries a span of the kernel's file)"
+    )
 
 
 def hunk_lines(
@@ -522,7 +525,9 @@ def html_table(
                 [row.new_no for row in changed if row.new_no is not None],
             )
             described = origins.described(hunk)
-            heading = "python " + "; ".join(described) if described else no_kernel_line(number + 1, len(blocks))
+            heading = (
+                "python " + "; ".join(described) if described else no_kernel_line(number + 1, len(blocks))
+            )
             rows.append(f'<tr class="py"><td colspan="4">{_e(heading)}</td></tr>')
         for row in block:
             old_text, new_text = _e(row.old_text), _e(row.new_text)

@@ -71,7 +71,7 @@ def author_lines(source: str, function: str | None = None) -> dict[int, set[str]
             continue
         for statement in scope.body:
             for node in ast.walk(statement):
-                if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) or isinstance(
+                if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)) or isinstance(
                     node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For
                 ):
                     lines[node.lineno] = _header_names(node) & buffers  # type: ignore[attr-defined]
@@ -114,7 +114,9 @@ class StageCoverage:
         ).strip()
 
 
-def _mapped(trace: Trace, source_map: SourceMapRecord | None, files: set[str], text: str | None) -> dict[int, list[str]]:
+def _mapped(
+    trace: Trace, source_map: SourceMapRecord | None, files: set[str], text: str | None
+) -> dict[int, list[str]]:
     """Python line -> the texts of the IR lines the map names for it."""
     if source_map is None or text is None:
         return {}
@@ -140,7 +142,9 @@ def run_coverage(trace: Trace, run: KernelRun, source: str, function: str | None
     kernel_source = next((m for m in run.source_maps if m.by == "line_directives"), None)
     stages = {
         "first": _mapped(trace, first.source_map, files, trace.text(first.record.ir_after)) if first else {},
-        "lower_tile_op": _mapped(trace, lower.source_map, files, trace.text(lower.record.ir_after)) if lower else {},
+        "lower_tile_op": _mapped(trace, lower.source_map, files, trace.text(lower.record.ir_after))
+        if lower
+        else {},
         "source": _mapped(trace, kernel_source, files, trace.text(kernel_source.ir)) if kernel_source else {},
     }
     found = StageCoverage(lines=len(wanted))

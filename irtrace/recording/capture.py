@@ -28,13 +28,13 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from irtrace.core import interrupts
-from irtrace.recording import frontend_lines
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
 from irtrace.core.specs import KernelSpec
 from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target, tvm_target_name
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording import frontend_lines
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
 from irtrace.recording.launches import observe_launches, write_launches

@@ -87,6 +87,7 @@ def install() -> bool:
             os.path.join(os.path.dirname(os.path.abspath(package.__file__ or "")), "")
             for package in (tilelang, tvm)
         )
+
         def set_fileline(self: Any, filename: str, lineno: int, name: str) -> None:
             original_set(self, filename, lineno, name)
             notes: dict[tuple[str, int], tuple[str, int]] | None = getattr(self, _NOTES, None)

@@ -52,7 +52,9 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, (path, call) in KERNELS.items():
         output = folder / f"{name}.jsonl"
         command = [sys.executable, "-m", "irtrace.cli", "record", f"{path}::{call}", "-t", "cuda:sm_90a"]
-        subprocess.run([*command, "--source-map", "-o", str(output)], check=True, cwd=ROOT, capture_output=True)
+        subprocess.run(
+            [*command, "--source-map", "-o", str(output)], check=True, cwd=ROOT, capture_output=True
+        )
         found[name] = output
     return found
 
