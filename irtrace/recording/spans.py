@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -32,6 +33,26 @@ class ModuleSpans:
     """statements in the module (statement sequences left out)"""
     with_span: int
     """of those, how many carry a span"""
+    facts: tuple[StatementFacts, ...] = ()
+    """what carrying a span over a pass needs of each statement (``carry_spans``); empty when
+    the lines could not be placed"""
+
+
+@dataclass(frozen=True)
+class StatementFacts:
+    """One statement as ``carry_spans`` matches it across a pass: read with its module's text."""
+
+    ir_line: int | None
+    """where the plain print prints it (``None``: no line of its own)"""
+    span: tuple[str, int] | None
+    """its own span's file and line"""
+    is_key: tuple[tuple[str, int], ...]
+    """what it is, as a statement after a pass: ``("equal", hash)`` of itself, and for a TMA copy
+    ``("copy", hash of its source region)``"""
+    was_keys: tuple[tuple[str, int], ...]
+    """what it may have become if a pass dropped it: itself, a block's body (``tl.LowerOpaqueBlock``
+    replaces a block by its body), a copy's source region (``tl.ProducerConsumerWarpSpecialized``
+    turns ``T.copy`` into ``T.tma_copy`` of the same source)"""
 
 
 _SEQUENCE = "tirx.SeqStmt"
@@ -83,21 +104,31 @@ def statement_spans(mod: Any) -> list[tuple[Any, str | None, int | None]]:
     return found
 
 
-def module_spans(mod: Any, text: str) -> ModuleSpans:
+def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
     """The spans of ``mod``'s statements on the lines of ``text`` (its plain print); no lines when
-    the annotated print cannot be matched line by line with ``text``."""
+    the annotated print cannot be matched line by line with ``text``. With ``carry``, every
+    statement is placed and its ``StatementFacts`` kept, so that ``carry_spans`` can follow a span
+    a later pass drops."""
     found = statement_spans(mod)
     files: dict[str, int] = {}
     marks: dict[Any, str] = {}
     places: list[tuple[int, int]] = []
+    marked: list[int] = []
+    """the index in ``found`` of each mark's statement"""
     nonce = f"irtrace-{secrets.token_hex(6)}:"
-    for stmt, file, line in found:
+    for number, (stmt, file, line) in enumerate(found):
         if file is None or line is None:
             continue
         index = files.setdefault(file, len(files))
-        marks[stmt] = f"{nonce}{len(places)}"
+        marks[stmt] = f"{nonce}{len(marked)}"
+        marked.append(number)
         places.append((index, line))
     statements, with_span = len(found), len(places)
+    if carry:
+        for number, (stmt, file, _) in enumerate(found):
+            if file is None and stmt not in marks:
+                marks[stmt] = f"{nonce}{len(marked)}"
+                marked.append(number)
     if not marks:
         return ModuleSpans(files=(), lines=(), statements=statements, with_span=0)
     annotated = str(mod.script(obj_to_annotate=marks))
@@ -105,7 +136,19 @@ def module_spans(mod: Any, text: str) -> ModuleSpans:
     if numbered is None:
         return ModuleSpans(files=tuple(files), lines=None, statements=statements, with_span=with_span)
     lines = sorted({(ir_line, *places[mark]) for ir_line, mark in numbered if mark < len(places)})
-    return ModuleSpans(files=tuple(files), lines=tuple(lines), statements=statements, with_span=with_span)
+    facts: tuple[StatementFacts, ...] = ()
+    if carry:
+        first_line: dict[int, int] = {}
+        for ir_line, mark in numbered:
+            if mark < len(marked):
+                first_line.setdefault(marked[mark], ir_line)
+        facts = tuple(
+            statement_facts(stmt, first_line.get(number), (file, line) if file is not None and line else None)
+            for number, (stmt, file, line) in enumerate(found)
+        )
+    return ModuleSpans(
+        files=tuple(files), lines=tuple(lines), statements=statements, with_span=with_span, facts=facts
+    )
 
 
 _SCOPE = re.compile(r"with (?P<expr>.+?)(?: as (?P<var>[^:=]+))?:")
@@ -253,3 +296,98 @@ def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> Mod
         return ModuleSpans(files=(), lines=None, statements=statements, with_span=with_span)
     files, lines = placed
     return ModuleSpans(files=files, lines=tuple(lines), statements=statements, with_span=with_span)
+
+
+# ----------------------------------------------------------------------------- carrying spans over
+
+_SEQUENCE_CLASS = "SeqStmt"
+_COPY_OPS = {"tl.tileop.copy": "copy", "tl.tileop.tma_copy": "tma_copy"}
+
+
+def _hash(node: Any, map_free_vars: bool = False) -> int:
+    """TVM's structural hash (spans do not enter it); free variables by identity unless mapped."""
+    import tvm
+
+    return int(tvm.ir.structural_hash(node, map_free_vars=map_free_vars))
+
+
+def _copy_source(stmt: Any) -> tuple[str, int] | None:
+    """``("copy" | "tma_copy", key)`` for a statement evaluating a ``T.copy`` or ``T.tma_copy``:
+    the key is the source region's structure with the identity of the buffer it reads (the same
+    buffer object, not only one of the same shape)."""
+    value = getattr(stmt, "value", None)
+    name = _COPY_OPS.get(str(getattr(getattr(value, "op", None), "name", "")))
+    args = getattr(value, "args", None)
+    if name is None or not args:
+        return None
+    region = args[0]
+    load = getattr(region, "args", [None])[0] if getattr(region, "args", None) else None
+    buffer = getattr(load, "buffer", None)
+    if buffer is None:
+        return None
+    # the loop variable may be a new one (the warp-specialized loops are new loops): mapped
+    return name, hash((_hash(region, map_free_vars=True), buffer.__chandle__()))
+
+
+def statement_facts(stmt: Any, ir_line: int | None, span: tuple[str, int] | None) -> StatementFacts:
+    """What ``carry_spans`` needs of one statement: structural hashes, which spans do not enter,
+    with free variables (buffers, enclosing loops and threads) by identity."""
+    kind = type(stmt).__name__
+    own = ("equal", _hash(stmt))
+    copy = _copy_source(stmt)
+    if span is None:
+        is_key = [own]
+        if copy is not None and copy[0] == "tma_copy":
+            is_key.append(("copy", copy[1]))
+        body = getattr(stmt, "body", None)
+        if body is not None and type(body).__name__ == _SEQUENCE_CLASS:
+            is_key.append(("body", _hash(body)))
+        return StatementFacts(ir_line=ir_line, span=span, is_key=tuple(is_key), was_keys=())
+    was = [own]
+    if copy is not None and copy[0] == "copy":
+        was.append(("copy", copy[1]))
+    block = stmt.block if kind == "SBlockRealize" else stmt if kind == "SBlock" else None
+    body = getattr(block, "body", None)
+    if body is not None:
+        was.append(("body", _hash(body)) if type(body).__name__ == _SEQUENCE_CLASS else ("equal", _hash(body)))
+    return StatementFacts(ir_line=ir_line, span=span, is_key=(), was_keys=tuple(was))
+
+
+CarrySource = tuple[tuple[str, int], tuple[tuple[str, int], ...]]
+"""A statement of the module before a pass that had a line: ``(file, line)`` and its ``was_keys``."""
+
+
+def carry_spans(
+    before: Sequence[CarrySource], after: Sequence[StatementFacts]
+) -> tuple[list[tuple[int, str, int]], list[CarrySource]]:
+    """The lines a pass dropped that are provably carried by statements of its output: a line no
+    statement of ``after`` carries any more, whose statement before the pass is, by one of the
+    keys of ``StatementFacts``, the one and only statement of ``after`` without a span having that
+    key, and no other statement before the pass has that key. Gives ``[(ir_line, file, line)]``
+    of the carried statements and what the next pass is matched against (spanned and carried)."""
+    present = {fact.span for fact in after if fact.span is not None}
+    offered: dict[tuple[str, int], set[tuple[str, int] | None]] = {}
+    for span, keys in before:
+        for key in keys:
+            offered.setdefault(key, set()).add(span if span not in present else None)
+    targets: dict[tuple[str, int], list[int]] = {}
+    for number, fact in enumerate(after):
+        if fact.span is None:
+            for key in fact.is_key:
+                targets.setdefault(key, []).append(number)
+    chosen: dict[int, set[tuple[str, int]]] = {}
+    for key, spans in offered.items():
+        found = targets.get(key, [])
+        if len(spans) == 1 and None not in spans and len(found) == 1:
+            chosen.setdefault(found[0], set()).update(s for s in spans if s is not None)
+    carried: list[tuple[int, str, int]] = []
+    following: list[CarrySource] = [(fact.span, fact.was_keys) for fact in after if fact.span is not None]
+    for number, spans in sorted(chosen.items()):
+        if len(spans) != 1:
+            continue  # two lines claim one statement: neither is proven
+        (span,) = spans
+        fact = after[number]
+        following.append((span, tuple(key for key in fact.is_key if key[0] != "body")))
+        if fact.ir_line is not None:
+            carried.append((fact.ir_line, *span))
+    return carried, following
