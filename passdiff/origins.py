@@ -146,7 +146,9 @@ def _text_origins(
     source = tuple(source_text.splitlines()) if source_text is not None else None
     text, count = trace.text(sha), None if source is None else len(source)
     lines = origins_by_ir_line(source_map, files, text, count)
-    spanned = origins_by_ir_line(source_map, files, text, count, carried=False) if source_map.carried else lines
+    spanned = (
+        origins_by_ir_line(source_map, files, text, count, carried=False) if source_map.carried else lines
+    )
     return TextOrigins(_display_name(files), lines, source, spanned)
 
 

@@ -171,9 +171,9 @@
         if (entry[4]) { var link = el("a", "", name); link.href = "#" + entry[4]; head.appendChild(link); }
         else head.textContent = name;
         part.appendChild(head);
-        var pre = el("pre"), shown = text(entry[5]);
+        var pre = el("pre"), shown = text(entry[5]), carried = new Set(entry[7] || []);
         entry[6].forEach(function (n) {
-          var span = el("span", "pyhit", String(n).padStart(5) + "  " + (shown[n - 1] === undefined ? "" : shown[n - 1]));
+          var span = el("span", carried.has(n) ? "pyhit carried" : "pyhit", String(n).padStart(5) + "  " + (shown[n - 1] === undefined ? "" : shown[n - 1]));
           span.dataset.ir = n;
           pre.appendChild(span);
         });

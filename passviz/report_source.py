@@ -37,6 +37,7 @@ STYLE = """
 .pythrough h4 { font-size: 12px; margin: .6em 0 .2em; font-weight: 600; }
 .pythrough pre span { display: block; }
 .pyhit, .diffbody td.t.pyhit { background: #ffe08a !important; }
+.pythrough .carried::after { content: "  (carried)"; color: #8a6d00; }
 """
 
 
@@ -53,7 +54,10 @@ class RunSourceMaps:
     """``id`` of a ``SourceMapRecord`` -> its number in ``maps``"""
     through: dict[int, list[list[Any]]] = field(default_factory=dict)
     """Python line -> ``[first index, last index, first label, last label, anchor, text number,
-    IR lines]`` per run of passes after which it printed the same lines"""
+    IR lines, carried IR lines]`` per run of passes after which it printed the same lines"""
+    carried: list[dict[int, list[int]]] = field(default_factory=list)
+    """per map in ``maps``: Python line -> those of its IR lines carried over a pass that dropped
+    the span (docs/source-maps.md)"""
 
 
 class SourceLines:
@@ -69,23 +73,29 @@ class SourceLines:
         self._files = files
         self._maps = RunMaps(run) if self.enabled else None
         self.data = RunSourceMaps()
-        self._by_content: dict[tuple[tuple[int, tuple[int, ...]], ...], int] = {}
+        self._by_content: dict[tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...], int] = {}
 
     def _number(self, source_map: SourceMapRecord | None, sha: str | None) -> int | None:
         if source_map is None or sha is None or not source_map.placed or self.source is None:
             return None
         found = self.data.numbers.get(id(source_map))
         if found is None:
-            by_ir = origins_by_ir_line(source_map, self._files, self.trace.text(sha), len(self.source))
+            text = self.trace.text(sha)
+            by_ir = origins_by_ir_line(source_map, self._files, text, len(self.source))
+            spanned = origins_by_ir_line(source_map, self._files, text, len(self.source), carried=False)
             by_py: dict[int, list[int]] = {}
+            carried: dict[int, list[int]] = {}
             for ir, lines in sorted(by_ir.items()):
                 for py in lines:
                     by_py.setdefault(py, []).append(ir)
-            key = tuple((py, tuple(irs)) for py, irs in sorted(by_py.items()))
+                    if py not in spanned.get(ir, ()):
+                        carried.setdefault(py, []).append(ir)
+            key = tuple((py, tuple(irs), tuple(carried.get(py, ()))) for py, irs in sorted(by_py.items()))
             found = self._by_content.get(key)
             if found is None:
                 found = self._by_content[key] = len(self.data.maps)
                 self.data.maps.append(by_py)
+                self.data.carried.append(carried)
             self.data.numbers[id(source_map)] = found
         return found
 
@@ -140,8 +150,9 @@ class SourceLines:
             f"<code>{_e(shown.name)}</code> for the IR lines it became after every "
             "pass (highlighted here and in the diffs below)</summary>"
             "<p>Exact, from the spans TileLang set on the statements (the trace's source maps): an IR "
-            "line is listed when a statement it prints carries the Python line. Lines no statement "
-            "carries are not clickable.</p>"
+            "line is listed when a statement it prints carries the Python line, or (marked carried) "
+            "is provably the statement that carried it before a pass dropped its span. Lines no "
+            "statement carries are not clickable.</p>"
             f"<div class='pysrc' data-run='{run_id}'><pre class='pysource'>{newline.join(rows)}</pre>"
             "<div class='pythrough'><p class='unchanged'>Choose a line.</p></div></div>"
             f"<script type='application/json' class='pymap' data-run='{run_id}'>{data}</script>"
@@ -163,6 +174,7 @@ class SourceLines:
         for index, label, link, sha, source_map in items:
             number = self._number(source_map, sha if source_map is not None else None)
             by_py = self.data.maps[number] if number is not None else {}
+            carried = self.data.carried[number] if number is not None else {}
             for py, irs in by_py.items():
                 entries = self.data.through.setdefault(py, [])
                 previous = last_seen.get(py)
@@ -170,7 +182,16 @@ class SourceLines:
                     entries[-1][1], entries[-1][3] = index, label
                     continue
                 entries.append(
-                    [index, index, label, label, link, self._store_text(self.trace.text(sha)), irs]
+                    [
+                        index,
+                        index,
+                        label,
+                        label,
+                        link,
+                        self._store_text(self.trace.text(sha)),
+                        irs,
+                        carried.get(py, []),
+                    ]
                 )
                 last_seen[py] = (sha, irs)
             for py in set(last_seen) - set(by_py):

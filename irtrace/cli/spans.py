@@ -150,9 +150,10 @@ def cmd_spans(args: argparse.Namespace) -> ExitCode:
                 "| --- | --- | --- | --- | --- | --- | --- |"
             )
             for row in rows:
+                carried, lost = _lines(carry.carried(row)), _lines(carry.lost(row))
                 echo(
                     f"| {row.item.record.index} | {_md(row.item.label)} | {row.statements} | {row.with_span} "
-                    f"| {_lines(row.kernel_lines)} | {_lines(carry.carried(row))} | {_lines(carry.lost(row))} |"
+                    f"| {_lines(row.kernel_lines)} | {carried} | {lost} |"
                 )
             echo("")
     else:

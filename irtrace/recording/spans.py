@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -349,7 +349,9 @@ def statement_facts(stmt: Any, ir_line: int | None, span: tuple[str, int] | None
     block = stmt.block if kind == "SBlockRealize" else stmt if kind == "SBlock" else None
     body = getattr(block, "body", None)
     if body is not None:
-        was.append(("body", _hash(body)) if type(body).__name__ == _SEQUENCE_CLASS else ("equal", _hash(body)))
+        was.append(
+            ("body", _hash(body)) if type(body).__name__ == _SEQUENCE_CLASS else ("equal", _hash(body))
+        )
     return StatementFacts(ir_line=ir_line, span=span, is_key=(), was_keys=tuple(was))
 
 
@@ -381,13 +383,13 @@ def carry_spans(
         if len(spans) == 1 and None not in spans and len(found) == 1:
             chosen.setdefault(found[0], set()).update(s for s in spans if s is not None)
     carried: list[tuple[int, str, int]] = []
-    following: list[CarrySource] = [(fact.span, fact.was_keys) for fact in after if fact.span is not None]
-    for number, spans in sorted(chosen.items()):
-        if len(spans) != 1:
+    following: list[CarrySource] = [(f.span, f.was_keys) for f in after if f.span is not None]
+    for number, claims in sorted(chosen.items()):
+        if len(claims) != 1:
             continue  # two lines claim one statement: neither is proven
-        (span,) = spans
+        (line,) = claims
         fact = after[number]
-        following.append((span, tuple(key for key in fact.is_key if key[0] != "body")))
+        following.append((line, tuple(key for key in fact.is_key if key[0] != "body")))
         if fact.ir_line is not None:
-            carried.append((fact.ir_line, *span))
+            carried.append((fact.ir_line, *line))
     return carried, following
