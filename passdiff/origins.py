@@ -58,8 +58,14 @@ class HunkOrigin:
 
     old: tuple[int, ...] | None
     new: tuple[int, ...] | None
-    carried: tuple[int, ...] = ()
-    """of those, the lines that reach the hunk only through statements carried over a pass"""
+    old_carried: tuple[int, ...] = ()
+    """of ``old``, the lines that reach the hunk only through statements carried over a pass"""
+    new_carried: tuple[int, ...] = ()
+    """of ``new``, likewise"""
+
+    @property
+    def carried(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.old_carried) | set(self.new_carried)))
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,9 @@ class DiffOrigins:
         old_lines, new_lines = list(old_lines), list(new_lines)
         old = None if self.before is None else self.before.of(old_lines)
         new = None if self.after is None else self.after.of(new_lines)
-        carried = set(self.before.carried_of(old_lines) if self.before is not None else ())
-        carried |= set(self.after.carried_of(new_lines) if self.after is not None else ())
-        return HunkOrigin(old, new, tuple(sorted(carried)))
+        old_carried = self.before.carried_of(old_lines) if self.before is not None else ()
+        new_carried = self.after.carried_of(new_lines) if self.after is not None else ()
+        return HunkOrigin(old, new, old_carried, new_carried)
 
     def of_opcodes(self, group: Sequence[Opcode]) -> HunkOrigin:
         """The origin of a hunk given as difflib-style opcodes (0-based line indexes)."""
