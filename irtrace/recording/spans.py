@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -40,19 +40,18 @@ class ModuleSpans:
 
 @dataclass(frozen=True)
 class StatementFacts:
-    """One statement as ``carry_spans`` matches it across a pass: read with its module's text."""
+    """One statement of a module, placed with its text, as ``carry_spans`` matches it across a pass.
+
+    The statement itself is held, not hashes of it: a TIR statement is immutable (TVM copies one
+    that more than one reference holds before changing it; a span is the one field set in place,
+    and structural hashes leave spans out), so hashing it later, only when a pass dropped a line,
+    gives what hashing it now would, and costs nothing in the passes that drop none."""
 
     ir_line: int | None
     """where the plain print prints it (``None``: no line of its own)"""
     span: tuple[str, int] | None
     """its own span's file and line"""
-    is_key: tuple[tuple[str, int], ...]
-    """what it is, as a statement after a pass: ``("equal", hash)`` of itself, and for a TMA copy
-    ``("copy", hash of its source region)``"""
-    was_keys: tuple[tuple[str, int], ...]
-    """what it may have become if a pass dropped it: itself, a block's body (``tl.LowerOpaqueBlock``
-    replaces a block by its body), a copy's source region (``tl.ProducerConsumerWarpSpecialized``
-    turns ``T.copy`` into ``T.tma_copy`` of the same source)"""
+    stmt: Any = field(compare=False, repr=False)
 
 
 _SEQUENCE = "tirx.SeqStmt"
@@ -143,7 +142,7 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
             if mark < len(marked):
                 first_line.setdefault(marked[mark], ir_line)
         facts = tuple(
-            statement_facts(stmt, first_line.get(number), (file, line) if file is not None and line else None)
+            StatementFacts(first_line.get(number), (file, line) if file is not None and line else None, stmt)
             for number, (stmt, file, line) in enumerate(found)
         )
     return ModuleSpans(
@@ -171,23 +170,22 @@ def place_marks(annotated: str, plain: str, nonce: str) -> list[tuple[int, int]]
     """``(line of plain, mark number)`` for every mark in ``annotated``: a mark alone on a comment
     line belongs to the next line that is not a mark, a mark at the end of a line to that line.
     ``None`` when the lines, marks removed, do not match ``plain`` one to one."""
-    alone = re.compile(rf"[ ]*# {re.escape(nonce)}(\d+)")
-    trailing = re.compile(rf"(.*?)  # {re.escape(nonce)}(\d+)")
+    marker = f"# {nonce}"  # string operations, not a pattern compiled per module (a new nonce each)
     plain_lines = plain.split("\n")
     placed: list[tuple[int, int]] = []
     pending: list[int] = []
     number = 0
     for line in annotated.split("\n"):
         if nonce in line:
-            only = alone.fullmatch(line)
-            if only is not None:
-                pending.append(int(only.group(1)))
-                continue
-            end = trailing.fullmatch(line)
-            if end is None:
+            head, _, mark = line.rpartition(marker)
+            if not (mark.isascii() and mark.isdigit()):
                 return None
-            line = end.group(1)
-            pending.append(int(end.group(2)))
+            pending.append(int(mark))
+            if not head.strip(" "):
+                continue  # a mark alone on its line: it belongs to the next line
+            if not head.endswith("  "):
+                return None
+            line = head[:-2]
         if number >= len(plain_lines):
             return None
         if line != plain_lines[number] and not _same_line(line, plain_lines[number]):
@@ -300,8 +298,8 @@ def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> Mod
 
 # ----------------------------------------------------------------------------- carrying spans over
 
-_SEQUENCE_CLASS = "SeqStmt"
 _COPY_OPS = {"tl.tileop.copy": "copy", "tl.tileop.tma_copy": "tma_copy"}
+_BLOCKS = ("SBlock", "SBlockRealize")
 
 
 def _hash(node: Any, map_free_vars: bool = False) -> int:
@@ -321,7 +319,7 @@ def _copy_source(stmt: Any) -> tuple[str, int] | None:
     if name is None or not args:
         return None
     region = args[0]
-    load = getattr(region, "args", [None])[0] if getattr(region, "args", None) else None
+    load = region.args[0] if getattr(region, "args", None) else None
     buffer = getattr(load, "buffer", None)
     if buffer is None:
         return None
@@ -329,34 +327,53 @@ def _copy_source(stmt: Any) -> tuple[str, int] | None:
     return name, hash((_hash(region, map_free_vars=True), buffer.__chandle__()))
 
 
-def statement_facts(stmt: Any, ir_line: int | None, span: tuple[str, int] | None) -> StatementFacts:
-    """What ``carry_spans`` needs of one statement: structural hashes, which spans do not enter,
-    with free variables (buffers, enclosing loops and threads) by identity."""
-    kind = type(stmt).__name__
-    own = ("equal", _hash(stmt))
+def _kind(stmt: Any) -> str:
+    return type(stmt).__name__
+
+
+def _is_sequence(node: Any) -> bool:
+    return node is not None and _kind(node) == "SeqStmt"
+
+
+@dataclass(frozen=True)
+class CarrySource:
+    """A statement of the module before a pass that had a line, spanned or carried."""
+
+    span: tuple[str, int]
+    stmt: Any = field(compare=False, repr=False)
+    carried: bool = False
+
+
+def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
+    """What ``source`` may have become in a pass that dropped its line: itself; a block, its body
+    (``tl.LowerOpaqueBlock`` replaces a block by its body); a ``T.copy``, a ``T.tma_copy`` of the
+    same source region (``tl.ProducerConsumerWarpSpecialized``); a carried ``T.tma_copy``, one of
+    the same source region."""
+    stmt = source.stmt
+    keys = {("equal", _hash(stmt))}
     copy = _copy_source(stmt)
-    if span is None:
-        is_key = [own]
+    if copy is not None and copy[0] == ("tma_copy" if source.carried else "copy"):
+        keys.add(("copy", copy[1]))
+    if not source.carried and _kind(stmt) in _BLOCKS:
+        block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
+        body = block.body
+        keys.add(("body", _hash(body)) if _is_sequence(body) else ("equal", _hash(body)))
+    return keys
+
+
+def _is_keys(stmt: Any, kinds: set[str], copies: bool, bodies: bool) -> set[tuple[str, int]]:
+    """What an unspanned statement after the pass is, for the kinds of statements lost."""
+    keys: set[tuple[str, int]] = set()
+    if _kind(stmt) in kinds:
+        keys.add(("equal", _hash(stmt)))
+    if copies:
+        copy = _copy_source(stmt)
         if copy is not None and copy[0] == "tma_copy":
-            is_key.append(("copy", copy[1]))
-        body = getattr(stmt, "body", None)
-        if body is not None and type(body).__name__ == _SEQUENCE_CLASS:
-            is_key.append(("body", _hash(body)))
-        return StatementFacts(ir_line=ir_line, span=span, is_key=tuple(is_key), was_keys=())
-    was = [own]
-    if copy is not None and copy[0] == "copy":
-        was.append(("copy", copy[1]))
-    block = stmt.block if kind == "SBlockRealize" else stmt if kind == "SBlock" else None
-    body = getattr(block, "body", None)
-    if body is not None:
-        was.append(
-            ("body", _hash(body)) if type(body).__name__ == _SEQUENCE_CLASS else ("equal", _hash(body))
-        )
-    return StatementFacts(ir_line=ir_line, span=span, is_key=(), was_keys=tuple(was))
-
-
-CarrySource = tuple[tuple[str, int], tuple[tuple[str, int], ...]]
-"""A statement of the module before a pass that had a line: ``(file, line)`` and its ``was_keys``."""
+            keys.add(("copy", copy[1]))
+    body = getattr(stmt, "body", None)
+    if bodies and _is_sequence(body):
+        keys.add(("body", _hash(body)))
+    return keys
 
 
 def carry_spans(
@@ -364,18 +381,29 @@ def carry_spans(
 ) -> tuple[list[tuple[int, str, int]], list[CarrySource]]:
     """The lines a pass dropped that are provably carried by statements of its output: a line no
     statement of ``after`` carries any more, whose statement before the pass is, by one of the
-    keys of ``StatementFacts``, the one and only statement of ``after`` without a span having that
-    key, and no other statement before the pass has that key. Gives ``[(ir_line, file, line)]``
-    of the carried statements and what the next pass is matched against (spanned and carried)."""
+    keys of ``_was_keys``, the one and only statement of ``after`` without a span having that key,
+    and no other statement before the pass has that key. Gives ``[(ir_line, file, line)]`` of the
+    carried statements and what the next pass is matched against (spanned and carried).
+    Statements are hashed only when a line was dropped, and only those of the kinds dropped."""
     present = {fact.span for fact in after if fact.span is not None}
+    following = [CarrySource(f.span, f.stmt) for f in after if f.span is not None]
+    lost = [source for source in before if source.span not in present]
+    if not lost:
+        return [], following
+    kinds = {_kind(source.stmt) for source in lost}
+    # block bodies and body-holding statements are matched only when a block was lost
+    copies = any(_copy_source(source.stmt) is not None for source in lost)
+    bodies = bool(kinds & set(_BLOCKS))
     offered: dict[tuple[str, int], set[tuple[str, int] | None]] = {}
-    for span, keys in before:
-        for key in keys:
-            offered.setdefault(key, set()).add(span if span not in present else None)
+    for source in before:
+        if _kind(source.stmt) not in kinds:
+            continue
+        for key in _was_keys(source):
+            offered.setdefault(key, set()).add(source.span if source.span not in present else None)
     targets: dict[tuple[str, int], list[int]] = {}
     for number, fact in enumerate(after):
         if fact.span is None:
-            for key in fact.is_key:
+            for key in _is_keys(fact.stmt, kinds, copies, bodies):
                 targets.setdefault(key, []).append(number)
     chosen: dict[int, set[tuple[str, int]]] = {}
     for key, spans in offered.items():
@@ -383,13 +411,12 @@ def carry_spans(
         if len(spans) == 1 and None not in spans and len(found) == 1:
             chosen.setdefault(found[0], set()).update(s for s in spans if s is not None)
     carried: list[tuple[int, str, int]] = []
-    following: list[CarrySource] = [(f.span, f.was_keys) for f in after if f.span is not None]
     for number, claims in sorted(chosen.items()):
         if len(claims) != 1:
             continue  # two lines claim one statement: neither is proven
         (line,) = claims
         fact = after[number]
-        following.append((line, tuple(key for key in fact.is_key if key[0] != "body")))
+        following.append(CarrySource(line, fact.stmt, carried=True))
         if fact.ir_line is not None:
             carried.append((fact.ir_line, *line))
     return carried, following
