@@ -92,7 +92,8 @@ def main() -> None:
     plain = cpu_median(lambda: [module_spans(m, text, carry=False) for m, text in modules], repeat)
     print(
         f"{args.target}: kernel-source map {kernel * 1e3:.1f} ms (module copy {copy * 1e3:.1f} ms); "
-        f"IR maps of {len(modules)} pass outputs {ir_maps * 1e3:.1f} ms ({plain * 1e3:.1f} ms without carrying)"
+        f"IR maps of {len(modules)} pass outputs {ir_maps * 1e3:.1f} ms "
+        f"({plain * 1e3:.1f} ms without carrying)"
     )
     ratio = kernel / ir_maps
     print(
