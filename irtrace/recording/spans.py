@@ -109,22 +109,26 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
     statement is placed and its ``StatementFacts`` kept, so that ``carry_spans`` can follow a span
     a later pass drops."""
     found = statement_spans(mod)
+    statements, with_span = len(found), sum(1 for _, file, _ in found if file is not None)
+    # a buffer declaration without a span of its own prints the buffer, which has one
+    spanned = [
+        (stmt, *(_declared_buffer_line(stmt) if file is None else (file, line))) for stmt, file, line in found
+    ]
     files: dict[str, int] = {}
     marks: dict[Any, str] = {}
     places: list[tuple[int, int]] = []
     marked: list[int] = []
     """the index in ``found`` of each mark's statement"""
     nonce = f"irtrace-{secrets.token_hex(6)}:"
-    for number, (stmt, file, line) in enumerate(found):
+    for number, (stmt, file, line) in enumerate(spanned):
         if file is None or line is None:
             continue
         index = files.setdefault(file, len(files))
         marks[stmt] = f"{nonce}{len(marked)}"
         marked.append(number)
         places.append((index, line))
-    statements, with_span = len(found), len(places)
     if carry:
-        for number, (stmt, file, _) in enumerate(found):
+        for number, (stmt, file, _) in enumerate(spanned):
             if file is None and stmt not in marks:
                 marks[stmt] = f"{nonce}{len(marked)}"
                 marked.append(number)
@@ -134,20 +138,76 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
     numbered = place_marks(annotated, text, nonce)
     if numbered is None:
         return ModuleSpans(files=tuple(files), lines=None, statements=statements, with_span=with_span)
-    lines = sorted({(ir_line, *places[mark]) for ir_line, mark in numbered if mark < len(places)})
+    placed = {(ir_line, *places[mark]) for ir_line, mark in numbered if mark < len(places)}
+    first_line: dict[int, int] = {}
+    for ir_line, mark in numbered:
+        if mark < len(marked):
+            first_line.setdefault(marked[mark], ir_line)
+    text_lines = text.split("\n")
+    for number, (stmt, _, _) in enumerate(found):
+        if _kind(stmt) == "SBlock" and number in first_line:
+            for ir_line, file, line in block_allocation_lines(stmt, text_lines, first_line[number]):
+                placed.add((ir_line, files.setdefault(file, len(files)), line))
     facts: tuple[StatementFacts, ...] = ()
     if carry:
-        first_line: dict[int, int] = {}
-        for ir_line, mark in numbered:
-            if mark < len(marked):
-                first_line.setdefault(marked[mark], ir_line)
         facts = tuple(
             StatementFacts(first_line.get(number), (file, line) if file is not None and line else None, stmt)
-            for number, (stmt, file, line) in enumerate(found)
+            for number, (stmt, file, line) in enumerate(spanned)
         )
     return ModuleSpans(
-        files=tuple(files), lines=tuple(lines), statements=statements, with_span=with_span, facts=facts
+        files=tuple(files),
+        lines=tuple(sorted(placed)),
+        statements=statements,
+        with_span=with_span,
+        facts=facts,
     )
+
+
+def _declared_buffer_line(stmt: Any) -> tuple[str | None, int | None]:
+    """The span of the buffer a ``T.decl_buffer`` statement declares (TileLang's frontend spans a
+    buffer with the line that allocated it; passes that turn a block's allocation into such a
+    statement keep the buffer); ``(None, None)`` for any other statement."""
+    if _kind(stmt) != "DeclBuffer":
+        return None, None
+    from tilelang.ir import get_buffer_span
+
+    span = get_buffer_span(stmt.buffer)
+    return (None, None) if span is None else (str(span.source_name.name), int(span.line))
+
+
+_BLOCK_HEADER = re.compile(
+    r"T\.(reads|writes|sblock_attr)\(.*|(?P<name>\w+) = T\.(sblock_alloc_buffer|match_buffer)\(.*"
+)
+
+
+def block_allocation_lines(block: Any, text_lines: list[str], with_line: int) -> list[tuple[int, str, int]]:
+    """``(ir_line, file, line)`` for each buffer ``block`` allocates whose span names a line: the
+    printer writes a block's allocations in its header, ``NAME = T.sblock_alloc_buffer(...)``, right
+    after its ``with`` line (at ``with_line``). A buffer is placed only when exactly one header line
+    allocates its name (a renamed or missing one is left out)."""
+    from tilelang.ir import get_buffer_span
+
+    wanted: dict[str, tuple[str, int]] = {}
+    for buffer in block.alloc_buffers:
+        span = get_buffer_span(buffer)
+        if span is not None:
+            wanted[str(buffer.name)] = (str(span.source_name.name), int(span.line))
+    if not wanted or not 1 <= with_line <= len(text_lines):
+        return []
+    indent = len(text_lines[with_line - 1]) - len(text_lines[with_line - 1].lstrip(" "))
+    allocated: dict[str, list[int]] = {}
+    for number in range(with_line + 1, len(text_lines) + 1):
+        line = text_lines[number - 1]
+        header = _BLOCK_HEADER.fullmatch(line.strip())
+        if len(line) - len(line.lstrip(" ")) <= indent or header is None:
+            break
+        if header.group("name") and "sblock_alloc_buffer" in line:
+            allocated.setdefault(header.group("name"), []).append(number)
+    return [
+        (numbers[0], *wanted[name])
+        for name, numbers in allocated.items()
+        if name in wanted and len(numbers) == 1
+    ]
 
 
 _SCOPE = re.compile(r"with (?P<expr>.+?)(?: as (?P<var>[^:=]+))?:")

@@ -39,10 +39,14 @@ def reduction_lines(path: Path) -> set[int]:
 
 
 def call_lines(path: Path) -> set[int]:
-    """The oracle's call statements that are not allocations (those print as buffer declarations,
-    which carry no statement span)."""
+    """The oracle's tile-operation call statements and buffer allocations (``X = T.alloc_*``):
+    every one of them builds IR, so every one must be mapped at the first pass."""
     text = path.read_text(encoding="utf-8").splitlines()
-    return {line for line in author_lines("\n".join(text)) if text[line - 1].strip().startswith("T.")}
+    return {
+        line
+        for line in author_lines("\n".join(text))
+        if text[line - 1].strip().startswith("T.") or "= T.alloc_" in text[line - 1]
+    }
 
 
 @pytest.fixture(scope="module")
