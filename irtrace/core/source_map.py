@@ -197,7 +197,7 @@ def ir_lines(
 ) -> list[int]:
     """The lines of ``text`` (the module's IR, from 1) that ``source_map`` says print a statement of
     ``line`` in one of ``files`` (with ``carried``, also one carried over a pass that dropped it)."""
-    entries = [*source_map.lines, *(source_map.carried if carried else ())]
+    entries = [*source_map.lines, *(source_map.carried if carried else ()), *source_map.inner]
     return _named(entries, source_map.files, files, line, text)
 
 

@@ -313,6 +313,7 @@ class PassRecorder:
                     files=files,
                     lines=list(spans.lines or ()),
                     carried=sorted(set(carried)),
+                    inner=list(spans.inner) if spans.lines is not None else [],
                 ),
             )
 

@@ -36,6 +36,9 @@ class ModuleSpans:
     facts: tuple[StatementFacts, ...] = ()
     """what carrying a span over a pass needs of each statement (``carry_spans``); empty when
     the lines could not be placed"""
+    inner: tuple[tuple[int, int, int], ...] = ()
+    """``(ir_line, file_index, line)``: the macro's own line (the inner frame) of a statement whose
+    span names the kernel line that called the macro (``irtrace.recording.frontend_lines``)"""
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
     if numbered is None:
         return ModuleSpans(files=tuple(files), lines=None, statements=statements, with_span=with_span)
     placed = {(ir_line, *places[mark]) for ir_line, mark in numbered if mark < len(places)}
+    inner = _inner_frames(numbered, marked, found, files)
     first_line: dict[int, int] = {}
     for ir_line, mark in numbered:
         if mark < len(marked):
@@ -160,7 +164,31 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
         statements=statements,
         with_span=with_span,
         facts=facts,
+        inner=inner,
     )
+
+
+def _inner_frames(
+    numbered: list[tuple[int, int]],
+    marked: list[int],
+    found: list[tuple[Any, str | None, int | None]],
+    files: dict[str, int],
+) -> tuple[tuple[int, int, int], ...]:
+    """The inner frames (the macro's own lines) of the placed statements that have one."""
+    from tilelang.ir import get_stmt_span
+
+    from irtrace.recording.frontend_lines import inner_frame
+
+    frames: set[tuple[int, int, int]] = set()
+    for ir_line, mark in numbered:
+        if mark >= len(marked):
+            continue
+        stmt, file, _ = found[marked[mark]]
+        span = get_stmt_span(stmt) if file is not None else None
+        frame = inner_frame(int(span.column)) if span is not None else None
+        if frame is not None:
+            frames.add((ir_line, files.setdefault(frame[0], len(files)), frame[1]))
+    return tuple(sorted(frames))
 
 
 def _declared_buffer_line(stmt: Any) -> tuple[str | None, int | None]:

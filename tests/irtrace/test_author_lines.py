@@ -121,3 +121,31 @@ def test_reductions_reach_lower_tile_op_and_the_source_naming_their_buffers(
 def test_the_buffer_oracle_reads_names_as_tilelang_renames_them() -> None:
     assert mentions("row_sum_1[i] = 0", {"row_sum"})
     assert not mentions("row_sum_x[i] = 0", {"row_sum"}) and not mentions("T.row_sum", {"row_sum"})
+
+
+def test_the_trace_keeps_the_macro_line_as_the_inner_frame(traces: dict[str, Path]) -> None:
+    """Every inner frame the srcmap records hold is a line of TileLang's package on an IR line
+    that the map gives to a ``T.reduce_*`` line of the kernel; ``ir --line FILE:LINE`` finds it."""
+    import tilelang
+
+    from irtrace.core.source_map import LineQuery, line_through_passes
+
+    path = KERNELS["row_reduce"][0]
+    trace = load_trace(traces["row_reduce"])
+    (run,) = trace.runs
+    package = Path(tilelang.__file__).resolve().parent
+    checked = 0
+    for record in run.source_maps:
+        kernel_at = {ir: py for ir, file, py in record.lines if record.files[file] == str(path)}
+        for ir, file, line in record.inner:
+            assert Path(record.files[file]).resolve().is_relative_to(package), record.files[file]
+            assert kernel_at.get(ir) in reduction_lines(path), (ir, line)
+            checked += 1
+    assert checked, "no inner frame recorded"
+    (library, line) = next(
+        (record.files[file], line) for record in run.source_maps for _, file, line in record.inner
+    )
+    found = line_through_passes(trace, run, LineQuery(line, Path(library).name))
+    assert found and all(
+        "T.reduce" in text or "row_" in text for item in found[:1] for text in item.text_lines
+    )
