@@ -149,3 +149,19 @@ def test_the_trace_keeps_the_macro_line_as_the_inner_frame(traces: dict[str, Pat
     assert found and all(
         "T.reduce" in text or "row_" in text for item in found[:1] for text in item.text_lines
     )
+
+
+@pytest.mark.parametrize("version", ["0.1.14", "0.1.16", "not-a-version"])
+def test_the_hook_leaves_tilelang_alone_outside_its_range(version: str) -> None:
+    """In a fresh process told another release is installed: nothing is wrapped."""
+    code = (
+        "import irtrace.recording.frontend_lines as f\n"
+        f"f.installed_tilelang = lambda: {version!r}\n"
+        "import tilelang.ir as ir\n"
+        "from tilelang.language.eager import builder as b\n"
+        "make, setter = ir.make_span, b.Builder.set_fileline\n"
+        "assert f.install() is False\n"
+        "assert ir.make_span is make and b.Builder.set_fileline is setter\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
