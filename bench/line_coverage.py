@@ -38,25 +38,29 @@ OURS = [
     ("examples/hopper_tma_gemm.py", "hopper_ws_gemm()"),
     ("examples/autotune_gemm.py", "matmul_relu(1024, 1024, 1024)"),
     ("examples/eager_gemm.py", "token_matmul(N=4096, K=1024)"),
-    ("examples/fp8_quant.py", None),
+    ("examples/fp8_quant.py", "per_token_quant(1 << 10, HIDDEN, out_dtype=determine_fp8_type())"),
     ("tests/data/row_reduce.py", "row_reduce()"),
-    ("tests/data/fragment_scale.py", None),
-    ("tests/data/gemm_k_by_n.py", None),
-    ("tests/data/two_workspaces.py", None),
+    ("tests/data/fragment_scale.py", "scale_rows()"),
+    ("tests/data/gemm_k_by_n.py", "matmul(1024, 1024, 1024)"),
+    ("tests/data/two_workspaces.py", "row_stats()"),
 ]
-"""Our kernels; ``None``: the file's first kernel with its defaults (irtrace picks it)."""
+"""Our kernels, with the arguments our manifests and tests give them."""
 THEIRS = [
     ("gemm/example_gemm.py", "matmul(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32)"),
     ("norm/rms_norm.py", "rms_norm(M=1024, N=1024, blk_m=1)"),
-    ("elementwise/example_elementwise_add.py", None),
+    (
+        "elementwise/example_elementwise_add.py",
+        "elementwise_add(M=1024, N=1024, block_M=32, block_N=32, "
+        "in_dtype=T.float32, out_dtype=T.float32, threads=128)",
+    ),
 ]
 """TileLang's own examples (their ``examples`` folder), with sizes given by keyword."""
 SMOKE = [("tests/data/row_reduce.py", "row_reduce()"), ("examples/gemm.py", "matmul(256, 256, 256)")]
 TARGETS = ["cuda:sm_90a", "cuda:sm_80", "hip:gfx942"]
 
 
-def spec_of(path: Path, call: str | None) -> str:
-    return f"{path}::{call}" if call else str(path)
+def spec_of(path: Path, call: str) -> str:
+    return f"{path}::{call}"
 
 
 def record(spec: str, target: str, output: Path, timeout: float) -> str | None:
@@ -88,10 +92,13 @@ def main() -> int:
     parser.add_argument("--tilelang-examples", type=Path, help="TileLang's examples folder")
     parser.add_argument("-t", "--target", action="append", help=f"targets (default {' '.join(TARGETS)})")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per recording")
+    parser.add_argument("--only", action="append", help="only kernel files whose name contains this")
     args = parser.parse_args()
     targets = args.target or (["cuda:sm_90a"] if args.smoke else TARGETS)
     with tempfile.TemporaryDirectory(prefix="line-coverage-") as folder:
-        kernels = [(ROOT / path, call) for path, call in (SMOKE if args.smoke else OURS)]
+        kernels: list[tuple[Path, str]] = [
+            (ROOT / path, call) for path, call in (SMOKE if args.smoke else OURS)
+        ]
         if args.tilelang_examples is not None and not args.smoke:
             for relative, call in THEIRS:
                 source = args.tilelang_examples / relative
@@ -100,6 +107,8 @@ def main() -> int:
                     copy.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(source, copy)
                     kernels.append((copy, call))
+        if args.only:
+            kernels = [(path, call) for path, call in kernels if any(part in path.name for part in args.only)]
         total = StageCoverage()
         for number, (path, call) in enumerate(kernels):
             for target in targets:
