@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from irtrace.core.schema import SourceMapRecord
@@ -39,9 +39,17 @@ class TextOrigins:
     """IR line (from 1) -> Python lines of the kernel's file"""
     source: tuple[str, ...] | None
     """the kernel's file as the trace holds it (``None`` when it holds none)"""
+    spanned: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    """``lines`` without the lines carried over a pass that dropped their span"""
 
     def of(self, ir_lines: Iterable[int]) -> tuple[int, ...]:
         return tuple(sorted({py for ir in ir_lines for py in self.lines.get(ir, ())}))
+
+    def carried_of(self, ir_lines: Iterable[int]) -> tuple[int, ...]:
+        """Of ``of(ir_lines)``, the Python lines these IR lines keep only by being carried."""
+        numbers = list(ir_lines)
+        spanned = {py for ir in numbers for py in self.spanned.get(ir, ())}
+        return tuple(py for py in self.of(numbers) if py not in spanned)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,14 @@ class HunkOrigin:
 
     old: tuple[int, ...] | None
     new: tuple[int, ...] | None
+    old_carried: tuple[int, ...] = ()
+    """of ``old``, the lines that reach the hunk only through statements carried over a pass"""
+    new_carried: tuple[int, ...] = ()
+    """of ``new``, likewise"""
+
+    @property
+    def carried(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.old_carried) | set(self.new_carried)))
 
 
 @dataclass(frozen=True)
@@ -69,10 +85,12 @@ class DiffOrigins:
 
     def hunk(self, old_lines: Iterable[int], new_lines: Iterable[int]) -> HunkOrigin:
         """The origin of a hunk whose changed lines are ``old_lines`` and ``new_lines`` (from 1)."""
-        return HunkOrigin(
-            None if self.before is None else self.before.of(old_lines),
-            None if self.after is None else self.after.of(new_lines),
-        )
+        old_lines, new_lines = list(old_lines), list(new_lines)
+        old = None if self.before is None else self.before.of(old_lines)
+        new = None if self.after is None else self.after.of(new_lines)
+        old_carried = self.before.carried_of(old_lines) if self.before is not None else ()
+        new_carried = self.after.carried_of(new_lines) if self.after is not None else ()
+        return HunkOrigin(old, new, old_carried, new_carried)
 
     def of_opcodes(self, group: Sequence[Opcode]) -> HunkOrigin:
         """The origin of a hunk given as difflib-style opcodes (0-based line indexes)."""
@@ -111,7 +129,8 @@ class DiffOrigins:
                 if origins.source is not None and line <= len(origins.source):
                     text = _UNPRINTABLE.sub("?", origins.source[line - 1].strip())
                     text = text if len(text) <= _SHOWN_SOURCE else text[: _SHOWN_SOURCE - 1] + "…"
-                out.append(f"{side}{origins.file}:{line}  {text}".rstrip())
+                mark = " (carried)" if line in hunk.carried else ""
+                out.append(f"{side}{origins.file}:{line}{mark}  {text}".rstrip())
         return out
 
 
@@ -131,8 +150,12 @@ def _text_origins(
         return None
     source_text = trace.kernel_file(run)
     source = tuple(source_text.splitlines()) if source_text is not None else None
-    lines = origins_by_ir_line(source_map, files, trace.text(sha), None if source is None else len(source))
-    return TextOrigins(_display_name(files), lines, source)
+    text, count = trace.text(sha), None if source is None else len(source)
+    lines = origins_by_ir_line(source_map, files, text, count)
+    spanned = (
+        origins_by_ir_line(source_map, files, text, count, carried=False) if source_map.carried else lines
+    )
+    return TextOrigins(_display_name(files), lines, source, spanned)
 
 
 def pass_origins(trace: Trace, run: KernelRun, first: PassRecord, last: PassRecord) -> DiffOrigins:

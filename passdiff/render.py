@@ -293,7 +293,7 @@ def terminal_lines(
         if number:
             yield Text("⋯", style="dim")
         if groups:
-            for heading in hunk_lines(origins, groups[number]):  # type: ignore[arg-type]
+            for heading in hunk_lines(origins, groups[number], number + 1, len(groups)):  # type: ignore[arg-type]
                 yield Text(heading, style="cyan")
         for kind, line, pieces in hunk:
             if kind == NOTE:
@@ -324,12 +324,23 @@ def terminal_lines(
 HunkLine = tuple[str, DiffLine, list[tuple[str, str]] | None]
 
 
-def hunk_lines(origins: DiffOrigins, group: list[tuple[str, int, int, int, int]]) -> list[str]:
-    """What a hunk's heading says: ``python gemm.py:36  T.gemm(...)`` per Python line of its
-    changed lines, or that none of them comes from a line of the kernel."""
+def no_kernel_line(number: int, total: int) -> str:
+    """The heading of a hunk none of whose changed lines carries a kernel line: it names the hunk,
+    so that under the pass header it does not read as a verdict on the whole diff."""
+    return (
+        f"python: none in hunk {number} of {total} "
+        "(no changed line of this hunk carries a span of the kernel's file)"
+    )
+
+
+def hunk_lines(
+    origins: DiffOrigins, group: list[tuple[str, int, int, int, int]], number: int = 1, total: int = 1
+) -> list[str]:
+    """What hunk ``number`` of ``total`` says in its heading: ``python gemm.py:36  T.gemm(...)``
+    per Python line of its changed lines, or that none of them comes from a line of the kernel."""
     described = origins.described(origins.of_opcodes(group))
     if not described:
-        return ["python: none (no changed line carries a span of the kernel's file)"]
+        return [no_kernel_line(number, total)]
     return [f"python {line}" for line in described]
 
 
@@ -513,10 +524,11 @@ def html_table(
                 [row.old_no for row in changed if row.old_no is not None],
                 [row.new_no for row in changed if row.new_no is not None],
             )
-            described = origins.described(hunk) or [
-                "none (no changed line carries a span of the kernel's file)"
-            ]
-            rows.append(f'<tr class="py"><td colspan="4">python {_e("; ".join(described))}</td></tr>')
+            described = origins.described(hunk)
+            heading = (
+                "python " + "; ".join(described) if described else no_kernel_line(number + 1, len(blocks))
+            )
+            rows.append(f'<tr class="py"><td colspan="4">{_e(heading)}</td></tr>')
         for row in block:
             old_text, new_text = _e(row.old_text), _e(row.new_text)
             words = diff_words(row.old_text, row.new_text, budget) if row.kind == REPLACE else None

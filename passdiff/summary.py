@@ -160,6 +160,8 @@ def origins_document(diff: TextDiff, origins: DiffOrigins, context: int) -> dict
                 "new_start": group[0][3] + 1,
                 "a": None if hunk.old is None else list(hunk.old),
                 "b": None if hunk.new is None else list(hunk.new),
+                "a_carried": list(hunk.old_carried),
+                "b_carried": list(hunk.new_carried),
             }
         )
     shown = origins.after or origins.before

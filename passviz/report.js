@@ -181,8 +181,9 @@
         else head.textContent = name;
         part.appendChild(head);
         var pre = el("pre"), shown = text(entry[5]), irs = (pymaps[run].maps[entry[6]] || {})[line] || [];
+        var carried = new Set(((pymaps[run].carried || [])[entry[6]] || {})[line] || []);
         irs.forEach(function (n) {
-          var span = el("span", "pyhit", String(n).padStart(5) + "  " + (shown[n - 1] === undefined ? "" : shown[n - 1]));
+          var span = el("span", carried.has(n) ? "pyhit carried" : "pyhit", String(n).padStart(5) + "  " + (shown[n - 1] === undefined ? "" : shown[n - 1]));
           span.dataset.ir = n;
           pre.appendChild(span);
         });

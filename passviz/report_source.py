@@ -39,6 +39,7 @@ STYLE = """
 .pythrough pre span { display: block; }
 .pyhit, .diffbody td.t.pyhit { background: #ffe08a !important; }
 .pysass { font-weight: 600; }
+.pythrough .carried::after { content: "  (carried)"; color: #8a6d00; }
 """
 
 
@@ -57,6 +58,9 @@ class RunSourceMaps:
     """Python line -> ``[first index, last index, first label, last label, anchor, text number,
     map number]`` per run of passes after which it printed the same lines: the IR lines are the
     map's, held once in ``maps`` (a list per entry would repeat them for every run of passes)"""
+    carried: list[dict[int, list[int]]] = field(default_factory=list)
+    """per map in ``maps``: Python line -> those of its IR lines carried over a pass that dropped
+    the span (docs/source-maps.md)"""
 
 
 class SourceLines:
@@ -74,23 +78,29 @@ class SourceLines:
         self._files = files
         self._maps = RunMaps(run) if self.enabled else None
         self.data = RunSourceMaps()
-        self._by_content: dict[tuple[tuple[int, tuple[int, ...]], ...], int] = {}
+        self._by_content: dict[tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...], int] = {}
 
     def _number(self, source_map: SourceMapRecord | None, sha: str | None) -> int | None:
         if source_map is None or sha is None or not source_map.placed or self.source is None:
             return None
         found = self.data.numbers.get(id(source_map))
         if found is None:
-            by_ir = origins_by_ir_line(source_map, self._files, self.trace.text(sha), len(self.source))
+            text = self.trace.text(sha)
+            by_ir = origins_by_ir_line(source_map, self._files, text, len(self.source))
+            spanned = origins_by_ir_line(source_map, self._files, text, len(self.source), carried=False)
             by_py: dict[int, list[int]] = {}
+            carried: dict[int, list[int]] = {}
             for ir, lines in sorted(by_ir.items()):
                 for py in lines:
                     by_py.setdefault(py, []).append(ir)
-            key = tuple((py, tuple(irs)) for py, irs in sorted(by_py.items()))
+                    if py not in spanned.get(ir, ()):
+                        carried.setdefault(py, []).append(ir)
+            key = tuple((py, tuple(irs), tuple(carried.get(py, ()))) for py, irs in sorted(by_py.items()))
             found = self._by_content.get(key)
             if found is None:
                 found = self._by_content[key] = len(self.data.maps)
                 self.data.maps.append(by_py)
+                self.data.carried.append(carried)
             self.data.numbers[id(source_map)] = found
         return found
 
@@ -135,6 +145,7 @@ class SourceLines:
             rows.append(f"<span{clickable}>{text}</span>")
         payload: dict[str, Any] = {
             "maps": [{str(py): irs for py, irs in m.items()} for m in self.data.maps],
+            "carried": [{str(py): irs for py, irs in m.items()} for m in self.data.carried],
             "through": {str(py): entries for py, entries in self.data.through.items()},
         }
         sass = self._sass_counts()
@@ -148,8 +159,9 @@ class SourceLines:
             f"<code>{_e(shown.name)}</code> for the IR lines it became after every "
             "pass (highlighted here and in the diffs below)</summary>"
             "<p>Exact, from the spans TileLang set on the statements (the trace's source maps): an IR "
-            "line is listed when a statement it prints carries the Python line. Lines no statement "
-            "carries are not clickable.</p>"
+            "line is listed when a statement it prints carries the Python line, or (marked carried) "
+            "is provably the statement that carried it before a pass dropped its span. Lines no "
+            "statement carries are not clickable.</p>"
             f"<div class='pysrc' data-run='{run_id}'><pre class='pysource'>{newline.join(rows)}</pre>"
             "<div class='pythrough'><p class='unchanged'>Choose a line.</p></div></div>"
             f"<script type='application/json' class='pymap' data-run='{run_id}'>{data}</script>"

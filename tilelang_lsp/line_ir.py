@@ -202,7 +202,8 @@ def render_section(found: SourceLines, entry: LineThroughPasses) -> str:
         numbers = ", ".join(str(n) for n in stage.ir_lines[:6]) + (", …" if len(stage.ir_lines) > 6 else "")
         noun = "IR line" if len(stage.ir_lines) == 1 else "IR lines"
         more = f" +{len(stage.text) - 1}" if len(stage.text) > 1 else ""
-        bullets.append(f"- after {passes} ({noun} {numbers}): {_code(stage.text[0])}{more}")
+        carried = ", carried over a pass that dropped the line" if stage.carried else ""
+        bullets.append(f"- after {passes} ({noun} {numbers}{carried}): {_code(stage.text[0])}{more}")
     return "\n".join(bullets)
 
 
@@ -224,6 +225,9 @@ def every_pass_text(doc: Document, found: SourceLines, entry: LineThroughPasses)
         span = stage.first if stage.first == stage.last else f"{stage.first} .. {stage.last}"
         lines.append(f"== after {span} (passes {stage.first_index}-{stage.last_index})")
         width = len(str(stage.ir_lines[-1])) if stage.ir_lines else 1
-        lines += [f"{n:>{width}} | {text}" for n, text in zip(stage.ir_lines, stage.text, strict=False)]
+        lines += [
+            f"{n:>{width}} {'~' if n in stage.carried else '|'} {text}"
+            for n, text in zip(stage.ir_lines, stage.text, strict=False)
+        ]
         lines.append("")
     return "\n".join(lines)

@@ -182,6 +182,8 @@ class LineStage(msgspec.Struct, frozen=True, kw_only=True):
     """Lines of the module's print (from 1) that print a statement whose span is the Python line."""
     text: tuple[str, ...]
     """Those lines as printed."""
+    carried: tuple[int, ...] = ()
+    """Of ``ir_lines``, those whose statement was carried over a pass that dropped its span."""
 
 
 class LineThroughPasses(msgspec.Struct, frozen=True, kw_only=True):

@@ -505,8 +505,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     targets = list(named.values())
     auto_target = get_target(args.auto_target) if args.auto_target else None
     split_command(command)  # the script is there: checked before the output is touched
-    if args.source_map:
-        os.environ[SOURCE_MAP_ENV] = "1"
+    os.environ[SOURCE_MAP_ENV] = "1" if args.source_map else "0"
     bench = bench_settings(args)
     if args.machine_code:
         from irtrace.recording.machine_code import find_cuda_tools

@@ -61,7 +61,9 @@ def add_run_command(commands: Any, default_output: str) -> None:
         "overrides them); without a GPU the run keeps a failed bench saying why",
     )
     add_override_option(run)
-    add_source_map_option(run)  # for the script and every process it starts (IRTRACE_SOURCE_MAP=1)
+    add_source_map_option(
+        run, default=True
+    )  # for the script and every process it starts (IRTRACE_SOURCE_MAP)
     run.add_argument("-o", "--output", default=default_output)
     run.add_argument("-q", "--quiet", action="store_true")
     run.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py ARGS")

@@ -11,9 +11,12 @@ from typing import Any
 from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
 from irtrace.core.instruction_classes import counts_document, describe_counts, line_instructions
 from irtrace.core.source_map import (
+    RunMaps,
     SpanRow,
+    carried_kernel_lines,
     changed_rows,
     generated_texts,
+    kernel_files,
     line_document,
     line_ranges,
     line_through_passes,
@@ -57,13 +60,16 @@ def add_line_option(ir: argparse.ArgumentParser) -> None:
     ir.add_argument("--json", action="store_true", help="with --line: the irtrace-line/1 JSON document")
 
 
-def add_source_map_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--source-map`` to ``irtrace record`` and ``irtrace run``."""
+def add_source_map_option(parser: argparse.ArgumentParser, default: bool = False) -> None:
+    """Add ``--source-map`` to ``irtrace record`` (off by default) and ``irtrace run`` (on by
+    default, ``--no-source-map`` to leave the maps out)."""
     parser.add_argument(
         "--source-map",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=default,
         help="store with each module which of its IR lines come from which Python line (srcmap "
-        "records, for ir --line and spans); each module is printed twice, about 1.3x the tracing time",
+        "records, for ir --line and spans); each module is printed twice, about 1.3x the tracing time"
+        + (" (default: on)" if default else " (default: off)"),
     )
 
 
@@ -94,10 +100,13 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         return ExitCode.NOT_FOUND
     for item in found:
         span = item.first.label if item.first is item.last else f"{item.first.label} .. {item.last.label}"
-        echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index})")
+        carried = ""
+        if item.carried:
+            carried = f", carried: {_lines(item.carried)} (marked ~, see docs/source-maps.md)"
+        echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index}){carried}")
         width = len(str(item.lines[-1]))
         for number, line_text in zip(item.lines, item.text_lines, strict=True):
-            echo(f"{number:>{width}} | {line_text}")
+            echo(f"{number:>{width}} {'~' if number in item.carried else '|'} {line_text}")
     for stage, lines, texts in generated:
         cost = f"; {describe_counts(counts)}" if stage == "sass" and counts is not None else ""
         if not lines:
@@ -134,21 +143,22 @@ def cmd_spans(args: argparse.Namespace) -> ExitCode:
                 stderr=True,
                 one_line=True,
             )
-    tables = [(labels[run.run_id], run.target, _rows(run, args.all)) for run in mapped]
+    tables = [(labels[run.run_id], run.target, _rows(run, args.all), _Carry(run)) for run in mapped]
     if args.format == "json":
         document = {"format": SPANS_FORMAT, "runs": [_run_document(*table) for table in tables]}
         print(json.dumps(document, indent=2))
     elif args.format == "markdown":
-        for label, target, rows in tables:
+        for label, target, rows, carry in tables:
             echo(f"### {_md(label)} on {_md(target)}\n")
             echo(
-                "| # | pass | statements | with span | kernel lines | lost |\n"
-                "| --- | --- | --- | --- | --- | --- |"
+                "| # | pass | statements | with span | kernel lines | carried | lost |\n"
+                "| --- | --- | --- | --- | --- | --- | --- |"
             )
             for row in rows:
+                carried, lost = _lines(carry.carried(row)), _lines(carry.lost(row))
                 echo(
                     f"| {row.item.record.index} | {_md(row.item.label)} | {row.statements} | {row.with_span} "
-                    f"| {_lines(row.kernel_lines)} | {_lines(row.lost)} |"
+                    f"| {_lines(row.kernel_lines)} | {carried} | {lost} |"
                 )
             echo("")
     else:
@@ -170,7 +180,26 @@ def _lines(lines: tuple[int, ...]) -> str:
     return " ".join(str(line) for line in lines) or "-"
 
 
-def _run_document(label: str, target: str, rows: list[SpanRow]) -> dict[str, Any]:
+class _Carry:
+    """The carried lines of a run's span table: a line carried over the pass that dropped its span
+    is not lost there; it is lost in the pass whose output no longer carries it either."""
+
+    def __init__(self, run: Any) -> None:
+        self.files = kernel_files(run)
+        self.maps = RunMaps(run)
+
+    def carried(self, row: SpanRow) -> tuple[int, ...]:
+        source_map = row.item.source_map
+        return carried_kernel_lines(source_map, self.files) if source_map is not None else ()
+
+    def lost(self, row: SpanRow) -> tuple[int, ...]:
+        received = self.maps.received(row.item.record)
+        before = carried_kernel_lines(received, self.files) if received is not None else ()
+        kept = set(self.carried(row)) | set(row.kernel_lines)
+        return tuple(sorted((set(row.lost) | set(before)) - kept))
+
+
+def _run_document(label: str, target: str, rows: list[SpanRow], carry: _Carry) -> dict[str, Any]:
     return {
         "kernel": label,
         "target": target,
@@ -181,7 +210,8 @@ def _run_document(label: str, target: str, rows: list[SpanRow]) -> dict[str, Any
                 "statements": row.statements,
                 "with_span": row.with_span,
                 "kernel_lines": list(row.kernel_lines),
-                "lost": list(row.lost),
+                "carried": list(carry.carried(row)),
+                "lost": list(carry.lost(row)),
                 "gained": list(row.gained),
             }
             for row in rows
@@ -189,27 +219,29 @@ def _run_document(label: str, target: str, rows: list[SpanRow]) -> dict[str, Any
     }
 
 
-def _print_tables(tables: list[tuple[str, str, list[SpanRow]]]) -> None:
+def _print_tables(tables: list[tuple[str, str, list[SpanRow], _Carry]]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     from irtrace.edge.console import safe_console
 
     console = safe_console()
-    for label, target, rows in tables:
+    for label, target, rows, carry in tables:
         console.print(f"[bold]{escape(label)}[/bold] on [bold]{escape(target)}[/bold]")
         table = Table(box=None, pad_edge=False, header_style="bold")
-        for column in ("#", "pass", "stmts", "with span", "kernel lines", "lost"):
+        for column in ("#", "pass", "stmts", "with span", "kernel lines", "carried", "lost"):
             table.add_column(column, justify="right" if column in ("#", "stmts", "with span") else "left")
         for row in rows:
             share = f" ({100 * row.with_span // row.statements}%)" if row.statements else ""
-            lost = f"[red]{_lines(row.lost)}[/red]" if row.lost else "-"
+            lost_lines = carry.lost(row)
+            lost = f"[red]{_lines(lost_lines)}[/red]" if lost_lines else "-"
             table.add_row(
                 str(row.item.record.index),
                 escape("  " * row.item.record.depth + row.item.label),
                 str(row.statements),
                 f"{row.with_span}{share}",
                 escape(_lines(row.kernel_lines)),
+                _lines(carry.carried(row)),
                 lost,
             )
         console.print(table)

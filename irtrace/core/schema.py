@@ -534,6 +534,16 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     lines: list[tuple[Id, Id, Id]] = []
     """`[ir_line, file, line]`: IR line `ir_line` (from 1) prints a statement whose span is line `line` of
     `files[file]`; sorted, one entry per distinct triple"""
+    carried: list[tuple[Id, Id, Id]] = []
+    """`[ir_line, file, line]` as in `lines`, for a statement without a span that is provably the
+    statement of that line before a pass that dropped its span (`irtrace.recording.spans.carry_spans`:
+    structurally equal apart from spans, a block replaced by its unchanged body, or a `T.copy` turned
+    into a `T.tma_copy` of the same source region, each the only one of its kind on both sides). Views
+    mark these lines as carried; a line neither spanned nor carried was lost in that pass"""
+    inner: list[tuple[Id, Id, Id]] = []
+    """`[ir_line, file, line]` as in `lines`: the macro's own line (the inner frame) of a statement that
+    a macro such as `T.reduce_sum` built and whose span names the kernel line that called it (the
+    frontend hook, docs/source-maps.md); `irtrace ir --line FILE:LINE` of the macro's file finds these"""
     by: Literal["printer", "line_directives"] = "printer"
     """how the lines were placed: `printer`, TVM's printer annotating the statements (an IR text);
     `line_directives`, the `#line` directives TileLang's codegen writes before each statement with a
@@ -547,7 +557,11 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
             raise SchemaError(f"srcmap: more than {MAX_SOURCE_FILES} files")
         if self.lines and not self.placed:
             raise SchemaError("srcmap: lines given though placed is false")
-        for ir_line, file, line in self.lines:
+        if self.carried and not self.placed:
+            raise SchemaError("srcmap: carried lines given though placed is false")
+        if self.inner and not self.placed:
+            raise SchemaError("srcmap: inner frames given though placed is false")
+        for ir_line, file, line in [*self.lines, *self.carried, *self.inner]:
             if ir_line < 1 or line < 1 or file >= len(self.files):
                 raise SchemaError(
                     f"srcmap: entry {[ir_line, file, line]} needs lines from 1 and a file index below "

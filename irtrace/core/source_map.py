@@ -163,15 +163,20 @@ def kernel_files(run: KernelRun) -> set[str]:
 
 
 def origins_by_ir_line(
-    source_map: SourceMapRecord, files: set[str], text: str, source_lines: int | None = None
+    source_map: SourceMapRecord,
+    files: set[str],
+    text: str,
+    source_lines: int | None = None,
+    carried: bool = True,
 ) -> dict[int, tuple[int, ...]]:
     """IR line -> the lines of ``files`` its statements come from, for the lines ``text`` has (and,
     with ``source_lines``, Python lines the kernel's file has): a hostile map naming lines past
-    either end, or another file, adds nothing."""
+    either end, or another file, adds nothing. With ``carried``, the lines carried over a pass
+    that dropped them count too (``carried_ir_lines`` tells them apart)."""
     count = text.count("\n") + (0 if text.endswith("\n") else 1)
     indexes = {i for i, name in enumerate(source_map.files) if name in files}
     found: dict[int, set[int]] = {}
-    for ir, file, py in source_map.lines:
+    for ir, file, py in [*source_map.lines, *(source_map.carried if carried else ())]:
         if file in indexes and ir <= count and (source_lines is None or py <= source_lines):
             found.setdefault(ir, set()).add(py)
     return {ir: tuple(sorted(lines)) for ir, lines in found.items()}
@@ -216,12 +221,28 @@ def wanted_files(run: KernelRun, query: LineQuery) -> set[str]:
     return chosen
 
 
-def ir_lines(source_map: SourceMapRecord, files: set[str], line: int, text: str) -> list[int]:
+def ir_lines(
+    source_map: SourceMapRecord, files: set[str], line: int, text: str, carried: bool = True
+) -> list[int]:
     """The lines of ``text`` (the module's IR, from 1) that ``source_map`` says print a statement of
-    ``line`` in one of ``files``."""
+    ``line`` in one of ``files`` (with ``carried``, also one carried over a pass that dropped it)."""
+    entries = [*source_map.lines, *(source_map.carried if carried else ()), *source_map.inner]
+    return _named(entries, source_map.files, files, line, text)
+
+
+def carried_ir_lines(source_map: SourceMapRecord, files: set[str], line: int, text: str) -> list[int]:
+    """Of ``ir_lines``, those whose statement carries ``line`` only because it was carried over a
+    pass that dropped its span (the views mark them)."""
+    spanned = set(_named(source_map.lines, source_map.files, files, line, text))
+    return [n for n in _named(source_map.carried, source_map.files, files, line, text) if n not in spanned]
+
+
+def _named(
+    entries: Sequence[tuple[int, int, int]], names: Sequence[str], files: set[str], line: int, text: str
+) -> list[int]:
     count = text.count("\n") + (0 if text.endswith("\n") else 1)
-    indexes = {i for i, name in enumerate(source_map.files) if name in files}
-    return sorted({ir for ir, file, py in source_map.lines if py == line and file in indexes and ir <= count})
+    indexes = {i for i, name in enumerate(names) if name in files}
+    return sorted({ir for ir, file, py in entries if py == line and file in indexes and ir <= count})
 
 
 @dataclass(frozen=True)
@@ -233,13 +254,16 @@ class LineInPass:
     """the last of the consecutive passes that left the same text and lines"""
     lines: tuple[int, ...]
     text_lines: tuple[str, ...]
+    carried: tuple[int, ...] = ()
+    """of ``lines``, those carried over a pass that dropped the span (``SourceMapRecord.carried``)"""
 
 
 def require_maps(run: KernelRun) -> None:
     if not run.source_maps:
         raise NotInTraceError(
             f"{run.kernel} on {run.target} has no source maps in the trace: record it again with "
-            "--source-map (irtrace record or run; IRTRACE_SOURCE_MAP=1 beside IRTRACE=)"
+            "--source-map (irtrace record; irtrace run and IRTRACE= captures store them unless "
+            "--no-source-map or IRTRACE_SOURCE_MAP=0)"
         )
 
 
@@ -253,7 +277,7 @@ def line_through_passes(
     files = wanted_files(run, query)
     found: list[LineInPass] = []
     last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
-    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...]]] = {}
+    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...], tuple[int, ...]]] = {}
     for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
@@ -264,8 +288,11 @@ def line_through_passes(
             text = trace.text(item.record.ir_after)
             numbers = ir_lines(item.source_map, files, query.line, text)
             all_lines = text.split("\n") if numbers else []
-            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers))
-        numbers, shown = seen[key]
+            carried_here = (
+                tuple(carried_ir_lines(item.source_map, files, query.line, text)) if numbers else ()
+            )
+            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers), carried_here)
+        numbers, shown, carried = seen[key]
         if not numbers:
             continue
         previous = found[-1] if found else None
@@ -274,11 +301,12 @@ def line_through_passes(
             and last_shown == position - 1
             and previous.lines == tuple(numbers)
             and previous.text_lines == shown
+            and previous.carried == carried
             and previous.last.record.ir_after == item.record.ir_after
         ):
-            found[-1] = LineInPass(previous.first, item, previous.lines, shown)
+            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried)
         else:
-            found.append(LineInPass(item, item, tuple(numbers), shown))
+            found.append(LineInPass(item, item, tuple(numbers), shown, carried))
         last_shown = position
     return found
 
@@ -311,6 +339,7 @@ def line_document(
                 "last_index": item.last.record.index,
                 "ir": item.first.record.ir_after,
                 "ir_lines": list(item.lines),
+                "carried": list(item.carried),
                 "text": list(item.text_lines),
             }
             for item in found
@@ -380,6 +409,14 @@ def span_rows(run: KernelRun) -> list[SpanRow]:
 def _kernel_lines(source_map: SourceMapRecord, files: set[str]) -> tuple[int, ...]:
     indexes = {i for i, name in enumerate(source_map.files) if name in files}
     return tuple(sorted({py for _, file, py in source_map.lines if file in indexes}))
+
+
+def carried_kernel_lines(source_map: SourceMapRecord, files: set[str]) -> tuple[int, ...]:
+    """The lines of ``files`` that the module keeps only through statements carried over a pass
+    that dropped their span (``SourceMapRecord.carried``)."""
+    indexes = {i for i, name in enumerate(source_map.files) if name in files}
+    spanned = set(_kernel_lines(source_map, files))
+    return tuple(sorted({py for _, file, py in source_map.carried if file in indexes} - spanned))
 
 
 def changed_rows(rows: Sequence[SpanRow]) -> list[SpanRow]:

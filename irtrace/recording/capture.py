@@ -34,10 +34,11 @@ from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target, tvm_tar
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording import frontend_lines
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
 from irtrace.recording.launches import observe_launches, write_launches
-from irtrace.recording.loader import CapturedKernel, KernelCall
+from irtrace.recording.loader import CapturedKernel, KernelCall, source_as_imported
 from irtrace.recording.recorder import (
     CaptureOptions,
     LoweringOptions,
@@ -77,13 +78,27 @@ def captured_kernel_name(function_names: Sequence[str], call: JitCall | None) ->
 
 
 SOURCE_MAP_ENV = "IRTRACE_SOURCE_MAP"
-"""Set to ``1`` (``irtrace run --source-map`` sets it for the script and every process it starts),
-captured runs store source maps."""
+"""Captured runs store source maps unless this is ``0`` (``irtrace run --no-source-map`` sets it
+for the script and every process it starts): a capture is where people click a line."""
 
 
 def source_maps_requested() -> bool:
-    """Whether this process's captures store source maps (``IRTRACE_SOURCE_MAP=1``)."""
-    return os.environ.get(SOURCE_MAP_ENV) == "1"
+    """Whether this process's captures store source maps (on unless ``IRTRACE_SOURCE_MAP=0``)."""
+    return os.environ.get(SOURCE_MAP_ENV, "1").strip() != "0"
+
+
+def kernel_file_of(mod: Any) -> str | None:
+    """The text of the file the module's first function was written in (from the span TileLang's
+    frontend set on it, read as the frontend read it), so that a captured run's report and views
+    can show the author's lines as a recorded one's do; ``None`` when there is none."""
+    from tilelang.ir import get_prim_func_span
+
+    for _, func in mod.functions.items():
+        span = get_prim_func_span(func) if hasattr(func, "body") else None
+        if span is not None:
+            file = Path(str(span.source_name.name))
+            return source_as_imported(file) if file.is_absolute() and file.is_file() else None
+    return None
 
 
 class CaptureSession:
@@ -140,6 +155,7 @@ class CaptureRecorder(PassRecorder):
             str(target) if target is not None else "",
             self.configs,
             instance=instance,
+            kernel_file_text=kernel_file_of(mod),
         )
         self.session.captured.append(captured)
         self.session.kernels[run.run_id] = captured
@@ -376,6 +392,7 @@ def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
     global _CAPTURE
     from tilelang.instrumentation import register_pass_instrumentation_tool
 
+    frontend_lines.install()
     session = CaptureSession(TraceWriter())
     capture = ProcessCapture(folder, session, owner_pid)
     capture.start_child()
@@ -487,6 +504,7 @@ def run_script(
     )
 
     fallback = auto_target or get_target(GPU_SCRIPT_TARGET)
+    frontend_lines.install()
     session = CaptureSession(writer)
     capture = ProcessCapture(_parts_folder(writer), session, os.getpid())
     saved_argv, saved_path = sys.argv[:], sys.path[:]

@@ -34,6 +34,7 @@ from irtrace.core.schema import Instance
 from irtrace.core.source_tree import compile_source, parse_source
 from irtrace.core.specs import DtypeName, Expression, KernelSpec
 from irtrace.core.targets import dialect_of_modules
+from irtrace.recording import frontend_lines
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ def load_kernel_module(path: str | Path, text: str | None = None) -> LoadedModul
     """
     file = Path(path).expanduser().resolve() if text is not None else resolve_kernel_file(path)
     root, dotted = package_root(file, text)
+    frontend_lines.install()  # before the import: a module-level @T.prim_func is built by it
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     if text is None and dotted in sys.modules and getattr(sys.modules[dotted], "__file__", None) == str(file):
@@ -680,6 +682,7 @@ def build_primfunc(
     """
     from tvm.tirx import PrimFunc
 
+    frontend_lines.install()
     with target_context(tvm_target):
         if call is None:
             call = bind_call(kernel, spec, file)

@@ -38,6 +38,7 @@ from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
 from irtrace.recording.layouts import buffer_layout, layout_maps
 from irtrace.recording.snapshots import MUTATES_IN_PLACE, ModuleState, Snapshot, SnapshotPrinter
+from irtrace.recording.spans import CarrySource, carry_spans
 from irtrace.recording.tvm_targets import make_tvm_target
 
 _crash_safe = True
@@ -205,6 +206,8 @@ class PassRecorder:
             hold_until_barrier=capture.hold_prints,
             source_map=capture.source_map,
         )
+        self._carry: list[CarrySource] = []
+        """the statements of the last module mapped that had a line (``carry_spans``)"""
         self.should_stop = should_stop
         self.cancelled = False
         self.stop_after = set(stop_after)
@@ -282,11 +285,22 @@ class PassRecorder:
         its spans were read with its text, so the record waits for the text like the pass's."""
         run_id = self._run_id()
 
-        def write() -> None:
+        def write() -> None:  # in the order the modules were made: the carry follows them
             spans = snapshot.spans
             if snapshot.mapped or spans is None or snapshot.sha is None:
                 return
             snapshot.mapped = True
+            files = list(spans.files) if spans.lines is not None else []
+            carried: list[tuple[int, int, int]] = []
+            if spans.lines is not None:
+                found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                index = {name: number for number, name in enumerate(files)}
+                for ir_line, file, line in found:
+                    carried.append((ir_line, index.setdefault(file, len(files)), line))
+                    if len(files) < len(index):
+                        files.append(file)
+            else:
+                self._carry = []  # an unplaced map proves nothing for the next pass
             self.writer.add_source_map(
                 run_id,
                 SourceMapRecord(
@@ -296,8 +310,10 @@ class PassRecorder:
                     statements=spans.statements,
                     with_span=spans.with_span,
                     placed=spans.lines is not None,
-                    files=list(spans.files) if spans.lines is not None else [],
+                    files=files,
                     lines=list(spans.lines or ()),
+                    carried=sorted(set(carried)),
+                    inner=list(spans.inner) if spans.lines is not None else [],
                 ),
             )
 

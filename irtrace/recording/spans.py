@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -32,6 +33,28 @@ class ModuleSpans:
     """statements in the module (statement sequences left out)"""
     with_span: int
     """of those, how many carry a span"""
+    facts: tuple[StatementFacts, ...] = ()
+    """what carrying a span over a pass needs of each statement (``carry_spans``); empty when
+    the lines could not be placed"""
+    inner: tuple[tuple[int, int, int], ...] = ()
+    """``(ir_line, file_index, line)``: the macro's own line (the inner frame) of a statement whose
+    span names the kernel line that called the macro (``irtrace.recording.frontend_lines``)"""
+
+
+@dataclass(frozen=True)
+class StatementFacts:
+    """One statement of a module, placed with its text, as ``carry_spans`` matches it across a pass.
+
+    The statement itself is held, not hashes of it: a TIR statement is immutable (TVM copies one
+    that more than one reference holds before changing it; a span is the one field set in place,
+    and structural hashes leave spans out), so hashing it later, only when a pass dropped a line,
+    gives what hashing it now would, and costs nothing in the passes that drop none."""
+
+    ir_line: int | None
+    """where the plain print prints it (``None``: no line of its own)"""
+    span: tuple[str, int] | None
+    """its own span's file and line"""
+    stmt: Any = field(compare=False, repr=False)
 
 
 _SEQUENCE = "tirx.SeqStmt"
@@ -83,29 +106,136 @@ def statement_spans(mod: Any) -> list[tuple[Any, str | None, int | None]]:
     return found
 
 
-def module_spans(mod: Any, text: str) -> ModuleSpans:
+def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
     """The spans of ``mod``'s statements on the lines of ``text`` (its plain print); no lines when
-    the annotated print cannot be matched line by line with ``text``."""
+    the annotated print cannot be matched line by line with ``text``. With ``carry``, every
+    statement is placed and its ``StatementFacts`` kept, so that ``carry_spans`` can follow a span
+    a later pass drops."""
     found = statement_spans(mod)
+    statements, with_span = len(found), sum(1 for _, file, _ in found if file is not None)
+    # a buffer declaration without a span of its own prints the buffer, which has one
+    spanned = [
+        (stmt, *(_declared_buffer_line(stmt) if file is None else (file, line))) for stmt, file, line in found
+    ]
     files: dict[str, int] = {}
     marks: dict[Any, str] = {}
     places: list[tuple[int, int]] = []
+    marked: list[int] = []
+    """the index in ``found`` of each mark's statement"""
     nonce = f"irtrace-{secrets.token_hex(6)}:"
-    for stmt, file, line in found:
+    for number, (stmt, file, line) in enumerate(spanned):
         if file is None or line is None:
             continue
         index = files.setdefault(file, len(files))
-        marks[stmt] = f"{nonce}{len(places)}"
+        marks[stmt] = f"{nonce}{len(marked)}"
+        marked.append(number)
         places.append((index, line))
-    statements, with_span = len(found), len(places)
+    if carry:
+        for number, (stmt, file, _) in enumerate(spanned):
+            if file is None and stmt not in marks:
+                marks[stmt] = f"{nonce}{len(marked)}"
+                marked.append(number)
     if not marks:
         return ModuleSpans(files=(), lines=(), statements=statements, with_span=0)
     annotated = str(mod.script(obj_to_annotate=marks))
     numbered = place_marks(annotated, text, nonce)
     if numbered is None:
         return ModuleSpans(files=tuple(files), lines=None, statements=statements, with_span=with_span)
-    lines = sorted({(ir_line, *places[mark]) for ir_line, mark in numbered if mark < len(places)})
-    return ModuleSpans(files=tuple(files), lines=tuple(lines), statements=statements, with_span=with_span)
+    placed = {(ir_line, *places[mark]) for ir_line, mark in numbered if mark < len(places)}
+    inner = _inner_frames(numbered, marked, found, files)
+    first_line: dict[int, int] = {}
+    for ir_line, mark in numbered:
+        if mark < len(marked):
+            first_line.setdefault(marked[mark], ir_line)
+    text_lines = text.split("\n")
+    for number, (stmt, _, _) in enumerate(found):
+        if _kind(stmt) == "SBlock" and number in first_line:
+            for ir_line, file, line in block_allocation_lines(stmt, text_lines, first_line[number]):
+                placed.add((ir_line, files.setdefault(file, len(files)), line))
+    facts: tuple[StatementFacts, ...] = ()
+    if carry:
+        facts = tuple(
+            StatementFacts(first_line.get(number), (file, line) if file is not None and line else None, stmt)
+            for number, (stmt, file, line) in enumerate(spanned)
+        )
+    return ModuleSpans(
+        files=tuple(files),
+        lines=tuple(sorted(placed)),
+        statements=statements,
+        with_span=with_span,
+        facts=facts,
+        inner=inner,
+    )
+
+
+def _inner_frames(
+    numbered: list[tuple[int, int]],
+    marked: list[int],
+    found: list[tuple[Any, str | None, int | None]],
+    files: dict[str, int],
+) -> tuple[tuple[int, int, int], ...]:
+    """The inner frames (the macro's own lines) of the placed statements that have one."""
+    from tilelang.ir import get_stmt_span
+
+    from irtrace.recording.frontend_lines import inner_frame
+
+    frames: set[tuple[int, int, int]] = set()
+    for ir_line, mark in numbered:
+        if mark >= len(marked):
+            continue
+        stmt, file, _ = found[marked[mark]]
+        span = get_stmt_span(stmt) if file is not None else None
+        frame = inner_frame(int(span.column)) if span is not None else None
+        if frame is not None:
+            frames.add((ir_line, files.setdefault(frame[0], len(files)), frame[1]))
+    return tuple(sorted(frames))
+
+
+def _declared_buffer_line(stmt: Any) -> tuple[str | None, int | None]:
+    """The span of the buffer a ``T.decl_buffer`` statement declares (TileLang's frontend spans a
+    buffer with the line that allocated it; passes that turn a block's allocation into such a
+    statement keep the buffer); ``(None, None)`` for any other statement."""
+    if _kind(stmt) != "DeclBuffer":
+        return None, None
+    from tilelang.ir import get_buffer_span
+
+    span = get_buffer_span(stmt.buffer)
+    return (None, None) if span is None else (str(span.source_name.name), int(span.line))
+
+
+_BLOCK_HEADER = re.compile(
+    r"T\.(reads|writes|sblock_attr)\(.*|(?P<name>\w+) = T\.(sblock_alloc_buffer|match_buffer)\(.*"
+)
+
+
+def block_allocation_lines(block: Any, text_lines: list[str], with_line: int) -> list[tuple[int, str, int]]:
+    """``(ir_line, file, line)`` for each buffer ``block`` allocates whose span names a line: the
+    printer writes a block's allocations in its header, ``NAME = T.sblock_alloc_buffer(...)``, right
+    after its ``with`` line (at ``with_line``). A buffer is placed only when exactly one header line
+    allocates its name (a renamed or missing one is left out)."""
+    from tilelang.ir import get_buffer_span
+
+    wanted: dict[str, tuple[str, int]] = {}
+    for buffer in block.alloc_buffers:
+        span = get_buffer_span(buffer)
+        if span is not None:
+            wanted[str(buffer.name)] = (str(span.source_name.name), int(span.line))
+    if not wanted or not 1 <= with_line <= len(text_lines):
+        return []
+    indent = len(text_lines[with_line - 1]) - len(text_lines[with_line - 1].lstrip(" "))
+    allocated: dict[str, list[int]] = {}
+    for number in range(with_line + 1, len(text_lines) + 1):
+        line = text_lines[number - 1]
+        header = _BLOCK_HEADER.fullmatch(line.strip())
+        if len(line) - len(line.lstrip(" ")) <= indent or header is None:
+            break
+        if header.group("name") and "sblock_alloc_buffer" in line:
+            allocated.setdefault(header.group("name"), []).append(number)
+    return [
+        (numbers[0], *wanted[name])
+        for name, numbers in allocated.items()
+        if name in wanted and len(numbers) == 1
+    ]
 
 
 _SCOPE = re.compile(r"with (?P<expr>.+?)(?: as (?P<var>[^:=]+))?:")
@@ -128,23 +258,22 @@ def place_marks(annotated: str, plain: str, nonce: str) -> list[tuple[int, int]]
     """``(line of plain, mark number)`` for every mark in ``annotated``: a mark alone on a comment
     line belongs to the next line that is not a mark, a mark at the end of a line to that line.
     ``None`` when the lines, marks removed, do not match ``plain`` one to one."""
-    alone = re.compile(rf"[ ]*# {re.escape(nonce)}(\d+)")
-    trailing = re.compile(rf"(.*?)  # {re.escape(nonce)}(\d+)")
+    marker = f"# {nonce}"  # string operations, not a pattern compiled per module (a new nonce each)
     plain_lines = plain.split("\n")
     placed: list[tuple[int, int]] = []
     pending: list[int] = []
     number = 0
     for line in annotated.split("\n"):
         if nonce in line:
-            only = alone.fullmatch(line)
-            if only is not None:
-                pending.append(int(only.group(1)))
-                continue
-            end = trailing.fullmatch(line)
-            if end is None:
+            head, _, mark = line.rpartition(marker)
+            if not (mark.isascii() and mark.isdigit()):
                 return None
-            line = end.group(1)
-            pending.append(int(end.group(2)))
+            pending.append(int(mark))
+            if not head.strip(" "):
+                continue  # a mark alone on its line: it belongs to the next line
+            if not head.endswith("  "):
+                return None
+            line = head[:-2]
         if number >= len(plain_lines):
             return None
         if line != plain_lines[number] and not _same_line(line, plain_lines[number]):
@@ -253,3 +382,129 @@ def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> Mod
         return ModuleSpans(files=(), lines=None, statements=statements, with_span=with_span)
     files, lines = placed
     return ModuleSpans(files=files, lines=tuple(lines), statements=statements, with_span=with_span)
+
+
+# ----------------------------------------------------------------------------- carrying spans over
+
+_COPY_OPS = {"tl.tileop.copy": "copy", "tl.tileop.tma_copy": "tma_copy"}
+_BLOCKS = ("SBlock", "SBlockRealize")
+
+
+def _hash(node: Any, map_free_vars: bool = False) -> int:
+    """TVM's structural hash (spans do not enter it); free variables by identity unless mapped."""
+    import tvm
+
+    return int(tvm.ir.structural_hash(node, map_free_vars=map_free_vars))
+
+
+def _copy_source(stmt: Any) -> tuple[str, int] | None:
+    """``("copy" | "tma_copy", key)`` for a statement evaluating a ``T.copy`` or ``T.tma_copy``:
+    the key is the source region's structure with the identity of the buffer it reads (the same
+    buffer object, not only one of the same shape)."""
+    value = getattr(stmt, "value", None)
+    name = _COPY_OPS.get(str(getattr(getattr(value, "op", None), "name", "")))
+    args = getattr(value, "args", None)
+    if name is None or not args:
+        return None
+    region = args[0]
+    load = region.args[0] if getattr(region, "args", None) else None
+    buffer = getattr(load, "buffer", None)
+    if buffer is None:
+        return None
+    # the loop variable may be a new one (the warp-specialized loops are new loops): mapped
+    return name, hash((_hash(region, map_free_vars=True), buffer.__chandle__()))
+
+
+def _kind(stmt: Any) -> str:
+    return type(stmt).__name__
+
+
+def _is_sequence(node: Any) -> bool:
+    return node is not None and _kind(node) == "SeqStmt"
+
+
+@dataclass(frozen=True)
+class CarrySource:
+    """A statement of the module before a pass that had a line, spanned or carried."""
+
+    span: tuple[str, int]
+    stmt: Any = field(compare=False, repr=False)
+    carried: bool = False
+
+
+def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
+    """What ``source`` may have become in a pass that dropped its line: itself; a block, its body
+    (``tl.LowerOpaqueBlock`` replaces a block by its body); a ``T.copy``, a ``T.tma_copy`` of the
+    same source region (``tl.ProducerConsumerWarpSpecialized``); a carried ``T.tma_copy``, one of
+    the same source region."""
+    stmt = source.stmt
+    keys = {("equal", _hash(stmt))}
+    copy = _copy_source(stmt)
+    if copy is not None and copy[0] == ("tma_copy" if source.carried else "copy"):
+        keys.add(("copy", copy[1]))
+    if not source.carried and _kind(stmt) in _BLOCKS:
+        block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
+        body = block.body
+        keys.add(("body", _hash(body)) if _is_sequence(body) else ("equal", _hash(body)))
+    return keys
+
+
+def _is_keys(stmt: Any, kinds: set[str], copies: bool, bodies: bool) -> set[tuple[str, int]]:
+    """What an unspanned statement after the pass is, for the kinds of statements lost."""
+    keys: set[tuple[str, int]] = set()
+    if _kind(stmt) in kinds:
+        keys.add(("equal", _hash(stmt)))
+    if copies:
+        copy = _copy_source(stmt)
+        if copy is not None and copy[0] == "tma_copy":
+            keys.add(("copy", copy[1]))
+    body = getattr(stmt, "body", None)
+    if bodies and _is_sequence(body):
+        keys.add(("body", _hash(body)))
+    return keys
+
+
+def carry_spans(
+    before: Sequence[CarrySource], after: Sequence[StatementFacts]
+) -> tuple[list[tuple[int, str, int]], list[CarrySource]]:
+    """The lines a pass dropped that are provably carried by statements of its output: a line no
+    statement of ``after`` carries any more, whose statement before the pass is, by one of the
+    keys of ``_was_keys``, the one and only statement of ``after`` without a span having that key,
+    and no other statement before the pass has that key. Gives ``[(ir_line, file, line)]`` of the
+    carried statements and what the next pass is matched against (spanned and carried).
+    Statements are hashed only when a line was dropped, and only those of the kinds dropped."""
+    present = {fact.span for fact in after if fact.span is not None}
+    following = [CarrySource(f.span, f.stmt) for f in after if f.span is not None]
+    lost = [source for source in before if source.span not in present]
+    if not lost:
+        return [], following
+    kinds = {_kind(source.stmt) for source in lost}
+    # block bodies and body-holding statements are matched only when a block was lost
+    copies = any(_copy_source(source.stmt) is not None for source in lost)
+    bodies = bool(kinds & set(_BLOCKS))
+    offered: dict[tuple[str, int], set[tuple[str, int] | None]] = {}
+    for source in before:
+        if _kind(source.stmt) not in kinds:
+            continue
+        for key in _was_keys(source):
+            offered.setdefault(key, set()).add(source.span if source.span not in present else None)
+    targets: dict[tuple[str, int], list[int]] = {}
+    for number, fact in enumerate(after):
+        if fact.span is None:
+            for key in _is_keys(fact.stmt, kinds, copies, bodies):
+                targets.setdefault(key, []).append(number)
+    chosen: dict[int, set[tuple[str, int]]] = {}
+    for key, spans in offered.items():
+        found = targets.get(key, [])
+        if len(spans) == 1 and None not in spans and len(found) == 1:
+            chosen.setdefault(found[0], set()).update(s for s in spans if s is not None)
+    carried: list[tuple[int, str, int]] = []
+    for number, claims in sorted(chosen.items()):
+        if len(claims) != 1:
+            continue  # two lines claim one statement: neither is proven
+        (line,) = claims
+        fact = after[number]
+        following.append(CarrySource(line, fact.stmt, carried=True))
+        if fact.ir_line is not None:
+            carried.append((fact.ir_line, *line))
+    return carried, following

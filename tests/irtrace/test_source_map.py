@@ -21,6 +21,7 @@ import pytest
 
 from irtrace.core.source_map import (
     LineQuery,
+    carried_ir_lines,
     changed_rows,
     ir_lines,
     line_through_passes,
@@ -32,6 +33,7 @@ from irtrace.core.trace import Trace
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
 from tests.conftest import DATA, EXAMPLES
+from tests.source_lines_oracle import author_lines, mentions
 
 TARGETS = ("cuda:sm_90a", "hip:gfx942")
 KERNELS = {
@@ -39,6 +41,8 @@ KERNELS = {
     "flash_attention": (EXAMPLES / "flash_attention.py", "flash_attention_fwd()"),
     "row_reduce": (DATA / "row_reduce.py", "row_reduce()"),
 }
+AUTHOR_LINES = {name: author_lines(path.read_text(encoding="utf-8")) for name, (path, _) in KERNELS.items()}
+"""The buffers each statement line of the kernel's file uses, read with ``ast``."""
 TILE_OP = re.compile(r"\s*T\.(copy|gemm|fill|clear|reduce_\w+)\(")
 """A line of the kernel's file that calls a tile operation (read from the file, not the trace)."""
 UNDERLINE = re.compile(r"[ ]*\^+")
@@ -200,10 +204,18 @@ def check_tile_op_lines(lowered: Lowered, kernel: str, target: str) -> None:
         assert text == truth.text, f"{record.name}: the trace's text is not the module's"
         assert item.source_map is not None, f"{record.name} has no source map"
         assert item.source_map.placed
+        spanned_firsts = set().union(*truth.first_lines.values()) if truth.first_lines else set()
         for line in tile_op_lines(KERNELS[kernel][0]):
-            mapped = set(ir_lines(item.source_map, files, line, text))
+            mapped = set(ir_lines(item.source_map, files, line, text, carried=False))
             assert mapped == truth.first_lines.get(line, set()), (record.index, record.name, line)
             checked += bool(mapped)
+            # a carried line is no statement with a span (by the oracle), and it prints a buffer the
+            # Python line uses (read from the kernel's file with ast, tests/source_lines_oracle.py)
+            carried = carried_ir_lines(item.source_map, files, line, text)
+            assert not set(carried) & spanned_firsts, (record.name, line, carried)
+            buffers = AUTHOR_LINES[kernel].get(line, set())
+            for ir_line in carried:
+                assert mentions(text.split("\n")[ir_line - 1], buffers), (record.name, line, ir_line)
     assert checked > 20, "too few tile operation lines survive to check anything"
 
 
@@ -278,3 +290,71 @@ def test_line_through_passes_shows_the_ir_lines_of_each_pass(lowered: Lowered) -
             if index < len(truths) and truths[index].name == by_index[index].raw_name:
                 assert truths[index].first_lines.get(gemm_line) == set(item.lines), by_index[index].name
     assert "T.gemm(" in found[0].text_lines[0]
+
+
+def test_the_pipelined_copies_are_carried_from_warp_specialization_to_lower_tile_op(
+    lowered: Lowered, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Hopper GEMM's ``T.copy`` lines lose their spans in ``tl.ProducerConsumerWarpSpecialized``,
+    which turns each copy into a ``T.tma_copy`` of the same source region: the map carries them,
+    marked, to the statement that prints that region (read from the oracle's own prints), and the
+    span table says they were lost only where that statement is gone (``tl.LowerTileOp``)."""
+    import json
+
+    from irtrace.cli.main import main
+
+    (run,) = lowered.trace.select("gemm", "cuda:sm_90a")
+    truths = lowered.truths[("gemm", "cuda:sm_90a")]
+    source = KERNELS["gemm"][0].read_text(encoding="utf-8").splitlines()
+    copies = [
+        n
+        for n in AUTHOR_LINES["gemm"]
+        if source[n - 1].strip().startswith("T.copy(") and "ko" in source[n - 1]
+    ]
+    assert len(copies) == 2
+    files = wanted_files(run, LineQuery(1))
+    ws = run.find_pass("tl.ProducerConsumerWarpSpecialized")
+    layout = run.find_pass("tl.LayoutInference")
+    maps = {item.record.index: item for item in pass_maps(run)}
+    for line in copies:
+        for record in (ws, layout):
+            item = maps[record.index]
+            assert item.source_map is not None
+            text = lowered.trace.ir_after(record)
+            assert ir_lines(item.source_map, files, line, text, carried=False) == []
+            (carried,) = carried_ir_lines(item.source_map, files, line, text)
+            printed = text.split("\n")[carried - 1].strip()
+            assert printed.startswith("T.tma_copy(T.region(")
+            # the same source region as the T.copy the oracle printed for this line before the pass
+            assert line not in truths[record.index].first_lines  # by the oracle: no span of it
+            region = printed.split("T.region(", 1)[1].split(")", 1)[0]
+            earlier = [t for t in truths[: ws.index] if line in t.first_lines]
+            assert earlier, "no module before the pass printed the copy"
+            first = min(earlier[-1].first_lines[line])
+            assert region in earlier[-1].text.split("\n")[first - 1]
+    trace_path = lowered.trace.path
+    assert trace_path is not None
+    assert main(["spans", trace_path, "-k", "gemm", "-t", "cuda:sm_90a", "--all", "--format", "json"]) == 0
+    rows = {row["pass"]: row for row in json.loads(capsys.readouterr().out)["runs"][0]["passes"]}
+    assert rows["tl.ProducerConsumerWarpSpecialized"]["carried"] == copies
+    assert not set(copies) & set(rows["tl.ProducerConsumerWarpSpecialized"]["lost"])
+    assert set(copies) <= set(rows["tl.LowerTileOp"]["lost"])
+    assert (
+        main(
+            [
+                "ir",
+                trace_path,
+                "-k",
+                "gemm",
+                "-t",
+                "cuda:sm_90a",
+                "--line",
+                str(copies[0]),
+                "-p",
+                "tl.LayoutInference",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "carried:" in out and " ~ " in out

@@ -71,12 +71,22 @@ def test_spans_names_the_passes_that_drop_lines(
 ) -> None:
     path = gemm_trace.path
     assert path is not None
-    code, out, _ = run_cli(capsys, "spans", path, "-t", "cuda:sm_90", "--format", "json")
+    code, out, _ = run_cli(capsys, "spans", path, "-t", "cuda:sm_90", "--all", "--format", "json")
     assert code == ExitCode.OK
     (document,) = json.loads(out)["runs"]
     rows = span_rows(gemm_trace.find_run("matmul", "cuda:sm_90"))
-    dropping = [row.item.label for row in rows if row.lost]
-    assert dropping and dropping == [p["pass"] for p in document["passes"] if p["lost"]]
+    assert [row.item.label for row in rows] == [p["pass"] for p in document["passes"]]
+    # a line whose span a pass dropped is lost there unless carried; a carried line is lost where
+    # the module no longer carries it (against the row of the module the pass received)
+    carried_before: set[int] = set()
+    for row, shown in zip(rows, document["passes"], strict=True):
+        assert set(row.lost) <= set(shown["lost"]) | set(shown["carried"]), shown
+        extra = set(shown["lost"]) - set(row.lost)
+        assert not extra & (set(row.kernel_lines) | set(shown["carried"])), shown
+        assert extra <= carried_before or row.item.record.depth, shown  # nested: its own module
+        if not row.item.record.depth:
+            carried_before = set(shown["carried"])
+    dropping = [p["pass"] for p in document["passes"] if p["lost"]]
     code, out, _ = run_cli(capsys, "spans", path, "-t", "cuda:sm_90")
     assert code == ExitCode.OK and all(name in out for name in dropping)
     code, out, _ = run_cli(capsys, "spans", path, "--format", "markdown")

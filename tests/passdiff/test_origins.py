@@ -156,8 +156,12 @@ def check_hunks(
         assert (hunk["old_start"], hunk["new_start"]) == (group[0][1] + 1, group[0][3] + 1)
         old = [i + 1 for tag, i1, i2, _, _ in group if tag != EQUAL for i in range(i1, i2)]
         new = [j + 1 for tag, _, _, j1, j2 in group if tag != EQUAL for j in range(j1, j2)]
-        assert [n for n in hunk["a"] if n in TILE_LINES] == expected(before, old), hunk
-        assert [n for n in hunk["b"] if n in TILE_LINES] == expected(after, new), hunk
+        # the oracle reads spans: a line carried over a pass that dropped its span is checked in
+        # tests/irtrace/test_source_map.py
+        a = [n for n in hunk["a"] if n in TILE_LINES and n not in hunk["a_carried"]]
+        b = [n for n in hunk["b"] if n in TILE_LINES and n not in hunk["b_carried"]]
+        assert a == expected(before, old), hunk
+        assert b == expected(after, new), hunk
         named += bool(expected(before, old)) + bool(expected(after, new))
     return named
 
@@ -214,6 +218,13 @@ def test_the_renderings_name_the_same_lines(
     gemm_line = next(n for n in TILE_LINES if "T.gemm(" in GEMM.read_text().splitlines()[n - 1])
     assert f"python gemm.py:{gemm_line}  T.gemm(A_shared, B_shared, C_local, transpose_B=True)" in terminal
     assert "--source-map" not in terminal
+    # a hunk with no kernel line says so for itself only: never a bare verdict under the header
+    headings = [line for line in terminal.splitlines() if line.startswith("python")]
+    assert "python: none (" not in terminal
+    for number, numbers in enumerate(lines, start=1):
+        if not numbers:
+            assert f"python: none in hunk {number} of {len(lines)} (" in terminal
+    assert len(headings) >= len(lines)
     page_path = Path(trace.path).with_suffix(".html")
     run_passdiff(capsys, *argv, "-f", "html", "-o", str(page_path))
     page = page_path.read_text()
@@ -284,9 +295,12 @@ def test_a_negative_line_is_a_one_line_trace_error(
 @pytest.mark.parametrize(
     "hostile",
     [
-        pytest.param(lambda r: r.update(lines=[[10**6, 0, 36]]), id="ir-line-past-the-text"),
         pytest.param(
-            lambda r: r.update(lines=[[n, 0, 10**6] for n in range(1, 60)]), id="python-line-past-the-file"
+            lambda r: r.update(lines=[[10**6, 0, 36]], carried=[[10**6, 0, 36]]), id="ir-line-past-the-text"
+        ),
+        pytest.param(
+            lambda r: r.update(lines=[[n, 0, 10**6] for n in range(1, 60)], carried=[[1, 0, 10**6]]),
+            id="python-line-past-the-file",
         ),
         pytest.param(
             lambda r: r.update(files=["/etc/passwd\n@@ -1 +1 @@" for _ in r["files"]]), id="another-file"

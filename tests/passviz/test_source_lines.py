@@ -118,8 +118,12 @@ def _rewrite_maps(source: Trace, path: Path, change: Any) -> Trace:
 
 
 ATTACKS = [
-    lambda r: r.update(lines=[[10**6, 0, GEMM_LINE]]),  # an IR line past the text
-    lambda r: r.update(lines=[[1, 0, 10**6]]),  # a Python line past the kernel's file
+    lambda r: r.update(
+        lines=[[10**6, 0, GEMM_LINE]], carried=[[10**6, 0, GEMM_LINE]]
+    ),  # an IR line past the text
+    lambda r: r.update(
+        lines=[[1, 0, 10**6]], carried=[[1, 0, 10**6]]
+    ),  # a Python line past the kernel's file
     lambda r: r.update(files=["/etc/passwd" for _ in r["files"]]),  # another file
 ]
 HOSTILE = [

@@ -1,0 +1,167 @@
+"""The lines the author wrote, followed through the passes: checked against the kernel's file read
+with Python's ``ast`` (tests/source_lines_oracle.py; ORACLES.md, "Source maps"), not against the
+lines TileLang happened to span. The reductions are the case in point: ``T.reduce_*`` is a macro
+whose statements TileLang spans with lines of its own ``reduce_op.py``; the frontend hook
+(``irtrace.recording.frontend_lines``) gives them the kernel's calling line.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from irtrace.core.trace_reader import load_trace
+from tests.conftest import DATA, EXAMPLES
+from tests.source_lines_oracle import author_lines, mentions, run_coverage
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = {
+    "row_reduce": (DATA / "row_reduce.py", "row_reduce()"),
+    "gemm": (EXAMPLES / "gemm.py", "matmul(256, 256, 256)"),
+    "flash_attention": (EXAMPLES / "flash_attention.py", "flash_attention_fwd()"),
+}
+
+
+def reduction_lines(path: Path) -> set[int]:
+    """Lines calling ``T.reduce_*``, read with ``ast``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("reduce_")
+    }
+
+
+def call_lines(path: Path) -> set[int]:
+    """The oracle's tile-operation call statements and buffer allocations (``X = T.alloc_*``):
+    every one of them builds IR, so every one must be mapped at the first pass."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    return {
+        line
+        for line in author_lines("\n".join(text))
+        if text[line - 1].strip().startswith("T.") or "= T.alloc_" in text[line - 1]
+    }
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("author-lines")
+    found = {}
+    for name, (path, call) in KERNELS.items():
+        output = folder / f"{name}.jsonl"
+        command = [sys.executable, "-m", "irtrace.cli", "record", f"{path}::{call}", "-t", "cuda:sm_90a"]
+        subprocess.run(
+            [*command, "--source-map", "-o", str(output)], check=True, cwd=ROOT, capture_output=True
+        )
+        found[name] = output
+    return found
+
+
+def test_macro_statements_carry_the_calling_line_and_keep_the_library_frame() -> None:
+    """Built in this process: the statements of each ``T.reduce_*`` line carry that line of the
+    kernel's file, and their inner frame is a line of TileLang's own package."""
+    import tilelang
+    import tvm
+
+    from irtrace.recording import frontend_lines
+    from irtrace.recording.loader import load_kernel_module
+    from irtrace.recording.spans import statement_spans
+
+    assert frontend_lines.install()
+    path = DATA / "row_reduce.py"
+    module = load_kernel_module(path).module
+    func = module.row_reduce()
+    from tilelang.ir import get_stmt_span
+
+    package = str(Path(tilelang.__file__).resolve().parent)
+    seen: dict[int, set[str]] = {}
+    for stmt, file, line in statement_spans(tvm.IRModule({"main": func})):
+        assert file is None or "site-packages/tilelang" not in file, (file, line)
+        if file is not None and line in reduction_lines(path):
+            span = get_stmt_span(stmt)
+            inner = frontend_lines.inner_frame(int(span.column))
+            assert inner is not None and str(Path(inner[0]).resolve()).startswith(package), inner
+            seen.setdefault(line, set()).add(inner[0])
+    assert set(seen) == reduction_lines(path) and len(seen) == 2
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_every_tile_call_line_is_mapped_at_the_first_pass(traces: dict[str, Path], name: str) -> None:
+    path = KERNELS[name][0]
+    trace = load_trace(traces[name])
+    (run,) = trace.runs
+    found = run_coverage(trace, run, path.read_text(encoding="utf-8"))
+    assert not set(found.missing["first"]) & call_lines(path), found.describe()
+    assert not [line for stage, line in found.wrong_lines if stage == "first"], found.describe()
+
+
+@pytest.mark.parametrize("name", ["row_reduce", "flash_attention"])
+def test_reductions_reach_lower_tile_op_and_the_source_naming_their_buffers(
+    traces: dict[str, Path], name: str
+) -> None:
+    path = KERNELS[name][0]
+    source = path.read_text(encoding="utf-8")
+    trace = load_trace(traces[name])
+    (run,) = trace.runs
+    found = run_coverage(trace, run, source)
+    wanted = author_lines(source)
+    for line in reduction_lines(path):
+        assert line not in found.missing["lower_tile_op"], found.describe()
+        assert line not in found.missing["source"], found.describe()
+        assert (("lower_tile_op", line)) not in found.wrong_lines
+        assert wanted[line], f"line {line} uses no buffer by the oracle"
+
+
+def test_the_buffer_oracle_reads_names_as_tilelang_renames_them() -> None:
+    assert mentions("row_sum_1[i] = 0", {"row_sum"})
+    assert not mentions("row_sum_x[i] = 0", {"row_sum"}) and not mentions("T.row_sum", {"row_sum"})
+
+
+def test_the_trace_keeps_the_macro_line_as_the_inner_frame(traces: dict[str, Path]) -> None:
+    """Every inner frame the srcmap records hold is a line of TileLang's package on an IR line
+    that the map gives to a ``T.reduce_*`` line of the kernel; ``ir --line FILE:LINE`` finds it."""
+    import tilelang
+
+    from irtrace.core.source_map import LineQuery, line_through_passes
+
+    path = KERNELS["row_reduce"][0]
+    trace = load_trace(traces["row_reduce"])
+    (run,) = trace.runs
+    package = Path(tilelang.__file__).resolve().parent
+    checked = 0
+    for record in run.source_maps:
+        kernel_at = {ir: py for ir, file, py in record.lines if record.files[file] == str(path)}
+        for ir, file, line in record.inner:
+            assert Path(record.files[file]).resolve().is_relative_to(package), record.files[file]
+            assert kernel_at.get(ir) in reduction_lines(path), (ir, line)
+            checked += 1
+    assert checked, "no inner frame recorded"
+    (library, line) = next(
+        (record.files[file], line) for record in run.source_maps for _, file, line in record.inner
+    )
+    found = line_through_passes(trace, run, LineQuery(line, Path(library).name))
+    assert found and all(
+        "T.reduce" in text or "row_" in text for item in found[:1] for text in item.text_lines
+    )
+
+
+@pytest.mark.parametrize("version", ["0.1.14", "0.1.16", "not-a-version"])
+def test_the_hook_leaves_tilelang_alone_outside_its_range(version: str) -> None:
+    """In a fresh process told another release is installed: nothing is wrapped."""
+    code = (
+        "import irtrace.recording.frontend_lines as f\n"
+        f"f.installed_tilelang = lambda: {version!r}\n"
+        "import tilelang.ir as ir\n"
+        "from tilelang.language.eager import builder as b\n"
+        "make, setter = ir.make_span, b.Builder.set_fileline\n"
+        "assert f.install() is False\n"
+        "assert ir.make_span is make and b.Builder.set_fileline is setter\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
