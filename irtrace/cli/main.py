@@ -483,6 +483,11 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     if args.source_map:
         os.environ[SOURCE_MAP_ENV] = "1"
     bench = bench_settings(args)
+    if args.bench and args.no_gpu:
+        raise UsageError(
+            "--bench times real launches, and --no-gpu launches nothing (its kernels are stand-ins); "
+            "bench on a machine with an NVIDIA GPU without --no-gpu"
+        )
     if args.machine_code:
         from irtrace.recording.machine_code import find_cuda_tools
 
@@ -524,7 +529,9 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         return run_command("irtrace", lambda: finish(outcome), debug=args.debug)
 
     try:
-        outcome = run_script(command, writer, auto_target=auto_target, on_os_exit=finish_at_os_exit)
+        outcome = run_script(
+            command, writer, auto_target=auto_target, on_os_exit=finish_at_os_exit, stand_ins=args.no_gpu
+        )
     except KeyboardInterrupt:
         native_log.close()
         raise _interrupted(writer, args.output) from None
