@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,13 @@ from irtrace.core.targets import TargetSpec
 NO_GPU_ENV = "IRTRACE_NO_GPU"
 """Set to ``1`` (``irtrace run --no-gpu`` sets it for the script and the processes it starts),
 captures in this process run the program's GPU work on stand-ins."""
+
+STAND_IN_LATENCY_MS = 1.0
+"""What a stand-in's bench or a CUDA event's timing answers: not 0, which programs divide by."""
+STAND_IN_SMS = {80: 108, 90: 132, 100: 148}
+"""SMs the stand-in GPU reports per compute capability (A100, H100 SXM, B200): persistent kernels
+size their grid by it (``driver.get_num_sms()``), so it must match the GPU a trace is compared with."""
+DEFAULT_SMS = 132
 
 _ACTIVE: list[bool] = []
 """Non-empty while this process's GPU work runs on stand-ins."""
@@ -79,9 +87,36 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
     def nothing(*_args: Any, **_kwargs: Any) -> None:
         return None
 
+    major, minor = torch.cuda.get_device_capability()  # the stand-in's answer for ``target``
+    properties = types.SimpleNamespace(
+        name=f"stand-in for {target.name}",
+        major=major,
+        minor=minor,
+        multi_processor_count=STAND_IN_SMS.get(major * 10 + minor, DEFAULT_SMS),
+        total_memory=80 << 30,
+        L2_cache_size=50 << 20,
+        warp_size=32,
+        max_threads_per_multi_processor=2048,
+        is_integrated=False,
+        is_multi_gpu_board=False,
+    )
+
+    class Event:
+        """Timings of nothing: 1 ms each, so a program dividing by one goes on."""
+
+        def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+            pass
+
+        record = synchronize = wait = nothing
+
+        def elapsed_time(self, _other: Any) -> float:
+            return STAND_IN_LATENCY_MS
+
     answers: list[tuple[str, Any]] = [
         ("is_available", lambda: True),
         ("device_count", lambda: 1),
+        ("get_device_properties", lambda *_a, **_k: properties),
+        ("Event", Event),
         ("set_device", nothing),
         ("empty_cache", nothing),
         ("manual_seed", nothing),
@@ -90,6 +125,12 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
     for attr, value in answers:
         stack.callback(setattr, torch.cuda, attr, getattr(torch.cuda, attr))
         setattr(torch.cuda, attr, value)
+    # TileLang's driver asks ``torch.device(0)`` first, which fails where torch has no accelerator
+    with contextlib.suppress(ImportError):
+        from tilelang.carver.arch.driver import cuda_driver
+
+        stack.callback(setattr, cuda_driver, "get_cuda_device_properties", cuda_driver.get_cuda_device_properties)
+        cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
 
 
 def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
@@ -128,11 +169,15 @@ def gpu_stand_ins(target: TargetSpec) -> Iterator[None]:
     ) -> StandInAdapter:
         return StandInAdapter(func, out_idx, artifact)
 
+    class TimedStandInProfiler(StandInProfiler):
+        def do_bench(self, *_args: Any, **_kwargs: Any) -> float:
+            return STAND_IN_LATENCY_MS
+
     def stand_in_profiler(*_args: Any, **_kwargs: Any) -> StandInProfiler:
-        return StandInProfiler()
+        return TimedStandInProfiler()
 
     def no_bench(*_args: Any, **_kwargs: Any) -> float:
-        return 0.0
+        return STAND_IN_LATENCY_MS
 
     # the module by name: the attribute ``tilelang.engine.lower`` is the function
     engine_lower = sys.modules["tilelang.engine.lower"]
