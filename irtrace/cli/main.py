@@ -225,7 +225,13 @@ def _with_exit_codes() -> dict[str, Any]:
     return {"epilog": exit_codes_help(), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
+_RUN_IN_CHILD: list[bool] = [False]
+"""Whether ``irtrace run`` runs the script in a child it can end in time (``edge.supervise``): when
+irtrace is the process (its console script, ``python -m irtrace.cli``), not a caller's library."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _RUN_IN_CHILD[0] = argv is None
     return run_subcommand("irtrace", build_parser(), argv, _run_named_command, catch_signals=True)
 
 
@@ -461,7 +467,7 @@ def _latency(run: KernelRun) -> str:
 # ----------------------------------------------------------------------------- run
 
 
-def cmd_run(args: argparse.Namespace) -> ExitCode:
+def cmd_run(args: argparse.Namespace) -> int:
     from irtrace.core.targets import PORTABLE, expand_target, get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.capture import (
@@ -492,6 +498,16 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         from irtrace.recording.machine_code import find_cuda_tools
 
         find_cuda_tools()  # a missing nvcc is said before the script runs
+    if _RUN_IN_CHILD[0]:
+        from irtrace.core.output import partial_path
+        from irtrace.edge.supervise import run_in_child
+
+        _RUN_IN_CHILD[0] = False  # the child runs the script itself
+
+        def in_child() -> int:
+            return run_command("irtrace", lambda: cmd_run(args), debug=args.debug, catch_signals=True)
+
+        return run_in_child(in_child, partial_path(args.output))
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
     native_log = contextlib.ExitStack()

@@ -1,0 +1,98 @@
+"""``irtrace run`` stops within seconds of SIGTERM, whatever the script is doing.
+
+Python runs a signal handler only between bytecodes of the main thread, so a script inside a long C
+call (a regex, ``sum(range(...))``, a native library holding the GIL) would keep irtrace from
+seeing SIGTERM until the call returns: minutes, in one report. The script therefore runs in a
+forked child (which does everything ``irtrace run`` did before: captures, writes the trace,
+prints the summary), and this process, which runs no script code, only waits for it. A SIGTERM
+here is passed on; a child that has not ended ``GRACE_S`` later is killed, and its trace stays
+in ``NAME.partial``, cut short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from irtrace.core import interrupts
+from irtrace.core.errors import ExitCode
+
+GRACE_S = 3.0
+"""How long the child has to save its trace after the signal before it is killed (the issue's
+bound is 5 s for the whole stop)."""
+
+
+def run_in_child(work: Callable[[], int], partial: Path, *, grace_s: float = GRACE_S) -> int:
+    """Run ``work`` in a forked child and give its exit code; see the module's docstring.
+    ``partial`` is where the child's trace stays if it must be killed (named in the message)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller
+        code = 1
+        try:
+            code = work()
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(code)
+    return _wait_for(pid, partial, grace_s)
+
+
+def _wait_for(pid: int, partial: Path, grace_s: float) -> int:
+    """The parent's side: wait; on SIGTERM (or Ctrl-C), pass it on and end the child in time."""
+    try:
+        return _status_code(_wait_blocking(pid))
+    except KeyboardInterrupt:
+        pass
+    terminated = interrupts.received() == signal.SIGTERM
+    if terminated:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)  # a Ctrl-C reached the child from the terminal already
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KeyboardInterrupt):  # a second signal changes nothing
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return _status_code(status)
+            time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    while True:
+        with contextlib.suppress(KeyboardInterrupt):
+            os.waitpid(pid, 0)
+            break
+    word = "terminated" if terminated else "interrupted"
+    where = f"the runs begun so far are in {partial} (cut short)" if partial.exists() else "no run was kept"
+    print(
+        f"irtrace: {word}; the script did not stop within {grace_s:g} s (a long call outside Python?), "
+        f"so it was killed; {where}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
+
+
+def _wait_blocking(pid: int) -> int:
+    while True:
+        done, status = os.waitpid(pid, 0)
+        if done:
+            return status
+
+
+def _status_code(status: int) -> int:
+    """The child's exit code; a child ended by a signal gives 128 + its number, as a shell says."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
