@@ -144,10 +144,12 @@ def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
     first = dict(configs[0]) if configs else {}
     compile_func, _elaborate = tuner._ensure_jit_functions()
     kernel = compile_func(**first)
+    with contextlib.suppress(AttributeError):  # programs read ``kernel.config`` as the tuner sets it
+        kernel.update_tuner_result(latency=STAND_IN_LATENCY_MS, config=first, ref_latency=STAND_IN_LATENCY_MS)
     return AutotuneResult(
-        latency=0.0,
+        latency=STAND_IN_LATENCY_MS,
         config=first,
-        ref_latency=0.0,
+        ref_latency=STAND_IN_LATENCY_MS,
         libcode=kernel.get_kernel_source(),
         func=kernel.prim_func,
         kernel=kernel,
