@@ -467,7 +467,7 @@ def _latency(run: KernelRun) -> str:
 # ----------------------------------------------------------------------------- run
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace) -> ExitCode:
     from irtrace.core.targets import PORTABLE, expand_target, get_target
     from irtrace.core.trace_writer import TraceWriter
     from irtrace.recording.capture import (
@@ -505,7 +505,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _RUN_IN_CHILD[0] = False  # the child runs the script itself
 
         def in_child() -> int:
-            return run_command("irtrace", lambda: cmd_run(args), debug=args.debug, catch_signals=True)
+            return run_command("irtrace", lambda: int(cmd_run(args)), debug=args.debug, catch_signals=True)
 
         return run_in_child(in_child, partial_path(args.output))
     writer = TraceWriter(args.output, partial=True)

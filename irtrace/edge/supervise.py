@@ -28,7 +28,7 @@ GRACE_S = 3.0
 bound is 5 s for the whole stop)."""
 
 
-def run_in_child(work: Callable[[], int], partial: Path, *, grace_s: float = GRACE_S) -> int:
+def run_in_child(work: Callable[[], int], partial: Path, *, grace_s: float = GRACE_S) -> ExitCode:
     """Run ``work`` in a forked child and give its exit code; see the module's docstring.
     ``partial`` is where the child's trace stays if it must be killed (named in the message)."""
     sys.stdout.flush()
@@ -50,7 +50,7 @@ def run_in_child(work: Callable[[], int], partial: Path, *, grace_s: float = GRA
     return _wait_for(pid, partial, grace_s)
 
 
-def _wait_for(pid: int, partial: Path, grace_s: float) -> int:
+def _wait_for(pid: int, partial: Path, grace_s: float) -> ExitCode:
     """The parent's side: wait; on SIGTERM (or Ctrl-C), pass it on and end the child in time."""
     try:
         return _status_code(_wait_blocking(pid))
@@ -81,7 +81,7 @@ def _wait_for(pid: int, partial: Path, grace_s: float) -> int:
         file=sys.stderr,
         flush=True,
     )
-    return int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED)
+    return ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
 
 
 def _wait_blocking(pid: int) -> int:
@@ -91,8 +91,12 @@ def _wait_blocking(pid: int) -> int:
             return status
 
 
-def _status_code(status: int) -> int:
-    """The child's exit code; a child ended by a signal gives 128 + its number, as a shell says."""
+def _status_code(status: int) -> ExitCode:
+    """The child's exit code, one of irtrace's; a child that died otherwise (a native crash in the
+    script, which the child's own handlers could not report) is the script's failure."""
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) in ExitCode._value2member_map_:
+        return ExitCode(os.WEXITSTATUS(status))
     if os.WIFSIGNALED(status):
-        return 128 + os.WTERMSIG(status)
-    return os.waitstatus_to_exitcode(status)
+        name = signal.Signals(os.WTERMSIG(status)).name
+        print(f"irtrace: error: the script's process died from {name}", file=sys.stderr, flush=True)
+    return ExitCode.SCRIPT

@@ -36,10 +36,10 @@ from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target, tvm_tar
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
+from irtrace.recording import no_gpu
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
 from irtrace.recording.launches import observe_launches, write_launches
-from irtrace.recording import no_gpu
 from irtrace.recording.loader import CapturedKernel, KernelCall
 from irtrace.recording.recorder import (
     CaptureOptions,

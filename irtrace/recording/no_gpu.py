@@ -129,7 +129,9 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
     with contextlib.suppress(ImportError):
         from tilelang.carver.arch.driver import cuda_driver
 
-        stack.callback(setattr, cuda_driver, "get_cuda_device_properties", cuda_driver.get_cuda_device_properties)
+        stack.callback(
+            setattr, cuda_driver, "get_cuda_device_properties", cuda_driver.get_cuda_device_properties
+        )
         cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
 
 

@@ -17,7 +17,8 @@ from irtrace.core.trace_reader import load_trace
 from ..conftest import DATA, ROOT
 
 pytestmark = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import torch; assert not torch.cuda.is_available()"]).returncode != 0,
+    subprocess.run([sys.executable, "-c", "import torch; assert not torch.cuda.is_available()"]).returncode
+    != 0,
     reason="checks the bench's answer on a machine without a GPU",
 )
 
@@ -25,7 +26,18 @@ pytestmark = pytest.mark.skipif(
 def test_kernels_renamed_from_main_reach_the_bench(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", "run", "--bench", "-o", str(out), "--", "python", "main_factories.py"],
+        [
+            sys.executable,
+            "-m",
+            "irtrace.cli",
+            "run",
+            "--bench",
+            "-o",
+            str(out),
+            "--",
+            "python",
+            "main_factories.py",
+        ],
         capture_output=True,
         text=True,
         cwd=DATA,
@@ -36,10 +48,14 @@ def test_kernels_renamed_from_main_reach_the_bench(tmp_path: Path) -> None:
     called = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("called ")]
     runs = load_trace(out).runs
     renamed = [run for run in runs if run.kernel != "main"]
-    assert [run.kernel for run in renamed] == [name for name in called if name != "main"] == ["scale", "shift"]
+    assert (
+        [run.kernel for run in renamed] == [name for name in called if name != "main"] == ["scale", "shift"]
+    )
     for run in runs:
         assert run.bench is not None
-        assert run.bench.error is not None and run.bench.error.startswith("not benched: torch sees no CUDA GPU"), (
+        assert run.bench.error is not None and run.bench.error.startswith(
+            "not benched: torch sees no CUDA GPU"
+        ), (
             run.kernel,
             run.bench.error,
         )

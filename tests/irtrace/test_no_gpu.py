@@ -125,7 +125,10 @@ def test_a_pytest_suite_runs_under_no_gpu(tmp_path: Path) -> None:
     trace = load_trace(out)
     assert [run.kernel for run in trace.runs] == ["negate", "negate"]
     test_ids = [run.instance.test_id if run.instance else None for run in trace.runs]
-    assert [str(test_id).rpartition("::")[2] for test_id in test_ids] == ["test_negate[1024]", "test_negate[4096]"]
+    assert [str(test_id).rpartition("::")[2] for test_id in test_ids] == [
+        "test_negate[1024]",
+        "test_negate[4096]",
+    ]
     assert all(run.instance is not None and run.instance.stand_in for run in trace.runs)
 
 
@@ -133,8 +136,12 @@ def test_irtrace_no_gpu_1_beside_irtrace_captures_on_stand_ins(tmp_path: Path) -
     out = tmp_path / "t.jsonl"
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "IRTRACE": str(out), "IRTRACE_NO_GPU": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", f"import irtrace.recording.autocapture as a; a.start_from_environment(); "
-         f"import runpy; runpy.run_path({str(PROGRAM)!r}, run_name='__main__')"],
+        [
+            sys.executable,
+            "-c",
+            f"import irtrace.recording.autocapture as a; a.start_from_environment(); "
+            f"import runpy; runpy.run_path({str(PROGRAM)!r}, run_name='__main__')",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

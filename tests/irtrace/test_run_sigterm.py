@@ -20,7 +20,17 @@ def test_sigterm_during_a_long_c_call_stops_the_run_in_time(tmp_path: Path) -> N
     out = tmp_path / "t.jsonl"
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "irtrace.cli", "run", "-o", str(out), "--", "python", str(DATA / "long_c_call.py")],
+        [
+            sys.executable,
+            "-m",
+            "irtrace.cli",
+            "run",
+            "-o",
+            str(out),
+            "--",
+            "python",
+            str(DATA / "long_c_call.py"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -70,10 +80,18 @@ def test_a_finished_trace_is_not_called_cut_short(tmp_path: Path) -> None:
     script.write_text((DATA / "long_c_call.py").read_text().replace("sum(range(10**13))", ""))
     done = subprocess.run(
         [sys.executable, "-m", "irtrace.cli", "run", "-o", str(out), "--", "python", str(script)],
-        capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=600,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     shown = subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", "show", str(out)], capture_output=True, text=True, env=environment, timeout=120
+        [sys.executable, "-m", "irtrace.cli", "show", str(out)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
     )
     assert "cut short" not in shown.stdout
