@@ -28,6 +28,9 @@ GRACE_S = 3.0
 bound is 5 s for the whole stop)."""
 
 
+FORWARD_CTRL_C_AFTER_S = 1.0
+
+
 def run_in_child(work: Callable[[], int], partial: Path, *, grace_s: float = GRACE_S) -> ExitCode:
     """Run ``work`` in a forked child and give its exit code; see the module's docstring.
     ``partial`` is where the child's trace stays if it must be killed (named in the message)."""
@@ -57,12 +60,16 @@ def _wait_for(pid: int, partial: Path, grace_s: float) -> ExitCode:
     except KeyboardInterrupt:
         pass
     terminated = interrupts.received() == signal.SIGTERM
-    if terminated:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)  # a Ctrl-C reached the child from the terminal already
+    # A Ctrl-C at a terminal reaches the child too (one process group): it is passed on only if
+    # the child has not ended a moment later, i.e. when it was sent to irtrace alone.
+    passed_on: float | None = time.monotonic() + (0.0 if terminated else FORWARD_CTRL_C_AFTER_S)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         with contextlib.suppress(KeyboardInterrupt):  # a second signal changes nothing
+            if passed_on is not None and time.monotonic() >= passed_on:
+                passed_on = None
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM if terminated else signal.SIGINT)
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 return _status_code(status)
