@@ -28,7 +28,8 @@ How the script ended decides the exit code, and whatever was captured is written
 trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
 (a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
 os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
-irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
+irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM (it ends the
+script within 5 s of either, even inside a long C call).
 
 """
 
