@@ -1,10 +1,11 @@
 """``irtrace run --no-gpu`` on this machine (no GPU) captures the same kernels, with identical IR
 after every pass and identical kernel source, as ``irtrace run`` of the same program on a GPU.
 
-The oracle is the GPU run: the traces in ``tests/data/gpu_oracle/`` were made on an NVIDIA H100
-(``irtrace run -- python PROGRAM`` with no option; ``tests/data/gpu_oracle/README.md`` says how
-and when), where every kernel was really compiled by nvcc and launched, and each program's own
-check passed. The GPU run is never the code under test here: only the ``--no-gpu`` side runs.
+The oracle is the GPU run: the traces in ``tests/data/gpu_oracle/`` are made on an NVIDIA GPU
+(``irtrace run -- python PROGRAM`` with no option, by ``tests/data/gpu_oracle/make_oracle.sh``),
+where every kernel is really compiled by nvcc and launched, and each program's own check runs.
+The GPU run is never the code under test here: only the ``--no-gpu`` side runs. A case whose GPU
+trace is not there yet is skipped, saying so (none could be made when this test was written).
 
 The bundled GPU examples are checked always. TileLang's own examples (their code is not kept in
 this repository) are checked when ``TILELANG_EXAMPLES`` names a checkout of tile-ai/tilelang's
@@ -85,12 +86,10 @@ def differences(gpu: Trace, cpu: Trace, tuned: bool) -> list[str]:
     cpu_runs = [fingerprint(run) for run in cpu.runs]
     if not tuned and [r[0] for r in gpu_runs] != [r[0] for r in cpu_runs]:
         found.append(f"kernels: GPU {[r[0] for r in gpu_runs]}, --no-gpu {[r[0] for r in cpu_runs]}")
-    for run, fp in zip(cpu.runs, cpu_runs, strict=False):
+    for run, fp in zip(cpu.runs, cpu_runs, strict=True):
         assert run.instance is not None and run.instance.stand_in
-        if tuned:
-            if fp not in gpu_runs:
-                found.append(f"{run.kernel}: no GPU run has the same passes and source")
-            continue
+        if tuned and fp not in gpu_runs:
+            found.append(f"{run.kernel}: no GPU run has the same passes and source")
     if not tuned:
         for index, (g, c) in enumerate(zip(gpu_runs, cpu_runs, strict=False)):
             if g[1] != c[1]:
@@ -107,7 +106,10 @@ def differences(gpu: Trace, cpu: Trace, tuned: bool) -> list[str]:
 
 @pytest.mark.parametrize("example", sorted(BUNDLED))
 def test_bundled_gpu_example_captures_on_stand_ins_as_on_the_gpu(example: str, tmp_path: Path) -> None:
-    gpu = load_gz(ORACLE / f"{example}.jsonl.gz", tmp_path)
+    oracle = ORACLE / f"{example}.jsonl.gz"
+    if not oracle.exists():
+        pytest.skip(f"no GPU trace of {example} yet: tests/data/gpu_oracle/README.md says how to make it")
+    gpu = load_gz(oracle, tmp_path)
     cpu = no_gpu_run(EXAMPLES / f"{example}.py", BUNDLED[example], tmp_path)
     assert cpu.runs
     assert differences(gpu, cpu, example in TUNED) == []
