@@ -80,6 +80,9 @@ def _wait_for(pid: int, partial: Path, grace_s: float) -> ExitCode:
         with contextlib.suppress(KeyboardInterrupt):
             os.waitpid(pid, 0)
             break
+    for folder in partial.parent.glob(partial.name + ".processes-*"):  # the script's empty parts folder
+        with contextlib.suppress(OSError):
+            folder.rmdir()
     word = "terminated" if terminated else "interrupted"
     where = f"the runs begun so far are in {partial} (cut short)" if partial.exists() else "no run was kept"
     print(

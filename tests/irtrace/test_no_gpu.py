@@ -153,3 +153,25 @@ def test_irtrace_no_gpu_1_beside_irtrace_captures_on_stand_ins(tmp_path: Path) -
     trace = load_trace(out)
     assert [run.kernel for run in trace.runs] == ["scale_rows", "add_one"]
     assert all(run.instance is not None and run.instance.stand_in for run in trace.runs)
+
+
+@pytest.mark.parametrize("value", ["0", "true", " 1"])
+def test_only_irtrace_no_gpu_1_turns_stand_ins_on(value: str, tmp_path: Path) -> None:
+    """Any other value leaves the program as it is: it stops at its first GPU call."""
+    out = tmp_path / "t.jsonl"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "IRTRACE": str(out), "IRTRACE_NO_GPU": value}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import irtrace.recording.autocapture as a; a.start_from_environment(); "
+            f"import runpy; runpy.run_path({str(PROGRAM)!r}, run_name='__main__')",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+        timeout=600,
+    )
+    assert done.returncode != 0
+    assert "built " not in done.stdout

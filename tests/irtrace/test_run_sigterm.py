@@ -57,6 +57,7 @@ def test_sigterm_during_a_long_c_call_stops_the_run_in_time(tmp_path: Path) -> N
     assert "terminated" in stderr and "cut short" in stderr
     partial = tmp_path / "t.jsonl.partial"
     assert partial.exists() and not out.exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["t.jsonl.partial"]
 
     shown = subprocess.run(
         [sys.executable, "-m", "irtrace.cli", "show", str(partial)],
