@@ -145,6 +145,9 @@ def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
     configs = list(tuner.configs or [])
     first = dict(configs[0]) if configs else {}
     compile_func, _elaborate = tuner._ensure_jit_functions()
+    if _tunables_given(tuner, first):  # as TileLang does: no tuning, the call's own values
+        kernel = compile_func()
+        return AutotuneResult(libcode=kernel.get_kernel_source(), func=kernel.prim_func, kernel=kernel)
     kernel = compile_func(**first)
     with contextlib.suppress(AttributeError):  # programs read ``kernel.config`` as the tuner sets it
         kernel.update_tuner_result(latency=STAND_IN_LATENCY_MS, config=first, ref_latency=STAND_IN_LATENCY_MS)
@@ -155,6 +158,20 @@ def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
         libcode=kernel.get_kernel_source(),
         func=kernel.prim_func,
         kernel=kernel,
+    )
+
+
+def _tunables_given(tuner: Any, config: dict[str, Any]) -> bool:
+    """Whether the call already gave a tunable value (by keyword or position): TileLang's
+    ``AutoTuner.run`` then compiles the call as it is, without tuning."""
+    if tuner._kernel_parameters is None:
+        return False
+    given_args, given_kwargs = tuner._kernel_parameters
+    names = list(tuner._function_parameters or {})
+    tunables = [key for key in config if key != "pass_configs"]
+    by_keyword = {key for key, _value in given_kwargs}
+    return any(key in by_keyword for key in tunables) or any(
+        key in names and names.index(key) < len(given_args) for key in tunables
     )
 
 

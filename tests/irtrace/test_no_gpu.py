@@ -175,3 +175,20 @@ def test_only_irtrace_no_gpu_1_turns_stand_ins_on(value: str, tmp_path: Path) ->
     )
     assert done.returncode != 0
     assert "built " not in done.stdout
+
+
+def test_autotune_builds_the_given_tunable_else_the_first_config(tmp_path: Path) -> None:
+    """As TileLang's tuner: a call that gives a tunable compiles it; one that does not is tuned,
+    which under ``--no-gpu`` (nothing can be timed) builds the first config."""
+    out = tmp_path / "t.jsonl"
+    done = irtrace(
+        "run", "--no-gpu", "-o", str(out), "--", "python", str(DATA / "no_gpu_autotune.py"), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    said = {
+        line.split()[1]: int(line.split()[2])
+        for line in done.stdout.splitlines()
+        if line.startswith("block ")
+    }
+    blocks = [run.args["kwargs"]["block"] for run in load_trace(out).runs]
+    assert blocks == [said["given"], said["tuned"]] == [128, 64]
