@@ -237,7 +237,13 @@ def _with_exit_codes() -> dict[str, Any]:
     return {"epilog": exit_codes_help(), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
+_RUN_IN_CHILD: list[bool] = [False]
+"""Whether ``irtrace run`` runs the script in a child it can end in time (``edge.supervise``): when
+irtrace is the process (its console script, ``python -m irtrace.cli``), not a caller's library."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _RUN_IN_CHILD[0] = argv is None
     return run_subcommand("irtrace", build_parser(), argv, _run_named_command, catch_signals=True)
 
 
@@ -507,10 +513,25 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     split_command(command)  # the script is there: checked before the output is touched
     os.environ[SOURCE_MAP_ENV] = "1" if args.source_map else "0"
     bench = bench_settings(args)
+    if args.bench and args.no_gpu:
+        raise UsageError(
+            "--bench times real launches, and --no-gpu launches nothing (its kernels are stand-ins); "
+            "bench on a machine with an NVIDIA GPU without --no-gpu"
+        )
     if args.machine_code:
         from irtrace.recording.machine_code import find_cuda_tools
 
         find_cuda_tools()  # a missing nvcc is said before the script runs
+    if _RUN_IN_CHILD[0]:
+        from irtrace.core.output import partial_path
+        from irtrace.edge.supervise import run_in_child
+
+        _RUN_IN_CHILD[0] = False  # the child runs the script itself
+
+        def in_child() -> int:
+            return run_command("irtrace", lambda: int(cmd_run(args)), debug=args.debug, catch_signals=True)
+
+        return run_in_child(in_child, partial_path(args.output))
     writer = TraceWriter(args.output, partial=True)
     _note_stale_partial(writer)
     native_log = contextlib.ExitStack()
@@ -548,7 +569,9 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         return run_command("irtrace", lambda: finish(outcome), debug=args.debug)
 
     try:
-        outcome = run_script(command, writer, auto_target=auto_target, on_os_exit=finish_at_os_exit)
+        outcome = run_script(
+            command, writer, auto_target=auto_target, on_os_exit=finish_at_os_exit, stand_ins=args.no_gpu
+        )
     except KeyboardInterrupt:
         native_log.close()
         raise _interrupted(writer, args.output) from None

@@ -18,11 +18,18 @@ the runs are kept and the exit code is 7. Kernels lowered in processes it starts
 into the trace when the script ends; -t lowers again only the kernels of the script's
 own process.
 
+With --no-gpu the script runs to its end on a machine without a GPU: each kernel is
+lowered through TileLang's own pipeline and codegen (no device compiler), the compiled
+kernel is a stand-in returning meta tensors, torch.cuda answers for the target, and
+@autotune builds its first config only. A pytest suite runs the same way:
+irtrace run --no-gpu -- python -m pytest tests/
+
 How the script ended decides the exit code, and whatever was captured is written to the
 trace in every case: 0 when it ended with status 0 (os._exit(0) included); 7 when it raised
 (a KeyboardInterrupt of its own included) or exited with another status (sys.exit(N),
 os._exit(N)). The script's status is not passed on, so that it cannot be read as one of
-irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM.
+irtrace's codes; 130 and 143 only when irtrace itself received Ctrl-C or SIGTERM (it ends the
+script within 5 s of either, even inside a long C call).
 
 """
 
@@ -48,6 +55,13 @@ def add_run_command(commands: Any, default_output: str) -> None:
         "--auto-target",
         metavar="T",
         help='what target="auto" means in the script when TileLang finds no GPU (default cuda:sm_90a)',
+    )
+    run.add_argument(
+        "--no-gpu",
+        action="store_true",
+        help="run the script's GPU work on stand-ins (IRTRACE_NO_GPU=1 for the processes it starts): "
+        "every kernel it builds is lowered and captured, none is launched; tensors on cuda are shapes "
+        "only (meta). Its runs say stand_in, and --bench refuses them",
     )
     run.add_argument(
         "--machine-code",

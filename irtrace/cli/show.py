@@ -40,6 +40,14 @@ def cmd_show(args: argparse.Namespace) -> ExitCode:
     if args.json:
         _write_document(trace, runs, args.by_pass)
         return ExitCode.OK
+    if trace.truncated:  # on stdout too: the runs below look whole, the trace is not
+        _console().print(
+            "[red]cut short[/red]: "
+            + escape(
+                f"{args.trace} was not finished (the program or irtrace was stopped, or is still "
+                f"writing); it holds the {len(trace.runs)} run(s) begun before that"
+            )
+        )
     if args.by_pass:
         _print_totals(totals_by_pass(runs), args.top)
     else:

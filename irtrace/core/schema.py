@@ -440,6 +440,9 @@ class Instance(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """`T.dynamic` sizes as the call's tensors gave them (the kernel stays symbolic in them)"""
     tensors: dict[str, TensorArg] = {}
     """per tensor parameter: `shape`, `dtype`, `device` of what the call passed (`--bench` makes these)"""
+    stand_in: bool = False
+    """the program ran on GPU stand-ins (`irtrace run --no-gpu`, `IRTRACE_NO_GPU=1`): the kernel was
+    lowered for real, but nothing was launched and its tensors were shapes only (`meta`)"""
 
 
 class BufferLayout(Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -27,6 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, NoReturn
 
+import msgspec
+
 from irtrace.core import interrupts
 from irtrace.core.errors import InputError, OutputError, TraceFormatError, UsageError
 from irtrace.core.specs import KernelSpec
@@ -34,7 +36,7 @@ from irtrace.core.targets import DEFAULT_TARGET, TargetSpec, get_target, tvm_tar
 from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, KernelRun, text_sha256
 from irtrace.core.trace_reader import load_trace
 from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording import frontend_lines
+from irtrace.recording import frontend_lines, no_gpu
 from irtrace.recording.instrumentation import require_instrumentation
 from irtrace.recording.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
 from irtrace.recording.launches import observe_launches, write_launches
@@ -138,6 +140,8 @@ class CaptureRecorder(PassRecorder):
         target = Target.current(allow_none=True)
         target_name = short_target_name(target)
         instance = current_instance()
+        if no_gpu.active():  # never shown as a real GPU run
+            instance = msgspec.structs.replace(instance, stand_in=True)
         captured = CapturedKernel(
             self.kernel,
             mod,
@@ -145,6 +149,7 @@ class CaptureRecorder(PassRecorder):
             target=target_name,
             args=call.args if call is not None else {},
             instance=instance,
+            function=next(iter(mod.functions), None),  # the function the name was taken from
         )
         run = begin_run_record(
             self.writer,
@@ -385,14 +390,21 @@ class _SpawnedCapture:
         return (capture_spawned_process, self.args)
 
 
-def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
+def start_part_capture(folder: Path, owner_pid: int, target: TargetSpec | None = None) -> ProcessCapture:
     """Capture every lowering of this process into a part file of its own in ``folder`` (locked
     while the process lives, ended with a footer at exit or ``os._exit``; forked children get
-    parts of their own). ``owner_pid`` is the process that merges the parts, which writes none."""
+    parts of their own). ``owner_pid`` is the process that merges the parts, which writes none.
+    With ``IRTRACE_NO_GPU=1`` the process's GPU work runs on stand-ins (``no_gpu``), and
+    ``target="auto"`` means ``target`` (default ``cuda:sm_90a``) where TileLang finds no GPU."""
     global _CAPTURE
     from tilelang.instrumentation import register_pass_instrumentation_tool
 
     frontend_lines.install()
+    if no_gpu.requested() and not no_gpu.active():
+        stand_in_target = target or get_target(GPU_SCRIPT_TARGET)
+        if target is None:  # a spawned process has its fallback already
+            _SPAWNED_CONTEXT.enter_context(auto_target_fallback(stand_in_target))
+        _SPAWNED_CONTEXT.enter_context(no_gpu.gpu_stand_ins(stand_in_target))
     session = CaptureSession(TraceWriter())
     capture = ProcessCapture(folder, session, owner_pid)
     capture.start_child()
@@ -409,8 +421,9 @@ def start_part_capture(folder: Path, owner_pid: int) -> ProcessCapture:
 def capture_spawned_process(folder: str, target: str, owner_pid: int) -> None:
     """In a process the script spawned: capture its lowerings into a part file too."""
     try:
-        _SPAWNED_CONTEXT.enter_context(auto_target_fallback(get_target(target)))
-        start_part_capture(Path(folder), owner_pid)
+        spec = get_target(target)
+        _SPAWNED_CONTEXT.enter_context(auto_target_fallback(spec))
+        start_part_capture(Path(folder), owner_pid, spec)
     except Exception as error:  # the script's process must run on, captured or not
         print(
             f"irtrace: warning: kernels lowered in process {os.getpid()} are not captured: {error}",
@@ -485,6 +498,7 @@ def run_script(
     writer: TraceWriter,
     auto_target: TargetSpec | None = None,
     on_os_exit: Callable[[ScriptOutcome], int] | None = None,
+    stand_ins: bool = False,
 ) -> ScriptOutcome:
     """Run the script as ``__main__`` with every lowering captured into ``writer``.
 
@@ -493,6 +507,8 @@ def run_script(
     TileLang detects on an H100 or H200 (its warp-specialized kernels need the ``a`` features).
     Runs lowered in processes the script starts are merged in when it ends. If the script calls
     ``os._exit``, ``on_os_exit`` gets the outcome and gives the status the process ends with.
+    With ``stand_ins`` (``--no-gpu``) the script's GPU work, here and in the processes it starts
+    (``IRTRACE_NO_GPU=1``), runs on stand-ins: every kernel is lowered, none is launched.
     """
     global _CAPTURE
     kind, target, args = split_command(command)
@@ -547,6 +563,9 @@ def run_script(
     _install_process_hooks()
     try:
         stack.enter_context(auto_target_fallback(fallback))
+        if stand_ins:
+            os.environ[no_gpu.NO_GPU_ENV] = "1"  # for the processes it starts
+            stack.enter_context(no_gpu.gpu_stand_ins(fallback))
         stack.enter_context(observe_jit_calls())
         launched.append(stack.enter_context(observe_launches(lambda: set(session.kernels))))
         stack.enter_context(_spawned_processes_captured(capture.folder, fallback, capture.owner_pid))

@@ -58,7 +58,9 @@ def add_benches(
     written = []
     for run in benched:
         kernel = kernels.get(run.run_id)
-        if device is None:
+        if run.instance is not None and run.instance.stand_in:
+            result = BenchResult(latency_ms=None, device=device or "", error=STAND_IN_REFUSAL)
+        elif device is None:
             result = unlaunched_bench(run, kernel, settings, no_gpu)
         elif kernel is None:
             result = BenchResult(
@@ -71,6 +73,12 @@ def add_benches(
             result = bench_captured(run, kernel, device, settings)
         written.append(writer.add_bench(run.run_id, result))
     return written
+
+
+STAND_IN_REFUSAL = (
+    "not benched: the kernel was captured on GPU stand-ins (--no-gpu, IRTRACE_NO_GPU=1), so no time "
+    "of it would be real; run the script under irtrace run --bench on a machine with an NVIDIA GPU"
+)
 
 
 def unlaunched_bench(
@@ -109,11 +117,15 @@ def prepare_captured_bench(
 
 
 def captured_func(kernel: CapturedKernel) -> Any:
-    """The captured module's PrimFunc of that kernel: the run is named by its factory
-    (``captured_kernel_name``), the module's functions by their PrimFuncs, so one of another
-    name is the module's first function, the one the capture took the kernel from."""
-    functions = {str(gv.name_hint): f for gv, f in kernel.obj.functions.items()}
-    return functions[kernel.name] if kernel.name in functions else next(iter(functions.values()))
+    """The captured module's PrimFunc of that kernel, found by its ``GlobalVar`` (the run may show
+    another name: a PrimFunc called ``main`` is recorded under its factory's name)."""
+    functions = dict(kernel.obj.functions.items())
+    if kernel.function is not None and kernel.function in functions:
+        return functions[kernel.function]
+    by_name = {str(gv.name_hint): f for gv, f in functions.items()}
+    if kernel.name in by_name:
+        return by_name[kernel.name]
+    raise LookupError(f"the captured module has no function for kernel {kernel.name!r}")
 
 
 def bench_captured(

@@ -193,13 +193,22 @@ def observe_factories() -> Iterator[None]:
 
     entries = [(tilelang, "lower"), (tilelang, "compile")]
     originals = [(owner, name, getattr(owner, name)) for owner, name in entries]
+    # TileLang tells a lazy ``@tilelang.jit`` function by ``T.prim_func is eager.prim_func``
+    # (``has_internal_prim_func``): both names must be the wrapper, or autotuned lazy kernels are
+    # taken for eager ones ("out_idx is only supported in lazy mode")
+    eager = sys.modules.get("tilelang.language.eager")
+    same_in_eager = eager is not None and getattr(eager, "prim_func", None) is original_prim_func
     tilelang.language.prim_func = prim_func_noting_factory
+    if same_in_eager:
+        eager.prim_func = prim_func_noting_factory  # type: ignore[union-attr]
     for owner, name, original in originals:
         setattr(owner, name, _lowering_noting_factory(original))
     try:
         yield
     finally:
         tilelang.language.prim_func = original_prim_func
+        if same_in_eager:
+            eager.prim_func = original_prim_func  # type: ignore[union-attr]
         for owner, name, original in originals:
             setattr(owner, name, original)
         _FACTORY_CALLS.clear()

@@ -532,6 +532,9 @@ class CapturedKernel(KernelDefinition):
     """The script's call as a run's ``args`` (``{}`` when it was not a ``@tilelang.jit`` call)."""
     instance: Instance | None = None
     """Where and with what the script instantiated it."""
+    function: Any = None
+    """The ``GlobalVar`` of the module's function this kernel is: ``--bench`` finds it by identity,
+    whatever name the run shows (a PrimFunc called ``main`` goes by its factory's name)."""
 
     @property
     def spec_text(self) -> str:

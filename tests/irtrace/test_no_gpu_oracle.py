@@ -1,0 +1,135 @@
+"""``irtrace run --no-gpu`` on this machine (no GPU) captures the same kernels, with identical IR
+after every pass and identical kernel source, as ``irtrace run`` of the same program on a GPU.
+
+The oracle is the GPU run: the traces in ``tests/data/gpu_oracle/`` are made on an NVIDIA GPU
+(``irtrace run -- python PROGRAM`` with no option, by ``tests/data/gpu_oracle/make_oracle.sh``),
+where every kernel is really compiled by nvcc and launched, and each program's own check runs.
+The GPU run is never the code under test here: only the ``--no-gpu`` side runs. A case whose GPU
+trace is not there yet is skipped, saying so (none could be made when this test was written).
+
+The bundled GPU examples are checked always. TileLang's own examples (their code is not kept in
+this repository) are checked when ``TILELANG_EXAMPLES`` names a checkout of tile-ai/tilelang's
+``examples`` folder; the GPU traces say which example each one is.
+
+Compared per kernel: the pass names in order, the SHA-256 of the IR after each pass, and the
+kernel source's SHA-256. Only the codegen step's raw name differs by design (``..._without_compile``:
+no device compiler runs under ``--no-gpu``). An ``@autotune`` kernel is built for every config on
+the GPU and for the first config only under ``--no-gpu``: that run must equal one of the GPU's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from irtrace.core.trace import KernelRun, Trace
+from irtrace.core.trace_reader import load_trace
+
+from ..conftest import DATA, EXAMPLES, ROOT
+
+ORACLE = DATA / "gpu_oracle"
+BUNDLED = {"gemm_on_gpu": [], "eager_gemm": [], "autotune_gemm": []}
+"""Bundled examples with a GPU trace, and the arguments both runs gave them."""
+TUNED = {"autotune_gemm"}
+TILELANG_EXAMPLES = os.environ.get("TILELANG_EXAMPLES")
+
+
+def load_gz(path: Path, folder: Path) -> Trace:
+    plain = folder / path.name.removesuffix(".gz")
+    plain.write_bytes(gzip.decompress(path.read_bytes()))
+    return load_trace(plain)
+
+
+def fingerprint(run: KernelRun) -> tuple[str, tuple[tuple[str, str | None], ...], str | None]:
+    """What must be identical: the kernel's name, each pass with the IR after it, the source."""
+    return run.kernel, tuple((p.name, p.ir_after) for p in run.passes), run.source_sha256
+
+
+def no_gpu_run(script: Path, args: list[str], folder: Path) -> Trace:
+    work = folder / "work"
+    shutil.copytree(script.parent, work, ignore=shutil.ignore_patterns("__pycache__", "*.jsonl*"))
+    out = folder / "no_gpu.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "irtrace.cli",
+            "run",
+            "--no-gpu",
+            "-q",
+            "-o",
+            str(out),
+            "--",
+            "python",
+            script.name,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=900,
+    )
+    assert out.exists(), done.stderr[-2000:]
+    return load_trace(out)
+
+
+def differences(gpu: Trace, cpu: Trace, tuned: bool) -> list[str]:
+    found = []
+    gpu_runs = [fingerprint(run) for run in gpu.runs]
+    cpu_runs = [fingerprint(run) for run in cpu.runs]
+    if not tuned and [r[0] for r in gpu_runs] != [r[0] for r in cpu_runs]:
+        found.append(f"kernels: GPU {[r[0] for r in gpu_runs]}, --no-gpu {[r[0] for r in cpu_runs]}")
+    for run, fp in zip(cpu.runs, cpu_runs, strict=True):
+        assert run.instance is not None and run.instance.stand_in
+        if tuned and fp not in gpu_runs:
+            found.append(f"{run.kernel}: no GPU run has the same passes and source")
+    if not tuned:
+        for index, (g, c) in enumerate(zip(gpu_runs, cpu_runs, strict=False)):
+            if g[1] != c[1]:
+                names_g, names_c = [p[0] for p in g[1]], [p[0] for p in c[1]]
+                if names_g != names_c:
+                    found.append(f"run {index} {c[0]}: pass lists differ")
+                else:
+                    first = next(i for i, (a, b) in enumerate(zip(g[1], c[1], strict=True)) if a != b)
+                    found.append(f"run {index} {c[0]}: IR differs first after pass {first} {names_c[first]}")
+            if g[2] != c[2]:
+                found.append(f"run {index} {c[0]}: kernel source differs")
+    return found
+
+
+@pytest.mark.parametrize("example", sorted(BUNDLED))
+def test_bundled_gpu_example_captures_on_stand_ins_as_on_the_gpu(example: str, tmp_path: Path) -> None:
+    oracle = ORACLE / f"{example}.jsonl.gz"
+    if not oracle.exists():
+        pytest.skip(f"no GPU trace of {example} yet: tests/data/gpu_oracle/README.md says how to make it")
+    gpu = load_gz(oracle, tmp_path)
+    cpu = no_gpu_run(EXAMPLES / f"{example}.py", BUNDLED[example], tmp_path)
+    assert cpu.runs
+    assert differences(gpu, cpu, example in TUNED) == []
+
+
+def _tilelang_cases() -> list[str]:
+    return sorted(path.name.removesuffix(".jsonl.gz") for path in (ORACLE / "tilelang").glob("*.jsonl.gz"))
+
+
+@pytest.mark.skipif(
+    not TILELANG_EXAMPLES, reason="set TILELANG_EXAMPLES to tile-ai/tilelang's examples folder"
+)
+@pytest.mark.parametrize("case", _tilelang_cases())
+def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_path: Path) -> None:
+    folder, _, name = case.partition("_example_")
+    script = Path(str(TILELANG_EXAMPLES)) / folder / f"example_{name}.py"
+    if not script.exists():  # folder names with an underscore: find the file by its name
+        matches = list(Path(str(TILELANG_EXAMPLES)).glob(f"*/example_{name}.py"))
+        assert matches, case
+        script = matches[0]
+    gpu = load_gz(ORACLE / "tilelang" / f"{case}.jsonl.gz", tmp_path)
+    cpu = no_gpu_run(script, [], tmp_path)
+    assert differences(gpu, cpu, tuned=False) == []
