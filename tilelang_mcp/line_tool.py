@@ -1,27 +1,18 @@
 """What ``source_line_ir`` answers: what a line of a kernel's Python file became after each pass,
 from a lowering recorded with source maps (docs/source-maps.md), as ``irtrace ir TRACE --line N
---json`` gives it. The tool itself is ``TileLangMcp.source_line_ir``, which checks the spec's
-file against the roots and records or loads the trace as the other tools do.
+--json`` gives it. The tool itself is ``tilelang_mcp.tools.source_line_ir``, which checks the
+spec's file against the roots and records or loads the trace as the other tools do.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
-
-from mcp.server.fastmcp.exceptions import ToolError
-from pydantic import Field
+from typing import Any
 
 from irtrace.core.errors import NotInTraceError
 from tilelang_mcp import backend
+from tilelang_mcp.session import ToolError
 
-Line = Annotated[
-    int, Field(description="Line of the kernel's Python file (1-based), e.g. a T.gemm call's.", ge=1)
-]
-PassName = Annotated[
-    str | None,
-    Field(description="Only after this pass (NAME or NAME#N), e.g. tl.LowerTileOp; default every pass."),
-]
 MAX_GROUPS = 400
 """Groups of passes one answer lists; past it the list is cut, with a note."""
 MAX_FILE_BYTES = 16 * 2**20

@@ -438,7 +438,7 @@ def test_source_line_ir_refuses_bad_lines_paths_and_traces(
     for bad in ("36; import os", 1.5, None, [36]):
         assert "line" in mcp_server.error("source_line_ir", spec=spec, line=bad)
     for bad in (0, -1):
-        assert "greater than or equal to 1" in mcp_server.error("source_line_ir", spec=spec, line=bad)
+        assert "`int` >= 1 - at `$.line`" in mcp_server.error("source_line_ir", spec=spec, line=bad)
     lines = len((EXAMPLES / "gemm.py").read_text().splitlines())
     assert f"past the end of gemm.py ({lines} lines)" in mcp_server.error(
         "source_line_ir", spec=spec, line=lines + 1

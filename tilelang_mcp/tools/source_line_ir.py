@@ -1,0 +1,92 @@
+"""``source_line_ir``: what a line of the kernel's file became after each pass, from a lowering
+with source maps (the answer itself is ``tilelang_mcp.line_tool``'s)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from tilelang_mcp import backend, fields, line_tool
+from tilelang_mcp.answers import Answer
+from tilelang_mcp.fields import Kernel, OptionalSpec, Target, Timeout, TraceRef
+from tilelang_mcp.session import Session, ToolError
+
+NAME = "source_line_ir"
+DESCRIPTION = (
+    "The IR lines a line of the kernel's file (a T.gemm, T.copy call) became after each pass, from a "
+    "lowering with source maps: `spec` lowers it so, or give a `trace` recorded with them."
+)
+
+
+class Arguments(fields.Arguments, kw_only=True):
+    """Which line of which lowering, after which pass."""
+
+    line: Annotated[
+        int, Meta(ge=1, description="Line of the kernel's Python file (1-based), e.g. a T.gemm call's.")
+    ]
+    spec: OptionalSpec = None
+    trace: TraceRef = None
+    target: Target = None
+    kernel: Kernel = None
+    pass_name: Annotated[
+        str | None,
+        Meta(description="Only after this pass (NAME or NAME#N), e.g. tl.LowerTileOp; default every pass."),
+    ] = None
+    timeout_s: Timeout = None
+
+
+class LineGroup(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Consecutive passes that print the line's statements the same."""
+
+    first: str
+    first_index: int
+    last: str
+    last_index: int
+    ir: str | None
+    """The hash of the IR text after ``first`` in the trace."""
+    ir_lines: list[int]
+    """1-based lines of that IR text printing statements that carry the line's span."""
+    text: list[str]
+
+
+class GeneratedLines(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The lines of generated code (kernel source, PTX, SASS) the line became."""
+
+    lines: list[int]
+    text: list[str]
+
+
+class Result(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The ``irtrace-line/1`` document (``irtrace ir TRACE --line N --json``) and its trace."""
+
+    trace: str
+    format: str
+    kernel: str
+    target: str
+    line: str
+    passes: list[LineGroup]
+    source: GeneratedLines | UnsetType = UNSET
+    ptx: GeneratedLines | UnsetType = UNSET
+    sass: GeneratedLines | UnsetType = UNSET
+    note: str | UnsetType = UNSET
+    """Said when the groups were cut."""
+
+
+async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
+    """Lower with source maps (or load the trace) and follow the line."""
+    trace, spec, target, line = arguments.trace, arguments.spec, arguments.target, arguments.line
+    if (trace is None) == (spec is None):
+        raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
+    if spec is not None:
+        file = context.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
+        line_tool.check_line(file, line)
+        targets = [target] if target else []
+        trace_id, loaded, _ = await context.record(spec, targets, None, arguments.timeout_s, source_map=True)
+    else:
+        assert trace is not None
+        trace_id, loaded = await context.load(trace)
+    run = context.run_of(loaded, arguments.kernel, target)
+    summary, data = line_tool.line_answer(trace_id, loaded, run, line, arguments.pass_name)
+    return Answer(summary, msgspec.convert(data, type=Result))
