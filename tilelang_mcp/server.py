@@ -99,12 +99,12 @@ class RegisteredTool:
     def decode_arguments(self, arguments: dict[str, Any]) -> Any:
         """The call's arguments as the tool's ``Arguments``; a value of the wrong type or range is
         a tool error naming the argument. A list or an object sent as JSON text (as some clients
-        do) is read as such; numbers and booleans sent as text are taken as lax JSON Schema
-        validators take them."""
+        do) is read as such, and a number or boolean sent as text is read as one (msgspec's lax
+        mode), as the pydantic models of MCP's FastMCP did."""
         given = dict(arguments)
         for name, value in arguments.items():
             if isinstance(value, str) and name not in self.text_fields:
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):  # a JSON bomb stays text
                     parsed = json.loads(value)
                     if isinstance(parsed, list | dict):
                         given[name] = parsed
@@ -115,8 +115,11 @@ class RegisteredTool:
 
 
 def _takes_text(kind: msgspec.inspect.Type) -> bool:
+    """Whether an argument of type ``kind`` may be text (its description and bounds looked past)."""
+    if isinstance(kind, msgspec.inspect.Metadata):
+        return _takes_text(kind.type)
     if isinstance(kind, msgspec.inspect.UnionType):
-        return any(isinstance(member, msgspec.inspect.StrType) for member in kind.types)
+        return any(_takes_text(member) for member in kind.types)
     return isinstance(kind, msgspec.inspect.StrType)
 
 

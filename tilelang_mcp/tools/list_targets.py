@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import msgspec
 
-from tilelang_mcp import backend
+from tilelang_mcp import backend, fields
 from tilelang_mcp.answers import Answer
-from tilelang_mcp.fields import Arguments as NoArguments
 from tilelang_mcp.session import Session
 
 NAME = "list_targets"
 DESCRIPTION = "Every target TileLang lowers for here (no GPU needed), with vendor, family, chips and aliases."
 
 
-class Arguments(NoArguments, kw_only=True):
+class Arguments(fields.Arguments, kw_only=True):
     """``list_targets`` takes no arguments."""
 
 
