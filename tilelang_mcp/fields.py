@@ -8,6 +8,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from irtrace.core.resources import BenchResult, KernelResources
+from irtrace.core.schema import LaunchSignature
 from irtrace.core.targets import DEFAULT_TARGET
 from tilelang_mcp.answers import MAX_LINES
 
@@ -109,11 +111,11 @@ class RunSummary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     running: str | UnsetType | None = UNSET
     stopped_by: str | UnsetType | None = UNSET
     error: str | UnsetType | None = UNSET
-    resources: list[dict[str, Any]] | UnsetType = UNSET
+    resources: list[KernelResources] | UnsetType = UNSET
     """Per kernel function, ptxas's counts (``irtrace record --machine-code``)."""
-    bench: dict[str, Any] | UnsetType = UNSET
+    bench: BenchResult | UnsetType = UNSET
     """The measured latency (``irtrace record --bench``)."""
-    launches: list[dict[str, Any]] | UnsetType = UNSET
+    launches: list[LaunchSignature] | UnsetType = UNSET
     """What a captured program passed at launch, by distinct signature."""
 
 
@@ -122,13 +124,13 @@ def run_summary(data: dict[str, Any]) -> RunSummary:
     return msgspec.convert(data, type=RunSummary)
 
 
-def run_line(data: dict[str, Any]) -> str:
+def run_line(run: RunSummary) -> str:
     """A run's summary in one line: status, passes, time, and where and why it failed."""
-    line = f"{data['kernel']} on {data['target']}: {data['status']}"
-    line += f", {data['passes']} passes ({data['changed']} changed)"
-    if data.get("total_ms") is not None:
-        line += f" in {data['total_ms']:g} ms"
-    if data["status"] != "ok":
-        where = data.get("failed_pass") or data.get("running") or "building the kernel"
-        line += f"; failed in {where}: {data.get('error')}"
+    line = f"{run.kernel} on {run.target}: {run.status}"
+    line += f", {run.passes} passes ({run.changed} changed)"
+    if run.total_ms is not None:
+        line += f" in {run.total_ms:g} ms"
+    if run.status != "ok":
+        where = run.failed_pass or run.running or "building the kernel"
+        line += f"; failed in {where}: {run.error}"
     return line

@@ -3,7 +3,7 @@ shows them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from msgspec import Meta
@@ -62,26 +62,27 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
     answer = await context.job(
         Facts, arguments.spec, arguments.timeout_s, target=context.target(arguments.target), line=line
     )
+    result = msgspec.convert(answer, type=Result)
     lines = []
-    for kernel in answer["kernels"]:
-        head = f"{kernel['kernel']} on {kernel['target']}"
-        if not kernel["reached"]:
-            head += f": did not reach {kernel['stop_pass']}: {kernel['error']}"
+    for kernel in result.kernels:
+        head = f"{kernel.kernel} on {kernel.target}"
+        if not kernel.reached:
+            head += f": did not reach {kernel.stop_pass}: {kernel.error}"
         lines.append(head)
-        lines.extend(f"  {_buffer_line(buffer)}" for buffer in kernel["buffers"])
-    if line is not None and not any(kernel["buffers"] for kernel in answer["kernels"]):
+        lines.extend(f"  {_buffer_line(buffer)}" for buffer in kernel.buffers)
+    if line is not None and not any(kernel.buffers for kernel in result.kernels):
         lines.append(f"no buffer is declared on line {line}")
-    return Answer("\n".join(lines), msgspec.convert(answer, type=Result))
+    return Answer("\n".join(lines), result)
 
 
-def _buffer_line(buffer: dict[str, Any]) -> str:
-    shape = "[" + ", ".join(str(d) for d in buffer["shape"]) + "]"
-    allocated = buffer["allocated_shape"]
-    if len(allocated) == len(buffer["shape"]) + 1 and list(allocated[1:]) == list(buffer["shape"]):
+def _buffer_line(buffer: BufferFact) -> str:
+    shape = "[" + ", ".join(str(d) for d in buffer.shape) + "]"
+    allocated = buffer.allocated_shape
+    if len(allocated) == len(buffer.shape) + 1 and allocated[1:] == buffer.shape:
         shape += f" x{allocated[0]}"
-    text = f"{buffer['name']} {shape} {buffer['dtype']} {buffer['scope']}"
-    if buffer.get("layout_short"):
-        text += f" · {buffer['layout_short']}"
-    if buffer.get("line"):
-        text += f" (line {buffer['line']})"
+    text = f"{buffer.name} {shape} {buffer.dtype} {buffer.scope}"
+    if buffer.layout_short:
+        text += f" · {buffer.layout_short}"
+    if buffer.line:
+        text += f" (line {buffer.line})"
     return text

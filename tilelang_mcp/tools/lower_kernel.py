@@ -115,7 +115,7 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
             else:
                 data["ir_received_info"] = {"note": f"the IR it received: {ask}"}
         runs.append(msgspec.convert(data, type=LoweredRun))
-        lines.append(fields.run_line(data))
+        lines.append(fields.run_line(runs[-1]))
         if instance is not None:
             lines.append(f"  analyzed `{instance.call}`: arguments from {instance.origin}")
     if stopped:

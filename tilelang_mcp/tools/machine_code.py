@@ -54,14 +54,13 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
         bench=arguments.bench,
     )
     stopped = recorded.stopped
-    runs = [backend.run_summary(trace, run) for run in trace.runs]
+    runs = [fields.run_summary(backend.run_summary(trace, run)) for run in trace.runs]
     lines = []
-    for run, data in zip(trace.runs, runs, strict=True):
-        lines.append(fields.run_line(data))
+    for run, summary in zip(trace.runs, runs, strict=True):
+        lines.append(fields.run_line(summary))
         lines.extend(f"  {text}" for text in backend.resource_lines(run))
         if run.status == "ok" and not run.resources:
             lines.append("  no machine code: only CUDA targets are compiled with nvcc")
     if stopped:
         lines.append(f"stopped early: {stopped}")
-    result = Result(trace=trace_id, stopped=stopped, runs=[fields.run_summary(data) for data in runs])
-    return Answer("\n".join(lines), result)
+    return Answer("\n".join(lines), Result(trace=trace_id, stopped=stopped, runs=runs))
