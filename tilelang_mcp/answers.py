@@ -33,7 +33,7 @@ class Answer(Generic[Result]):
     body: str | None = None
 
 
-class PageInfo(msgspec.Struct, kw_only=True):
+class PageInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Which lines of a long text an answer holds, and how to read on."""
 
     offset: int
@@ -84,15 +84,17 @@ def page(
         chunk.append(line[:max_chars])
         size += len(chunk[-1])
     end = offset + len(chunk)
-    info = PageInfo(offset=offset, lines=len(chunk), total_lines=total, complete=False)
-    if offset == 0 and end >= total:
-        info.complete = True
+    complete = offset == 0 and end >= total
+    note: str | msgspec.UnsetType
+    if complete:
+        note = msgspec.UNSET
     elif offset >= total:
-        info.note = f"offset {offset} is past the end: the text has {total} lines"
+        note = f"offset {offset} is past the end: the text has {total} lines"
     elif end < total:
-        info.note = (
+        note = (
             f"showing lines {offset + 1}-{end} of {total}; {how_to_continue} with offset={end} for the rest"
         )
     else:
-        info.note = f"showing lines {offset + 1}-{end} of {total} (the end)"
+        note = f"showing lines {offset + 1}-{end} of {total} (the end)"
+    info = PageInfo(offset=offset, lines=len(chunk), total_lines=total, complete=complete, note=note)
     return "".join(chunk), info

@@ -60,7 +60,7 @@ Normalize = Annotated[
 Context = Annotated[int, Meta(ge=0, le=50, description="Lines of context around each change.")]
 
 
-class Arguments(msgspec.Struct, kw_only=True):
+class Arguments(msgspec.Struct, frozen=True, kw_only=True):
     """A tool's arguments: decoded from the call's JSON object through this schema; a field it
     does not know is ignored, as MCP clients may send more."""
 
@@ -68,7 +68,7 @@ class Arguments(msgspec.Struct, kw_only=True):
 # ----------------------------------------------------------------------------- results
 
 
-class Instance(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Instance(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The instance a kernel was lowered or analyzed with, in the resolver's words (the
     language server's hover)."""
 
@@ -82,7 +82,7 @@ class Instance(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     instances: list[str] | UnsetType = UNSET
 
 
-class PassRow(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class PassRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One pass of a run: label, self time, whether it changed the IR, +/- lines."""
 
     pass_: str = msgspec.field(name="pass")
@@ -96,7 +96,7 @@ class PassRow(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     failed: bool | UnsetType = UNSET
 
 
-class RunSummary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class RunSummary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A run's header facts: status, time, pass counts, and where and why it failed."""
 
     kernel: str

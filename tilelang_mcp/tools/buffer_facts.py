@@ -23,7 +23,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Which kernel, which line's buffers, which target."""
 
     spec: Spec
@@ -35,7 +35,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class KernelFacts(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class KernelFacts(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One kernel of the spec, lowered up to layout inference, and its buffers."""
 
     kernel: str
@@ -50,7 +50,7 @@ class KernelFacts(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     buffers: list[BufferFact]
 
 
-class Result(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Each kernel of the spec and its buffers."""
 
     kernels: list[KernelFacts]

@@ -19,7 +19,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """The new trace, its baseline, and the policy."""
 
     trace: Annotated[str, Meta(description="The new trace: a session trace id (t2) or a trace file.")]
@@ -29,7 +29,7 @@ class Arguments(fields.Arguments, kw_only=True):
     ] = None
 
 
-class Result(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``irtrace check --json``'s report (docs/ci.md documents its runs)."""
 
     schema: int

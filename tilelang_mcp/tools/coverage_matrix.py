@@ -20,7 +20,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Which kernel, for which targets."""
 
     spec: Spec
@@ -31,7 +31,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class Cell(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Cell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One kernel on one target."""
 
     kernel: str
@@ -44,12 +44,12 @@ class Cell(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     lower_ms: float | None
 
 
-class Pair(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Pair(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     kernel: str
     target: str
 
 
-class Cause(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Cause(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One root cause of failures: a pass and an error headline, with where it struck."""
 
     number: int
@@ -59,7 +59,7 @@ class Cause(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cells: list[Pair]
 
 
-class Result(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The session trace and its matrix (``irtrace coverage --json``)."""
 
     trace: str

@@ -23,7 +23,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Which kernel file or spec, for which target."""
 
     spec: Spec
@@ -31,7 +31,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class DiagnosedKernel(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class DiagnosedKernel(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One kernel of the spec, and whether it built and lowered."""
 
     kernel: str
@@ -41,7 +41,7 @@ class DiagnosedKernel(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     failed_pass: str | UnsetType | None = UNSET
 
 
-class Result(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The kernels and what the compiler said about them."""
 
     kernels: list[DiagnosedKernel]

@@ -21,7 +21,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Lowering A (``spec`` on ``target_a`` with ``pass_configs_a``), what B changes, and how to
     show the diff."""
 
@@ -43,7 +43,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class FirstDifference(msgspec.Struct, kw_only=True):
+class FirstDifference(msgspec.Struct, frozen=True, kw_only=True):
     """The first pass after which the two lowerings print different IR."""
 
     pass_a: str | None
@@ -55,7 +55,7 @@ class FirstDifference(msgspec.Struct, kw_only=True):
     compared_with: str | None
 
 
-class SourceChange(msgspec.Struct, kw_only=True):
+class SourceChange(msgspec.Struct, frozen=True, kw_only=True):
     """Whether the final kernel sources differ, in lines."""
 
     equal: bool
@@ -63,7 +63,7 @@ class SourceChange(msgspec.Struct, kw_only=True):
     removed: int
 
 
-class Result(msgspec.Struct, kw_only=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True):
     """The two lowerings (each a session trace) and where they part."""
 
     trace_a: str
@@ -99,27 +99,19 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
     run_b = context.run_of(trace_b, kernel if spec_b is None else None, target_b or target_a)
     comparison = backend.compare_lowerings(trace_a, run_a, trace_b, run_b, arguments.normalize)
     first = comparison.first_difference
-    result = Result(
-        trace_a=trace_a_id,
-        trace_b=trace_b_id,
-        a=fields.run_summary(backend.run_summary(trace_a, run_a)),
-        b=fields.run_summary(backend.run_summary(trace_b, run_b)),
-        different=comparison.different,
-        first_difference=None,
-        passes_only_a=list(comparison.removed_passes),
-        passes_only_b=list(comparison.added_passes),
-        passes_moved=list(comparison.moved_passes),
-        notes=list(comparison.notes),
-    )
+    source: SourceChange | UnsetType = UNSET
     if comparison.source_diff is not None:
-        result.source = SourceChange(
+        source = SourceChange(
             equal=comparison.source_diff.is_empty,
             added=comparison.source_diff.added,
             removed=comparison.source_diff.removed,
         )
+    difference = None
     shown = ""
+    diff: str | UnsetType = UNSET
+    diff_info: PageInfo | UnsetType = UNSET
     if first is not None:
-        result.first_difference = FirstDifference(
+        difference = FirstDifference(
             pass_a=first.label_a,
             pass_b=first.label_b,
             status=first.status,
@@ -132,11 +124,25 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
                 f"b/{first.label_b or comparison.compared_with_label}",
                 arguments.context,
             )
-            shown, info = page(
+            shown, diff_info = page(
                 text, arguments.offset, arguments.limit, "call diff_lowerings again with the same arguments"
             )
-            result.diff = shown
-            result.diff_info = info
+            diff = shown
+    result = Result(
+        trace_a=trace_a_id,
+        trace_b=trace_b_id,
+        a=fields.run_summary(backend.run_summary(trace_a, run_a)),
+        b=fields.run_summary(backend.run_summary(trace_b, run_b)),
+        different=comparison.different,
+        first_difference=difference,
+        passes_only_a=list(comparison.removed_passes),
+        passes_only_b=list(comparison.added_passes),
+        passes_moved=list(comparison.moved_passes),
+        notes=list(comparison.notes),
+        source=source,
+        diff=diff,
+        diff_info=diff_info,
+    )
     if first is None:
         summary = "the two lowerings print the same IR after every pass they share"
     else:
@@ -144,8 +150,8 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
         only = {"only_a": " (only A ran it)", "only_b": " (only B ran it)"}.get(first.status, "")
         cause = "; its input already differed" if comparison.input_differs else ""
         summary = f"IR first differs after {label}{only}{cause}"
-    if not isinstance(result.source, UnsetType):
-        summary += "; kernel sources " + ("are equal" if result.source.equal else "differ")
+    if not isinstance(source, UnsetType):
+        summary += "; kernel sources " + ("are equal" if source.equal else "differ")
     data: dict[str, Any] = msgspec.to_builtins(result)
     return Answer(
         summary, result, backend.dump({k: v for k, v in data.items() if k != "diff"}) + "\n" + shown

@@ -29,7 +29,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Which passes of which lowering, and which page of the diff."""
 
     from_pass: Annotated[str, Meta(description="First pass, NAME or NAME#N.")]
@@ -47,7 +47,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class Result(PageInfo, kw_only=True):
+class Result(PageInfo, frozen=True, kw_only=True):
     """A page of the diff, and its counts."""
 
     trace: str

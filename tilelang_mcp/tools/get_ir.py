@@ -19,7 +19,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Which pass of which lowering, and which page of its text."""
 
     pass_name: Annotated[
@@ -41,7 +41,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class Result(PageInfo, kw_only=True):
+class Result(PageInfo, frozen=True, kw_only=True):
     """A page of the IR (or source) text, and whose it is."""
 
     trace: str

@@ -12,11 +12,11 @@ NAME = "list_targets"
 DESCRIPTION = "Every target TileLang lowers for here (no GPU needed), with vendor, family, chips and aliases."
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """``list_targets`` takes no arguments."""
 
 
-class TargetRow(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class TargetRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One target, as ``irtrace targets`` lists it."""
 
     name: str
@@ -29,7 +29,7 @@ class TargetRow(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     aliases: list[str]
 
 
-class Result(msgspec.Struct, kw_only=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True):
     """Every target."""
 
     targets: list[TargetRow]

@@ -26,7 +26,7 @@ MAX_PASS_ROWS = 400
 """Pass rows one answer lists in all; past it the rows are cut, with a note."""
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """What to lower, for which targets."""
 
     spec: Spec
@@ -42,7 +42,7 @@ class Arguments(fields.Arguments, kw_only=True):
     ] = None
 
 
-class ReceivedInfo(msgspec.Struct, kw_only=True):
+class ReceivedInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Which lines of the failing pass's input the run shows; only the note (the ``get_ir``
     call that shows it) when the passes are not listed."""
 
@@ -53,7 +53,7 @@ class ReceivedInfo(msgspec.Struct, kw_only=True):
     note: str | UnsetType = UNSET
 
 
-class LoweredRun(RunSummary, kw_only=True):
+class LoweredRun(RunSummary, frozen=True, kw_only=True):
     """A run's summary, its instance, and its passes when they are listed."""
 
     instance: Instance | UnsetType = UNSET
@@ -64,7 +64,7 @@ class LoweredRun(RunSummary, kw_only=True):
     ir_received_info: ReceivedInfo | UnsetType = UNSET
 
 
-class Result(msgspec.Struct, kw_only=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True):
     """The session trace and its runs."""
 
     trace: str
@@ -120,11 +120,14 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
             lines.append(f"  analyzed `{instance.call}`: arguments from {instance.origin}")
     if stopped:
         lines.append(f"stopped early: {stopped}")
-    result = Result(trace=trace_id, resource=f"trace://{trace_id}", stopped=stopped, runs=runs)
+    note: str | UnsetType = UNSET
     if not listed:
-        result.pass_list_note = (
+        note = (
             f"{len(runs)} runs, so their passes are not listed: call lower_kernel again with "
             f"pass_list=true or with one target, or get_ir(trace={trace_id!r}, target=..., pass_name=...)"
         )
-        lines.append(result.pass_list_note)
+        lines.append(note)
+    result = Result(
+        trace=trace_id, resource=f"trace://{trace_id}", stopped=stopped, runs=runs, pass_list_note=note
+    )
     return Answer("\n".join([*lines, f"trace {trace_id} (resource trace://{trace_id})"]), result)

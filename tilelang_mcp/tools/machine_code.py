@@ -22,7 +22,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Which kernel, for which CUDA target, and whether to measure it."""
 
     spec: Spec
@@ -34,7 +34,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class Result(msgspec.Struct, kw_only=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True):
     """The session trace and its runs, each with ``resources`` (and ``bench``)."""
 
     trace: str

@@ -20,7 +20,7 @@ DESCRIPTION = (
 )
 
 
-class Arguments(fields.Arguments, kw_only=True):
+class Arguments(fields.Arguments, frozen=True, kw_only=True):
     """Which line of which lowering, after which pass."""
 
     line: Annotated[
@@ -37,7 +37,7 @@ class Arguments(fields.Arguments, kw_only=True):
     timeout_s: Timeout = None
 
 
-class LineGroup(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class LineGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Consecutive passes that print the line's statements the same."""
 
     first: str
@@ -51,14 +51,14 @@ class LineGroup(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     text: list[str]
 
 
-class GeneratedLines(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class GeneratedLines(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The lines of generated code (kernel source, PTX, SASS) the line became."""
 
     lines: list[int]
     text: list[str]
 
 
-class Result(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class Result(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The ``irtrace-line/1`` document (``irtrace ir TRACE --line N --json``) and its trace."""
 
     trace: str
