@@ -6,7 +6,10 @@ a pass record per pass, IR texts shared between runs as in a real recording), th
 run, decodes each line with ``json.loads`` and nothing else. Each figure is the best of several
 interleaved repeats.
 
-Run: .venv/bin/python bench/trace_load.py [--records 60000] [--repeats 5]
+Loading must stay linear in the records as well as fast: ``--smoke`` (6,000 records, for CI) also
+prints the time per record, which a reader that rebuilds a collection per record would inflate.
+
+Run: .venv/bin/python bench/trace_load.py [--records 60000] [--repeats 5] [--smoke]
 Ends with: RESULT seconds=<s> ratio_vs_json=<x>
 """
 
@@ -91,7 +94,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="6,000 records, 2 repeats: runs in a few seconds")
     options = parser.parse_args()
+    if options.smoke:
+        options.records, options.repeats = 6_000, 2
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "large.trace.jsonl"
         lines = write_trace(path, options.records)
@@ -107,6 +113,7 @@ def main() -> None:
         passes = sum(len(run.passes) for run in trace.runs)
         print(f"load_trace: {load_best:.3f} s ({len(trace.runs)} runs, {passes} passes)")
         print(f"json.loads per line: {json_best:.3f} s")
+        print(f"per record: {load_best / lines * 1e6:.1f} us")
         print(f"RESULT seconds={load_best:.3f} ratio_vs_json={load_best / json_best:.2f}")
 
 

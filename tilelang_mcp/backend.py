@@ -129,11 +129,18 @@ class JobLimits:
 # ----------------------------------------------------------------------------- specs and targets
 
 
+MAX_SPEC_CHARS = 16_384
+"""Longest spec an agent may give: a file and literal arguments fit many times over, and parsing a
+longer one would cost the server memory and time before any limit reaches it."""
+
+
 def parse_kernel_spec(text: str) -> KernelSpec:
     """``path.py[::name[(args)]]`` parsed without importing anything; a module name is refused,
     since only files under the allowed roots may run. An agent's arguments are literals only
     (numbers, strings, booleans, None, tuples, lists, dicts, dtype names such as ``T.float16``),
     as a trace's are: an expression is refused, never evaluated (prompt injection reaches them)."""
+    if len(text) > MAX_SPEC_CHARS:
+        raise JobError(f"the spec is {len(text)} characters long; at most {MAX_SPEC_CHARS} are read")
     spec = parse_spec(text, expressions=False)
     if is_module_name(spec.path):
         raise JobError(

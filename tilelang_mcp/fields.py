@@ -11,6 +11,7 @@ from msgspec import UNSET, Meta, UnsetType
 from irtrace.core.resources import BenchResult, KernelResources
 from irtrace.core.schema import LaunchSignature
 from irtrace.core.targets import DEFAULT_TARGET
+from tilelang_mcp import backend
 from tilelang_mcp.answers import MAX_LINES
 
 # ----------------------------------------------------------------------------- arguments
@@ -20,11 +21,13 @@ Spec = Annotated[
     Meta(
         description="Kernel spec: path.py::factory(args), path.py::jit_kernel(kw=...), or path.py for its "
         "module-level PrimFuncs; path.py::name alone takes the arguments the project's irtrace.toml "
-        "records. Relative paths start at the first allowed root."
+        "records. Relative paths start at the first allowed root.",
+        max_length=backend.MAX_SPEC_CHARS,
     ),
 ]
 OptionalSpec = Annotated[
-    str | None, Meta(description="Kernel spec to lower first (instead of `trace`): path.py::factory(args).")
+    Annotated[str, Meta(max_length=backend.MAX_SPEC_CHARS)] | None,
+    Meta(description="Kernel spec to lower first (instead of `trace`): path.py::factory(args)."),
 ]
 TraceRef = Annotated[
     str | None,

@@ -31,7 +31,7 @@ from pydantic import AnyUrl
 
 from irtrace import __version__
 from tilelang_mcp import backend, tools
-from tilelang_mcp.answers import call_result
+from tilelang_mcp.answers import call_result, clip
 from tilelang_mcp.protocol import InvalidJob
 from tilelang_mcp.roots import RootError
 from tilelang_mcp.session import ServerConfig, Session, ToolError
@@ -147,11 +147,11 @@ class TileLangMcp:
             return _tool_error(f"Unknown tool: {name}")
         try:
             answer = await tool.module.handle(self.session, tool.decode_arguments(arguments))
-        except CALL_ERRORS as error:
-            return _tool_error(f"Error executing tool {name}: {backend.describe_job_error(error)}")
+        except CALL_ERRORS as error:  # messages are cut as every string of an answer is
+            return _tool_error(f"Error executing tool {name}: {clip(backend.describe_job_error(error))}")
         except Exception as error:  # a defect: say it in one line to the agent, in full on stderr
             log.exception("tool %s failed", name)
-            return _tool_error(f"Error executing tool {name}: {error}")
+            return _tool_error(f"Error executing tool {name}: {clip(str(error))}")
         return call_result(answer)
 
     async def list_resources(self) -> list[types.Resource]:

@@ -151,12 +151,15 @@ class Session:
 
     async def load(self, reference: str) -> tuple[str, backend.Trace]:
         """A session trace by id, or a trace file under the roots."""
+        return reference, await self.load_file(self.trace_path(reference))
+
+    def trace_path(self, reference: str) -> Path:
+        """The file of a session trace (by id) or of a trace file under the roots."""
         stored = self.traces.get(reference)
         if stored is None and re.fullmatch(r"t\d+", reference):
             recorded = ", ".join(self.traces) or "none yet"
             raise ToolError(f"no trace {reference!r} was recorded in this session (recorded: {recorded})")
-        path = stored.path if stored is not None else self.config.roots.check(reference, "trace file")
-        return reference, await self.load_file(path)
+        return stored.path if stored is not None else self.config.roots.check(reference, "trace file")
 
     async def trace_or_spec(
         self, trace: str | None, spec: str | None, target: str | None, timeout_s: float | None

@@ -33,7 +33,14 @@ MAX_JSON_NESTING = 32
 Id: TypeAlias = Annotated[int, Meta(ge=0, le=MAX_ID)]
 Depth: TypeAlias = Annotated[int, Meta(ge=0, le=MAX_DEPTH)]
 Seconds: TypeAlias = Annotated[float, Meta(ge=0, le=MAX_SECONDS)]
-Sha: TypeAlias = Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]
+SHA_PATTERN = "^[0-9a-f]{64}$"
+Sha: TypeAlias = Annotated[
+    str, Meta(min_length=64, max_length=64, extra_json_schema={"pattern": SHA_PATTERN})
+]
+"""64 lowercase hex digits: the length checked by the decoder, the digits by ``check_shas`` (a regex
+per field, as ``Meta(pattern=...)`` runs, was most of the time a trace took to load). The IR a
+``pass`` or ``start`` names is checked by the reader instead, once per run: it must be a text the
+trace holds, and a held text's SHA-256 is checked where its ``ir`` record is read."""
 Phase: TypeAlias = Literal["check", "lower", "finalize", "codegen", "machine"]
 Scope: TypeAlias = Literal["module", "host", "device"]
 PassStatus: TypeAlias = Literal["ok", "failed"]
@@ -76,6 +83,24 @@ def nesting(value: Any) -> int:
 def _shallow(name: str, value: Mapping[str, Any]) -> None:
     if nesting(value) > MAX_JSON_NESTING:
         raise SchemaError(f"{name!r} must be nested at most {MAX_JSON_NESTING} deep")
+
+
+_HEX_DIGITS = "0123456789abcdef"
+
+
+def is_sha_type(info: Any) -> bool:
+    """Whether ``info`` (``msgspec.inspect``) is ``Sha``."""
+    info = info.type if isinstance(info, msgspec.inspect.Metadata) else info
+    return isinstance(info, msgspec.inspect.StrType) and info.min_length == info.max_length == 64
+
+
+def check_shas(record: Struct, *values: str | None) -> None:
+    """The SHA-256 fields ``values`` of ``record`` (of length 64 once decoded) are lowercase hex.
+    Called with the values, not their names: this runs once per record a trace holds."""
+    for bad in values:
+        if bad is not None and bad.strip(_HEX_DIGITS):
+            name = next(name for name in record.__struct_fields__ if getattr(record, name) is bad)
+            raise SchemaError(f"{name!r} must be a SHA-256 (64 lowercase hex digits), not {show(bad)}")
 
 
 def check_nesting(what: str, index: int, parent: int | None, depth: int) -> None:
@@ -138,7 +163,10 @@ class PassRecord(Struct, frozen=True, kw_only=True, tag="pass", tag_field="recor
     """the error of a failed pass"""
 
     def __post_init__(self) -> None:
-        check_nesting(f"pass {self.index}", self.index, self.parent, self.depth)
+        if (self.parent is None) != (self.depth == 0) or (
+            self.parent is not None and self.parent >= self.index
+        ):
+            check_nesting(f"pass {self.index}", self.index, self.parent, self.depth)
 
     @property
     def failed(self) -> bool:
@@ -169,7 +197,10 @@ class StartRecord(Struct, frozen=True, kw_only=True, tag="start", tag_field="rec
     scope: Scope = "module"
 
     def __post_init__(self) -> None:
-        check_nesting(f"start record {self.index}", self.index, self.parent, self.depth)
+        if (self.parent is None) != (self.depth == 0) or (
+            self.parent is not None and self.parent >= self.index
+        ):
+            check_nesting(f"start record {self.index}", self.index, self.parent, self.depth)
 
 
 UNFINISHED = "did not finish: the recording stopped while this pass was running"
@@ -246,6 +277,9 @@ class BenchRecord(Struct, frozen=True, kw_only=True, tag="bench", tag_field="rec
     clocks_mhz: dict[str, Id] = {}
     """the GPU's clocks when measured: `sm`, `memory` (current), `sm_max` (MHz)"""
 
+    def __post_init__(self) -> None:
+        check_shas(self, self.source_sha256)
+
 
 class LaunchArg(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One argument of a launch of a captured kernel: a tensor's shape, dtype and strides, or a
@@ -303,6 +337,7 @@ class MachineLines(Struct, frozen=True, kw_only=True):
     inlined at); sorted"""
 
     def __post_init__(self) -> None:
+        check_shas(self, self.ir, self.source)
         for stage_line, source_line in self.lines:
             if stage_line < 1 or source_line < 1:
                 raise SchemaError(f"machine: line map entry {[stage_line, source_line]} needs lines from 1")
@@ -466,6 +501,7 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     span (the kernel source; a line belongs to the statement whose directive is the last above it)"""
 
     def __post_init__(self) -> None:
+        check_shas(self, self.ir)
         if self.with_span > self.statements:
             raise SchemaError(f"srcmap: with_span {self.with_span} is more than statements {self.statements}")
         if len(self.files) > MAX_SOURCE_FILES:
@@ -559,6 +595,7 @@ class KernelRun(Struct, frozen=True, kw_only=True, tag="run", tag_field="record"
     """Machine-code lines to kernel-source lines (the ``machine`` record's ``line_maps``)."""
 
     def __post_init__(self) -> None:
+        check_shas(self, self.kernel_file_sha256, self.input_ir, self.source_sha256)
         for key, kind, expected in (("args", list, "a list"), ("kwargs", dict, "an object")):
             if key in self.args and not isinstance(self.args[key], kind):
                 raise SchemaError(f"'args.{key}' must be {expected}, not {show(self.args[key])}")
@@ -682,6 +719,9 @@ class EndRecord(Struct, frozen=True, kw_only=True, tag="end", tag_field="record"
     known-harmless ones (TVM's ROCm version guess) left out; empty for runs `irtrace run` captured
     """
 
+    def __post_init__(self) -> None:
+        check_shas(self, self.input_ir, self.source_sha256)
+
 
 class IrRecord(Struct, frozen=True, kw_only=True, tag="ir", tag_field="record"):
     """One distinct IR text (TVMScript of the whole module), kernel source, or kernel file (the Python
@@ -693,6 +733,9 @@ class IrRecord(Struct, frozen=True, kw_only=True, tag="ir", tag_field="record"):
     """SHA-256 of `text` (UTF-8); records refer to texts by it"""
     text: str
     """the text"""
+
+    def __post_init__(self) -> None:
+        check_shas(self, self.sha256)
 
 
 class FooterRecord(Struct, frozen=True, kw_only=True, tag="footer", tag_field="record"):

@@ -93,8 +93,10 @@ def type_words(info: Any) -> str:
         inspect.VarTupleType: "list",
         inspect.StructType: "object",
     }
+    if isinstance(info, inspect.Metadata):
+        info = info.type
     words = names.get(type(info), "any")
-    if isinstance(info, inspect.StrType) and info.pattern:
+    if schema.is_sha_type(info):
         words = "SHA-256"
     if isinstance(info, inspect.IntType) and info.le is not None:
         words = f"int {info.ge}..{info.le}"

@@ -7,6 +7,7 @@ No tilelang here.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -46,46 +47,72 @@ class PassMap:
     source_map: SourceMapRecord | None
 
 
-def _map_of(
-    by_text: dict[str, list[SourceMapRecord]], sha: str | None, finished: set[int]
-) -> SourceMapRecord | None:
-    """The map of text ``sha`` written last by one of the ``finished`` passes (or for the input)."""
-    candidates = [m for m in by_text.get(sha or "", []) if m.after is None or m.after in finished]
-    return max(candidates, key=lambda m: -1 if m.after is None else m.after, default=None)
+class _Finished:
+    """The passes that had finished when pass ``index`` finished (with ``started``: when it began),
+    asked one index at a time instead of kept as a set per pass (a set each is quadratic in the
+    pass count): those that began before it but its ancestors, its nested passes, and itself.
+    Nested passes begin after their parent and before its next sibling, so a pass's nest is the
+    indices up to its ``ends`` entry."""
+
+    def __init__(self, index: int, ends: dict[int, int], *, started: bool = False) -> None:
+        self.index = index
+        self._ends = ends
+        self.last = index - 1 if started else ends.get(index, index)
+        """the highest index among them"""
+
+    def started(self) -> _Finished:
+        """The passes that had finished when this one began."""
+        return _Finished(self.index, self._ends, started=True)
+
+    def __contains__(self, other: object) -> bool:
+        if not isinstance(other, int) or other not in self._ends or other > self.last:
+            return False
+        return other >= self.index or self._ends[other] < self.index  # an ancestor ends after it
 
 
-def _maps_by_text(run: KernelRun) -> dict[str, list[SourceMapRecord]]:
-    by_text: dict[str, list[SourceMapRecord]] = {}
+_TextMaps = tuple[list[int], list[SourceMapRecord]]
+"""The maps of one text sorted by the pass they follow (``-1``: the pipeline's input), and those keys."""
+
+
+def _map_of(by_text: dict[str, _TextMaps], sha: str | None, finished: _Finished) -> SourceMapRecord | None:
+    """The map of text ``sha`` written last by one of the ``finished`` passes (or for the input).
+    Only a pass's ancestors (at most ``MAX_DEPTH``) are skipped on the way down."""
+    keys, maps = by_text.get(sha or "", ([], []))
+    at = bisect_right(keys, finished.last)
+    while at > 0:
+        key = keys[at - 1]
+        first = bisect_left(keys, key)
+        if key == -1 or key in finished:
+            return maps[first]  # the first written of that pass's maps
+        at = first
+    return None
+
+
+def _maps_by_text(run: KernelRun) -> dict[str, _TextMaps]:
+    """The run's maps by text, sorted by the pass they follow; a map after a pass the run does not
+    hold can never be chosen and is left out."""
+    indexes = {p.index for p in run.passes}
+    by_text: dict[str, list[tuple[int, SourceMapRecord]]] = {}
     for record in run.source_maps:
-        by_text.setdefault(record.ir, []).append(record)
-    return by_text
+        if record.after is None or record.after in indexes:
+            key = -1 if record.after is None else record.after
+            by_text.setdefault(record.ir, []).append((key, record))
+    found: dict[str, _TextMaps] = {}
+    for text, items in by_text.items():
+        items.sort(key=lambda item: item[0])  # stable: maps of one pass stay in the order written
+        found[text] = ([key for key, _ in items], [record for _, record in items])
+    return found
 
 
-def _finished_by(passes: list[PassRecord]) -> dict[int, set[int]]:
+def _finished_by(passes: list[PassRecord]) -> dict[int, _Finished]:
     """For each pass, the passes that had finished when it finished: those that started before it
     and are not its ancestors (they finish after it), its nested passes, and itself. A pass whose
     module holds the same objects as a nested pass's writes no map of its own."""
-    parent = {p.index: p.parent for p in passes}
-    finished: dict[int, set[int]] = {}
-    done: set[int] = set()
-    for record in passes:
-        ancestors: set[int] = set()
-        up = record.parent
-        while up is not None and up not in ancestors:
-            ancestors.add(up)
-            up = parent.get(up)
-        finished[record.index] = done - ancestors
-        done.add(record.index)
-    for record in passes:  # a pass finishes after everything nested in it
-        up = record.parent
-        seen: set[int] = set()
-        while up is not None and up not in seen:
-            seen.add(up)
-            finished.setdefault(up, set()).update(finished[record.index] | {record.index})
-            up = parent.get(up)
-    for record in passes:
-        finished[record.index].add(record.index)
-    return finished
+    ends = {p.index: p.index for p in passes}  # each pass's last nested index (a parent starts first)
+    for record in reversed(passes):
+        if record.parent is not None and record.parent in ends and record.parent < record.index:
+            ends[record.parent] = max(ends[record.parent], ends[record.index])
+    return {p.index: _Finished(p.index, ends) for p in passes}
 
 
 def pass_maps(run: KernelRun) -> list[PassMap]:
@@ -112,17 +139,19 @@ class RunMaps:
     def __init__(self, run: KernelRun) -> None:
         self._by_text = _maps_by_text(run)
         self._finished = _finished_by(sorted(run.passes, key=lambda p: p.index))
+        self._none = _Finished(-1, {})  # a pass the run does not hold: only the input's map
 
     def received(self, record: PassRecord) -> SourceMapRecord | None:
         """The map of the module ``record`` received (``None`` when the trace holds none)."""
-        started = {i for i in self._finished.get(record.index, set()) if i < record.index}
+        finished = self._finished.get(record.index)
+        started = self._none if finished is None else finished.started()
         return _map_of(self._by_text, record.ir_before, started)
 
     def produced(self, record: PassRecord) -> SourceMapRecord | None:
         """The map of the module after ``record``; for a failed pass, of the module it received."""
         if record.ir_after is None:
             return self.received(record)
-        return _map_of(self._by_text, record.ir_after, self._finished.get(record.index, {record.index}))
+        return _map_of(self._by_text, record.ir_after, self._finished.get(record.index, self._none))
 
 
 def kernel_files(run: KernelRun) -> set[str]:
@@ -224,17 +253,21 @@ def line_through_passes(
     files = wanted_files(run, query)
     found: list[LineInPass] = []
     last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
+    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...]]] = {}
     for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
         if item.source_map is None or item.record.ir_after is None:
             continue
-        text = trace.text(item.record.ir_after)
-        numbers = ir_lines(item.source_map, files, query.line, text)
+        key = (item.record.ir_after, id(item.source_map))
+        if key not in seen:  # passes that leave one text share its lines: each text read once
+            text = trace.text(item.record.ir_after)
+            numbers = ir_lines(item.source_map, files, query.line, text)
+            all_lines = text.split("\n") if numbers else []
+            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers))
+        numbers, shown = seen[key]
         if not numbers:
             continue
-        all_lines = text.split("\n")
-        shown = tuple(all_lines[n - 1] for n in numbers)
         previous = found[-1] if found else None
         if (
             previous is not None
@@ -307,26 +340,32 @@ def span_rows(run: KernelRun) -> list[SpanRow]:
     by_text = _maps_by_text(run)
     passes = sorted(run.passes, key=lambda p: p.index)
     finished = _finished_by(passes)
-    # what had finished when a pass started: the passes before it but its ancestors
-    started_before = {p.index: {i for i in finished[p.index] if i < p.index} for p in passes}
+    kernel_lines: dict[int, tuple[int, ...]] = {}  # by map: many passes share one map
+
+    def lines_of(source_map: SourceMapRecord) -> tuple[int, ...]:
+        found = kernel_lines.get(id(source_map))
+        if found is None:
+            found = kernel_lines[id(source_map)] = _kernel_lines(source_map, files)
+        return found
+
+    changes: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
     rows: list[SpanRow] = []
     for item in pass_maps(run):
         source_map = item.source_map
         if source_map is None:
             continue
-        lines = _kernel_lines(source_map, files)
-        received = _map_of(by_text, item.record.ir_before, started_before[item.record.index])
-        previous = _kernel_lines(received, files) if received is not None else lines
-        rows.append(
-            SpanRow(
-                item,
-                source_map.statements,
-                source_map.with_span,
-                lines,
+        lines = lines_of(source_map)
+        # against what had finished when the pass started: the passes before it but its ancestors
+        received = _map_of(by_text, item.record.ir_before, finished[item.record.index].started())
+        pair = (id(received), id(source_map))
+        if pair not in changes:
+            previous = lines_of(received) if received is not None else lines
+            changes[pair] = (
                 tuple(sorted(set(previous) - set(lines))),
                 tuple(sorted(set(lines) - set(previous))),
             )
-        )
+        lost, gained = changes[pair]
+        rows.append(SpanRow(item, source_map.statements, source_map.with_span, lines, lost, gained))
     return rows
 
 

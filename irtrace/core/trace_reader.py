@@ -42,6 +42,7 @@ from irtrace.core.schema import (
     SourceMapRecord,
     StartRecord,
     encoder,
+    is_sha_type,
     record_decoder,
     show,
     unfinished_pass,
@@ -183,6 +184,8 @@ def _unwrap(info: Any) -> Any:
 
 def _describe(info: Any) -> str:
     inspect = msgspec.inspect
+    if isinstance(info, inspect.Metadata):
+        info = info.type
     if isinstance(info, inspect.UnionType):
         return " or ".join(_describe(t) for t in info.types)
     if isinstance(info, inspect.NoneType):
@@ -196,7 +199,7 @@ def _describe(info: Any) -> str:
     if isinstance(info, inspect.FloatType):
         return f"a number of seconds from 0 to {info.le:g}" if info.le is not None else "a number"
     if isinstance(info, inspect.StrType):
-        return "a SHA-256 (64 lowercase hex digits)" if info.pattern else "a string"
+        return "a SHA-256 (64 lowercase hex digits)" if is_sha_type(info) else "a string"
     if isinstance(info, inspect.LiteralType):
         return " or ".join(repr(v) for v in info.values)
     if isinstance(info, inspect.DictType):
@@ -290,41 +293,39 @@ def _scan_lines(handle: IO[bytes], where: str) -> tuple[list[str], dict[bytes, i
     cut = False
     offset = 0
     ended = True
-    for raw in handle:
-        start = offset
-        offset += len(raw)
-        ended = raw.endswith(b"\n")
-        body = raw[:-1] if ended else raw
-        if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
-            body, start = body[len(_BOM) :], start + len(_BOM)
-        sha_hex = ir_text_sha(body) if ended else None
-        if sha_hex is not None:
-            _utf8(body, where)
-            sha = sha_hex.decode()
-            key, place = text_place(sha_hex, start, len(body))
-            offsets[key] = place
-            lines.append(_stand_in(sha))
-        elif ended:
-            lines.append(_utf8(body, where))
-        else:
-            decoder = codecs.getincrementaldecoder("utf-8")()
-            try:
-                lines.append(decoder.decode(body, final=False))
-            except UnicodeDecodeError as error:
-                raise _not_utf8(where, error) from None
-            cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
-        if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:  # each line costs far more than its bytes
-            raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
+    try:
+        for raw in handle:
+            start = offset
+            offset += len(raw)
+            ended = raw.endswith(b"\n")
+            if start and ended and not raw.startswith(_IR_PREFIX_BYTES):  # most lines: a record
+                lines.append(raw.decode("utf-8")[:-1])
+            else:
+                body = raw[:-1] if ended else raw
+                if start == 0 and body.startswith(_BOM):  # a byte-order mark, added by some Windows editors
+                    body, start = body[len(_BOM) :], start + len(_BOM)
+                sha_hex = ir_text_sha(body) if ended else None
+                if sha_hex is not None:
+                    body.decode("utf-8")
+                    key, place = text_place(sha_hex, start, len(body))
+                    offsets[key] = place
+                    lines.append(_stand_in(sha_hex.decode()))
+                elif ended:
+                    lines.append(body.decode("utf-8"))
+                else:
+                    decoder = codecs.getincrementaldecoder("utf-8")()
+                    lines.append(decoder.decode(body, final=False))
+                    cut = bool(decoder.getstate()[0])  # the file ends inside a character: cut short
+            # each line costs far more than its bytes (checked every 1024 lines: the cost is the same)
+            if not len(lines) & 1023 and len(lines) > offset // MIN_BYTES_PER_LINE + 1000:
+                raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(where, error) from None
+    if len(lines) > offset // MIN_BYTES_PER_LINE + 1000:
+        raise TraceFormatError(f"{where!r} is not a trace: mostly empty lines")
     if ended:
         lines.append("")
     return lines, offsets, cut
-
-
-def _utf8(body: bytes, where: str) -> str:
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise _not_utf8(where, error) from None
 
 
 def _not_utf8(where: str, error: UnicodeDecodeError) -> TraceFormatError:
@@ -473,6 +474,10 @@ class ParsedRecords:
     runs: dict[int, KernelRun] = field(default_factory=dict)
     passes: dict[int, dict[int, PassRecord]] = field(default_factory=dict)
     starts: dict[int, dict[int, StartRecord]] = field(default_factory=dict)
+    layouts: dict[int, list[LayoutRecord]] = field(default_factory=dict)
+    source_maps: dict[int, list[SourceMapRecord]] = field(default_factory=dict)
+    """Records that grow per run are appended here, never rebuilt per record: a run becomes
+    immutable once, in ``finish_run`` (a tuple extended per record is quadratic in their count)."""
     ended: set[int] = field(default_factory=set)
     created: str = ""
     footer_expected: bool = False
@@ -614,13 +619,11 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
     elif isinstance(record, LayoutRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
-        run = parsed.runs[record.run]
-        parsed.runs[record.run] = replace(run, layouts=(*run.layouts, record))
+        parsed.layouts[record.run].append(record)
     elif isinstance(record, SourceMapRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
-        run = parsed.runs[record.run]
-        parsed.runs[record.run] = replace(run, source_maps=(*run.source_maps, record))
+        parsed.source_maps[record.run].append(record)
     elif isinstance(record, IrRecord):
         parsed.raw_texts[record.sha256] = encoder.encode(record).decode("utf-8")
     elif isinstance(record, FooterRecord):
@@ -631,6 +634,8 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
         parsed.runs[record.run_id] = replace(record, passes=(), status=STATUS_INCOMPLETE)
         parsed.passes[record.run_id] = {}
         parsed.starts[record.run_id] = {}
+        parsed.layouts[record.run_id] = []
+        parsed.source_maps[record.run_id] = []
     elif isinstance(record, EndRecord):
         if record.run not in parsed.runs or record.run in parsed.ended:
             _orphan(record, where, number, parsed)
@@ -653,7 +658,9 @@ def read_record(record: Record, where: str, number: int, parsed: ParsedRecords) 
                     f"{where}:{number}: run {run_id} has two passes with index {item.index}"
                 )
             parsed.passes[run_id][item.index] = replace(item, run=run_id)
-        run = with_machine_code(run, record.passes, resources_of(record))
+        # the stages themselves are in ``parsed.passes``: the run's own passes stay empty until
+        # ``finish_run``, so a run's machine records cost what they hold, not what came before
+        run = replace(with_machine_code(run, record.passes, resources_of(record)), passes=())
         parsed.runs[run_id] = replace(run, machine_lines=tuple(record.line_maps)) if record.line_maps else run
 
 
@@ -710,13 +717,23 @@ def finish_run(parsed: ParsedRecords, run_id: int, where: str, holds: Container[
     records = _forest(run_id, [passes[index] for index in sorted(passes)], ended, where)
     for sha in shas_of(replace(run, passes=records)):
         if sha not in holds:
+            if not _SHA.match(sha):
+                raise TraceFormatError(
+                    f"{where}: run {run_id} names IR {show(sha)}, not a SHA-256 (64 lowercase hex digits)"
+                )
             raise TraceFormatError(
                 f"{where}: run {run_id} refers to IR {sha[:12]} that the trace does not hold"
             )
     running = run.running
     if unfinished and running is None:
         running = unfinished[max(unfinished)].name
-    return replace(run, passes=records, running=running)
+    return replace(
+        run,
+        passes=records,
+        running=running,
+        layouts=(*run.layouts, *parsed.layouts.get(run_id, ())),
+        source_maps=(*run.source_maps, *parsed.source_maps.get(run_id, ())),
+    )
 
 
 def _forest(run_id: int, records: list[PassRecord], ended: bool, where: str) -> tuple[PassRecord, ...]:

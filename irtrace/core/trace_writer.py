@@ -90,6 +90,8 @@ class TraceWriter:
         self._written = DigestIndex()
         """Digests of the texts written, without kept texts: in a file once a corpus outgrows memory."""
         self._runs: dict[int, KernelRun] = {}
+        """Each run's header and outcome; its passes, layouts and maps grow in ``_growing``."""
+        self._growing: dict[int, _GrowingRun] = {}
         self._keep_runs = keep_runs
         """Keep each run ``add_run`` copied for ``trace()``; without, a merge holds one run at a time."""
         self._next_run_id = 0
@@ -208,6 +210,7 @@ class TraceWriter:
         )
         self._next_run_id += 1
         self._runs[run.run_id] = run
+        self._growing[run.run_id] = _GrowingRun()
         self._write(
             {"record": "run", "run": run.run_id, **{key: getattr(run, key) for key in RUN_HEADER_FIELDS}}
         )
@@ -220,8 +223,7 @@ class TraceWriter:
 
     def add_pass(self, run_id: int, record: PassRecord) -> None:
         record = replace(record, run=run_id) if record.run != run_id else record
-        run = self._runs[run_id]
-        self._runs[run_id] = replace(run, passes=(*run.passes, record))
+        self._growing[run_id].add_pass(record)
         self._write(record)
 
     def end_run(
@@ -248,12 +250,12 @@ class TraceWriter:
             stopped_by=stopped_by,  # type: ignore[arg-type]
             warnings=tuple(warnings),
         )
-        return self._end(end)
+        self._end(end)
+        return self.run(run_id)
 
-    def _end(self, end: EndRecord) -> KernelRun:
+    def _end(self, end: EndRecord) -> None:
         self._write(end)
-        run = self._runs[end.run] = with_end(self._runs[end.run], end)
-        return run
+        self._runs[end.run] = with_end(self._runs[end.run], end)
 
     def add_machine_code(
         self,
@@ -267,6 +269,16 @@ class TraceWriter:
         A separate record, so the compile can finish after later runs began; a failed stage
         makes an ``ok`` run ``failed`` with its error.
         """
+        self._machine_code(run_id, passes, resources, line_maps)
+        return self.run(run_id)
+
+    def _machine_code(
+        self,
+        run_id: int,
+        passes: Sequence[PassRecord],
+        resources: Sequence[KernelResources],
+        line_maps: Sequence[MachineLines],
+    ) -> None:
         passes = [replace(record, run=run_id) for record in passes]
         counts = {
             item.function: ResourceCounts(
@@ -277,39 +289,43 @@ class TraceWriter:
             for item in resources
         }
         self._write(MachineRecord(run=run_id, passes=passes, resources=counts, line_maps=list(line_maps)))
-        run = with_machine_code(self._runs[run_id], passes, resources)
-        run = self._runs[run_id] = replace(run, machine_lines=tuple(line_maps)) if line_maps else run
-        return run
+        run = replace(with_machine_code(self._runs[run_id], passes, resources), passes=())
+        self._runs[run_id] = replace(run, machine_lines=tuple(line_maps)) if line_maps else run
+        for record in passes:
+            self._growing[run_id].add_pass(record)
 
-    def add_layouts(self, run_id: int, record: LayoutRecord) -> KernelRun:
+    def add_layouts(self, run_id: int, record: LayoutRecord) -> None:
         """Add the buffers' layouts after one of the run's passes (before the run's ``end``)."""
         record = replace(record, run=run_id)
         self._write(record)
-        run = self._runs[run_id] = replace(self._runs[run_id], layouts=(*self._runs[run_id].layouts, record))
-        return run
+        self._growing[run_id].layouts.append(record)
 
-    def add_source_map(self, run_id: int, record: SourceMapRecord) -> KernelRun:
+    def add_source_map(self, run_id: int, record: SourceMapRecord) -> None:
         """Add which IR lines of a recorded module come from which Python line (before ``end``)."""
         record = replace(record, run=run_id)
         self._write(record)
-        run = self._runs[run_id]
-        run = self._runs[run_id] = replace(run, source_maps=(*run.source_maps, record))
-        return run
+        self._growing[run_id].source_maps.append(record)
 
     def add_bench(self, run_id: int, bench: BenchResult) -> KernelRun:
         """Add a run's measured latency (``irtrace record --bench``), after its ``end``."""
+        self._bench(run_id, bench)
+        return self.run(run_id)
+
+    def _bench(self, run_id: int, bench: BenchResult) -> None:
         self._write({"record": "bench", "run": run_id, **bench.to_json()})
-        run = self._runs[run_id] = replace(self._runs[run_id], bench=bench)
-        return run
+        self._runs[run_id] = replace(self._runs[run_id], bench=bench)
 
     def add_launches(self, run_id: int, signatures: Sequence[LaunchSignature], dropped: int = 0) -> KernelRun:
         """Add what the program passed at a captured kernel's launches, after the run's ``end``;
         ``KeyError`` for a run this writer does not hold."""
         if run_id not in self._runs:
             raise KeyError(run_id)
+        self._launches(run_id, signatures, dropped)
+        return self.run(run_id)
+
+    def _launches(self, run_id: int, signatures: Sequence[LaunchSignature], dropped: int) -> None:
         self._write(LaunchesRecord(run=run_id, signatures=list(signatures), dropped=dropped))
-        run = self._runs[run_id] = replace(self._runs[run_id], launches=tuple(signatures))
-        return run
+        self._runs[run_id] = replace(self._runs[run_id], launches=tuple(signatures))
 
     def add_run(self, run: KernelRun, texts: Mapping[str, str]) -> KernelRun:
         """Copy a run (and the texts it needs) from another trace."""
@@ -333,25 +349,28 @@ class TraceWriter:
         status, error = run.status, run.error
         if machine and status == STATUS_FAILED and any(r.failed for r in machine):
             status, error = STATUS_OK, None  # the lowering's own outcome; the stage fails it again
-        ended = self.end_run(
-            started.run_id,
-            status=status,
-            error=error,
-            total_s=run.total_s,
-            input_ir=run.input_ir,
-            source_sha256=run.source_sha256,
-            running=run.running,
-            stopped_by=run.stopped_by,
-            warnings=run.warnings,
+        self._end(
+            EndRecord(
+                run=started.run_id,
+                status=status,  # type: ignore[arg-type]
+                error=error,
+                total_s=run.total_s,
+                input_ir=run.input_ir,
+                source_sha256=run.source_sha256,
+                running=run.running,
+                stopped_by=run.stopped_by,
+                warnings=tuple(run.warnings),
+            )
         )
         if machine or run.resources:
-            ended = self.add_machine_code(started.run_id, machine, run.resources, run.machine_lines)
+            self._machine_code(started.run_id, machine, run.resources, run.machine_lines)
         if run.bench is not None:
-            ended = self.add_bench(started.run_id, run.bench)
+            self._bench(started.run_id, run.bench)
         if run.launches:
-            ended = self.add_launches(started.run_id, run.launches)
+            self._launches(started.run_id, run.launches, 0)
+        ended = self.run(started.run_id)
         if not self._keep_runs:
-            del self._runs[started.run_id]
+            del self._runs[started.run_id], self._growing[started.run_id]
         return ended
 
     @property
@@ -361,12 +380,12 @@ class TraceWriter:
 
     def run(self, run_id: int) -> KernelRun:
         """The run as written so far."""
-        return self._runs[run_id]
+        return self._growing[run_id].build(self._runs[run_id])
 
     def trace(self) -> Trace:
         """What has been written so far, as a ``Trace``."""
         path = str(self.path) if self.path else None
-        return Trace(tuple(self._runs.values()), dict(self._texts), self.created, path)
+        return Trace(tuple(self.run(run_id) for run_id in self._runs), dict(self._texts), self.created, path)
 
     # --- worker processes (``irtrace.recording.executor``) --------------------------------------
 
@@ -390,6 +409,7 @@ class TraceWriter:
         self._output = None
         self._stream = self._redirected = open(path, "wb")  # noqa: SIM115 - closed by the next redirect
         self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, DigestIndex()
+        self._growing = {}
         self._next_run_id, self.failure = 0, None
 
     def adopt(self, lines: list[str], where: str) -> list[KernelRun]:
@@ -463,10 +483,10 @@ class TraceWriter:
             elif isinstance(record, EndRecord):
                 self._end(replace(record, run=run_id))
             elif isinstance(record, MachineRecord):
-                self.add_machine_code(run_id, record.passes, resources_of(record), record.line_maps)
+                self._machine_code(run_id, record.passes, resources_of(record), record.line_maps)
             elif isinstance(record, BenchRecord):
-                self.add_bench(run_id, bench_of(record))
-        return [self._runs[run_id] for run_id in numbers.values()]
+                self._bench(run_id, bench_of(record))
+        return [self.run(run_id) for run_id in numbers.values()]
 
     def restart_in_child(self, path: str | os.PathLike[str]) -> None:
         """In a forked child (``irtrace run`` of a script that forks): leave the parent's file and
@@ -483,6 +503,7 @@ class TraceWriter:
                 os.close(null)
         self._stream, self._output = None, None
         self._texts, self._runs, self._adopted_starts, self._written = {}, {}, {}, DigestIndex()
+        self._growing = {}
         self._next_run_id, self._closed, self.failure = 0, False, None
         self.path = Path(path)
         self._stream = self._open_direct(self.path)
@@ -547,6 +568,31 @@ class TraceWriter:
             self.close()
         else:
             self.abandon(keep=True)
+
+
+class _GrowingRun:
+    """What a run gains a record at a time, in lists appended once (a tuple rebuilt per record is
+    quadratic in their count); ``build`` makes the run's tuples, cached until the next record."""
+
+    def __init__(self) -> None:
+        self.passes: list[PassRecord] = []
+        self.layouts: list[LayoutRecord] = []
+        self.source_maps: list[SourceMapRecord] = []
+        self._sorted = True
+
+    def add_pass(self, record: PassRecord) -> None:
+        if self.passes and record.index < self.passes[-1].index:
+            self._sorted = False
+        self.passes.append(record)
+
+    def build(self, run: KernelRun) -> KernelRun:
+        """``run`` (its header and outcome) with the records so far, passes in index order."""
+        if not self._sorted:
+            self.passes.sort(key=lambda p: p.index)
+            self._sorted = True
+        return replace(
+            run, passes=tuple(self.passes), layouts=tuple(self.layouts), source_maps=tuple(self.source_maps)
+        )
 
 
 def merge_traces(paths: Iterable[str | os.PathLike[str]], output: str | os.PathLike[str]) -> Trace:

@@ -33,7 +33,8 @@ class Arguments(fields.Arguments, frozen=True, kw_only=True):
     pass_configs_a: Configs = None
     pass_configs_b: Configs = None
     spec_b: Annotated[
-        str | None, Meta(description="Another spec for B (other arguments, another file); default spec.")
+        Annotated[str, Meta(max_length=backend.MAX_SPEC_CHARS)] | None,
+        Meta(description="Another spec for B (other arguments, another file); default spec."),
     ] = None
     kernel: Kernel = None
     normalize: Normalize = True

@@ -1,10 +1,13 @@
 """``source_line_ir``: what a line of the kernel's file became after each pass, from a lowering
-with source maps (the answer itself is ``tilelang_mcp.line_tool``'s)."""
+with source maps; the answer is worked out by ``tilelang_mcp.line_tool`` in a child under the
+job's limits, and comes back bounded."""
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
+import anyio
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
@@ -83,10 +86,16 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
         file = context.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
         line_tool.check_line(file, line)
         targets = [target] if target else []
-        trace_id, loaded, _ = await context.record(spec, targets, None, arguments.timeout_s, source_map=True)
+        trace_id, _, _ = await context.record(spec, targets, None, arguments.timeout_s, source_map=True)
+        path = context.traces[trace_id].path
     else:
         assert trace is not None
-        trace_id, loaded = await context.load(trace)
-    run = context.run_of(loaded, arguments.kernel, target)
-    summary, data = line_tool.line_answer(trace_id, loaded, run, line, arguments.pass_name)
+        trace_id, path = trace, context.trace_path(trace)
+    # the answer is worked out in a child under the job's limits: the server relays it
+    query = {"line": line, "kernel": arguments.kernel, "target": target, "pass_name": arguments.pass_name}
+    config = context.config
+    answer = functools.partial(
+        line_tool.answer_in_child, path, trace_id, query, config.memory_mb, config.timeout_s
+    )
+    summary, data = await anyio.to_thread.run_sync(answer)
     return Answer(summary, msgspec.convert(data, type=Result))

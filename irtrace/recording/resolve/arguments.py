@@ -128,10 +128,15 @@ def resolve_target(
     return default, "default target"
 
 
-def read_project_config(document: str | Path) -> ProjectConfig:
-    """``[tool.tilelang-lsp]`` from the nearest ``pyproject.toml`` above ``document``."""
+def read_project_config(document: str | Path, root: str | Path | None = None) -> ProjectConfig:
+    """``[tool.tilelang-lsp]`` from the nearest ``pyproject.toml`` above ``document``, up to
+    ``root`` when given (an MCP server's allowed root: no file above it is read)."""
     folder = Path(document).resolve().parent
-    for candidate in [folder, *folder.parents]:
+    folders = [folder, *folder.parents]
+    if root is not None:
+        top = Path(root).resolve()
+        folders = [f for f in folders if f.is_relative_to(top)]
+    for candidate in folders:
         path = candidate / "pyproject.toml"
         if not path.is_file():
             continue

@@ -407,7 +407,8 @@ def run_entry_point(
 ) -> dict[str, Any]:
     """``{"instances": {kernel: {"args", "kwargs", "constants", "dynamic"}}, "outcome": str}`` from
     running the program in a forked child; past ``timeout_s`` the child is killed, and the
-    instances it sent before are kept."""
+    instances it sent before are kept. The child leads a process group of its own, and the whole
+    group is killed when the run ends: a helper process the program forked dies with it."""
     warm_meta_tensors()
     read_end, write_end = os.pipe()
     scratch = tempfile.mkdtemp(prefix="tilelang-lsp-run-")
@@ -415,6 +416,8 @@ def run_entry_point(
     if pid == 0:  # the child: never returns into the worker
         status = 0
         try:
+            os.setpgid(0, 0)  # the program's own processes join this group, killed as one
+            _die_with_parent()
             os.close(read_end)
             os.chdir(scratch)  # what the program writes by relative path (logs, caches) lands here
             null = os.open(os.devnull, os.O_RDONLY)
@@ -434,6 +437,8 @@ def run_entry_point(
             status = 1
         finally:
             os._exit(status)
+    with contextlib.suppress(OSError):  # as the child does: whichever runs first makes the group
+        os.setpgid(pid, pid)
     os.close(write_end)
     buffer = b""
     instances: dict[str, Any] = {}
@@ -457,10 +462,21 @@ def run_entry_point(
                     outcome = _take_line(line, instances) or outcome
     finally:
         os.close(read_end)
+        with contextlib.suppress(OSError):  # before the wait: the group's id stays the child's
+            os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
         shutil.rmtree(scratch, ignore_errors=True)
     return {"instances": instances, "outcome": outcome or "the program's run gave no answer"}
+
+
+def _die_with_parent() -> None:
+    """Linux: be killed when the process that forked this one dies (a job killed at its time
+    limit), or the program would run on unwatched."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _take_line(line: bytes, instances: dict[str, Any]) -> str | None:

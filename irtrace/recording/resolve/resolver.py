@@ -147,7 +147,7 @@ def resolve_kernels(
     """Each of ``kernels`` (of the file ``file`` whose text is ``text``) resolved: what an MCP job
     calls for a kernel named without arguments, and the language server per kernel."""
     sources = {k.name: k for k in scan_kernels(text)}
-    project = read_project_config(file)
+    project = read_project_config(file, where.manifest_root)
     candidates = instance_candidates(file, text, list(sources.values()), where, target)
     return {
         kernel.name: resolve_instance(
