@@ -94,7 +94,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--smoke", action="store_true", help="6,000 records, 2 repeats: runs in a few seconds")
+    parser.add_argument(
+        "--smoke", action="store_true", help="6,000 records, 2 repeats: runs in a few seconds"
+    )
     options = parser.parse_args()
     if options.smoke:
         options.records, options.repeats = 6_000, 2

@@ -171,8 +171,8 @@
         if (entry[4]) { var link = el("a", "", name); link.href = "#" + entry[4]; head.appendChild(link); }
         else head.textContent = name;
         part.appendChild(head);
-        var pre = el("pre"), shown = text(entry[5]);
-        entry[6].forEach(function (n) {
+        var pre = el("pre"), shown = text(entry[5]), irs = (pymaps[run].maps[entry[6]] || {})[line] || [];
+        irs.forEach(function (n) {
           var span = el("span", "pyhit", String(n).padStart(5) + "  " + (shown[n - 1] === undefined ? "" : shown[n - 1]));
           span.dataset.ir = n;
           pre.appendChild(span);

@@ -18,7 +18,7 @@ from typing import Any
 from irtrace.core.schema import SourceMapRecord
 from irtrace.core.source_map import RunMaps, input_map, kernel_files, origins_by_ir_line, pass_maps
 from irtrace.core.trace import KernelRun, PassRecord, Trace
-from passviz.source_map import KernelSource
+from passviz.source_map import MAX_SOURCE_CHARS, KernelSource
 
 NO_MAPS = (
     "Python lines: this run was recorded without source maps; <code>irtrace record --source-map</code> "
@@ -53,7 +53,8 @@ class RunSourceMaps:
     """``id`` of a ``SourceMapRecord`` -> its number in ``maps``"""
     through: dict[int, list[list[Any]]] = field(default_factory=dict)
     """Python line -> ``[first index, last index, first label, last label, anchor, text number,
-    IR lines]`` per run of passes after which it printed the same lines"""
+    map number]`` per run of passes after which it printed the same lines: the IR lines are the
+    map's, held once in ``maps`` (a list per entry would repeat them for every run of passes)"""
 
 
 class SourceLines:
@@ -64,6 +65,8 @@ class SourceLines:
         self._store_text = store_text
         files = kernel_files(run) if run.source_maps else set()
         kernel_file = trace.kernel_file(run)
+        if kernel_file is not None and len(kernel_file) > MAX_SOURCE_CHARS:
+            kernel_file = None  # not shown either (``kernel_source``)
         self.source = tuple(kernel_file.splitlines()) if kernel_file is not None else None
         self.enabled = bool(files) and self.source is not None
         self._files = files
@@ -170,7 +173,7 @@ class SourceLines:
                     entries[-1][1], entries[-1][3] = index, label
                     continue
                 entries.append(
-                    [index, index, label, label, link, self._store_text(self.trace.text(sha)), irs]
+                    [index, index, label, label, link, self._store_text(self.trace.text(sha)), number]
                 )
                 last_seen[py] = (sha, irs)
             for py in set(last_seen) - set(by_py):

@@ -13,6 +13,10 @@ from pathlib import PurePath
 
 from irtrace.core.trace import KernelRun, Trace
 
+MAX_SOURCE_CHARS = 1 << 20
+"""Longest kernel file the report shows and parses (``ast.parse`` costs far more memory than the
+text): a kernel file is kilobytes, a trace can hold a text of millions of lines in a few KB."""
+
 
 @dataclass(frozen=True)
 class KernelSource:
@@ -33,17 +37,14 @@ def kernel_source(trace: Trace, run: KernelRun) -> KernelSource | None:
     Only text stored in the trace (checked against its SHA-256 when read) is shown: a trace is
     data, and a file its spec names may be anything on this machine (``../settings.py``).
     """
-    from irtrace.core.errors import IrtraceError
-    from irtrace.core.specs import parse_spec
-
     text = trace.kernel_file(run)
-    if text is None:
+    if text is None or len(text) > MAX_SOURCE_CHARS:
         return None
-    try:
-        spec = parse_spec(run.spec)
-        name, function = PurePath(spec.path).name or spec.path, spec.name
-    except IrtraceError:
-        name, function = "kernel file", None
+    # the file's and the function's names, read without parsing the spec's arguments (a trace
+    # can hold megabytes of them)
+    path, _, rest = run.spec.partition("::")
+    function = rest.partition("(")[0].strip() or None
+    name = PurePath(path.strip()).name or path.strip()[:200] or "kernel file"
     lines = tuple(text.splitlines())
     first, last = _function_lines(text, function, len(lines))
     return KernelSource(name, lines, first, last)

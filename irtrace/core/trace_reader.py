@@ -24,7 +24,7 @@ import msgspec
 from msgspec.structs import replace
 
 from irtrace.core.digest_index import DigestIndex
-from irtrace.core.errors import InputError, TraceFormatError
+from irtrace.core.errors import InputError, OutputError, TraceFormatError
 from irtrace.core.output import describe_os_error
 from irtrace.core.schema import (
     RECORD_TYPES,
@@ -448,22 +448,39 @@ def gunzip_to_file(handle: IO[bytes], where: str) -> tuple[IO[bytes], bool]:
                     chunk = stream.decompress(data)
                 except zlib.error as error:
                     if total:
+                        _write_unpacked(out, b"", where)
                         return out, True
                     raise TraceFormatError(f"{where!r} is not a readable trace file: {error}") from None
                 total += len(chunk)
                 if total > limit:
                     raise TraceFormatError(_too_big(where, limit, size))
-                out.write(chunk)
+                _write_unpacked(out, chunk, where)
                 if stream.eof:
                     data = stream.unused_data
                     stream = zlib.decompressobj(16 + zlib.MAX_WBITS)
                     started = False
                 else:
                     data = b""
+        _write_unpacked(out, b"", where)
         return out, started  # no end-of-stream marker: the writer was killed
     except BaseException:
         out.close()
         raise
+
+
+def _write_unpacked(out: IO[bytes], chunk: bytes, where: str) -> None:
+    """Write decompressed text to the temporary file (an empty ``chunk``: flush it); a full
+    temporary folder is said to be one (the trace is not to blame)."""
+    try:
+        if chunk:
+            out.write(chunk)
+        else:
+            out.flush()
+    except OSError as error:
+        raise OutputError(
+            f"cannot decompress {where!r}: the temporary folder {tempfile.gettempdir()!r} has no room "
+            f"({describe_os_error(error)}); set TMPDIR to a folder with space"
+        ) from None
 
 
 @dataclass

@@ -77,7 +77,7 @@ def test_the_report_lists_the_ir_lines_the_records_name_after_every_pass(
             assert record.index not in covering, record.name
             continue
         entry = covering[record.index]
-        assert entry[6] == lines, record.name
+        assert data["maps"][entry[6]][str(GEMM_LINE)] == lines, record.name
         assert texts[entry[5]] == gemm_trace.ir_after(record).rstrip("\n"), record.name
         checked += 1
     assert checked >= 10

@@ -1,6 +1,6 @@
 """Valid traces whose records of one kind are grown by a factor, built from the schema's record
-kinds (``RECORD_TYPES``), and what a reader costs on them: wall time and peak memory
-(``tracemalloc``). ``test_cost_growth.py`` grows each kind 10x for each reader.
+kinds (``RECORD_TYPES``), and what a reader costs on them: wall time and peak resident memory,
+measured in a forked child. ``test_cost_growth.py`` grows each kind 10x for each reader.
 
 The traces are synthetic but valid for every reader: runs of passes (each with its ``start``),
 IR texts, source maps onto a kernel file the trace stores, layouts, machine code, benchmarks and
@@ -13,8 +13,9 @@ import contextlib
 import gc
 import hashlib
 import io
+import os
 import time
-import tracemalloc
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,11 +47,11 @@ TARGET = "cuda:sm_90"
 class Shape:
     """How many records of each kind a trace holds (per run, but ``runs`` and ``texts``)."""
 
-    runs: int = 2
-    passes: int = 24
-    texts: int = 12
-    source_maps: int = 12
-    layouts: int = 4
+    runs: int = 1
+    passes: int = 8
+    texts: int = 4
+    source_maps: int = 4
+    layouts: int = 2
     machine: int = 1
     benches: int = 1
     launches: int = 1
@@ -72,16 +73,18 @@ GROWS: dict[str, str] = {
 ONE_PER_FILE = {"header", "footer"}
 """Record kinds a trace holds exactly once."""
 BASE: dict[str, int] = {
-    "runs": 12,
-    "passes": 240,
-    "texts": 240,
-    "source_maps": 240,
-    "layouts": 120,
-    "machine": 60,
-    "benches": 150,
-    "launches": 150,
+    "runs": 2,
+    "passes": 40,
+    "texts": 40,
+    "source_maps": 1500,
+    "layouts": 1500,
+    "machine": 150,
+    "benches": 1000,
+    "launches": 1000,
 }
-"""The count each grown trace starts from: enough records of that kind to outweigh the rest."""
+"""The count each grown trace starts from: enough records of that kind to outweigh the rest, and
+for the small records (maps, layouts, benchmarks, launches) enough that a collection rebuilt per
+record would show (past the first few, those records are minimal)."""
 
 
 def kinds() -> list[str]:
@@ -90,7 +93,7 @@ def kinds() -> list[str]:
 
 
 def _ir_text(i: int) -> str:
-    body = "".join(f"    T.copy(A[{j}], B[{j}])  # {i}\n" for j in range(12))
+    body = "".join(f"    T.copy(A[{j}], B[{j}])  # {i}\n" for j in range(6))
     return f"# from tvm.script import tir as T\n@T.prim_func\ndef main{i}(A, B):\n{body}"
 
 
@@ -137,7 +140,9 @@ def _write_run(
             tilelang_version="0.1.15",
             host={"hostname": "h", "platform": "linux", "python": "3.11"},
             kernel_file_sha256=kernel_sha,
-            instance=Instance(process="pid 1", pid=1, definition="kernels/kernel.py:4", call_site="main.py:9"),
+            instance=Instance(
+                process="pid 1", pid=1, definition="kernels/kernel.py:4", call_site="main.py:9"
+            ),
         )
     )
     run_id = run.run_id
@@ -168,17 +173,16 @@ def _write_run(
                 run=run_id,
                 after=after,
                 ir=texts[(after + 1) % len(texts)],
-                statements=12,
-                with_span=12,
+                statements=6,
+                with_span=6,
                 files=["kernels/kernel.py"],
-                lines=[(4 + j, 0, 5 + (j + m) % 40) for j in range(12)],
+                lines=[(4 + j, 0, 5 + (j + m) % 40) for j in range(6 if m < 8 else 1)],
             ),
         )
     for n in range(shape.layouts):
-        writer.add_layouts(run_id, LayoutRecord(run=run_id, after=n % passes, layouts=[_layout(n)]))
-    writer.end_run(
-        run_id, status=STATUS_OK, error=None, total_s=0.1, input_ir=texts[0], source_sha256=source
-    )
+        shown = [_layout(n)] if n < 4 else []
+        writer.add_layouts(run_id, LayoutRecord(run=run_id, after=n % passes, layouts=shown))
+    writer.end_run(run_id, status=STATUS_OK, error=None, total_s=0.1, input_ir=texts[0], source_sha256=source)
     for m in range(shape.machine):
         stage = PassRecord(
             index=passes + m,
@@ -211,7 +215,9 @@ def _write_run(
         lines = [MachineLines(stage="ptx", ir=ptx, source=source, lines=[(2 + j, 2 + j) for j in range(10)])]
         writer.add_machine_code(run_id, [stage], resources, lines)
     for b in range(shape.benches):
-        writer.add_bench(run_id, BenchResult(latency_ms=0.01 * (b + 1), device="H100", samples_ms=(0.01,) * 5))
+        writer.add_bench(
+            run_id, BenchResult(latency_ms=0.01 * (b + 1), device="H100", samples_ms=(0.01,) * 5)
+        )
     for n in range(shape.launches):
         signature = LaunchSignature(
             args=[LaunchArg(param="A", shape=[64, 64 + n], dtype="float16", strides=[64 + n, 1])], count=n + 1
@@ -219,9 +225,9 @@ def _write_run(
         writer.add_launches(run_id, [signature])
 
 
-def grown_shape(kind: str, factor: int) -> Shape:
-    """The small shape with the count that grows ``kind`` at ``BASE`` times ``factor``."""
-    count = GROWS[kind]
+def grown_shape(count: str, factor: int) -> Shape:
+    """The small shape with ``count`` (a ``Shape`` field, ``GROWS``'s values) at ``BASE`` times
+    ``factor``."""
     return replace(Shape(), **{count: BASE[count] * factor})
 
 
@@ -232,18 +238,34 @@ class Cost:
 
 
 def measure(reader: Callable[[], object]) -> Cost:
-    """What one call of ``reader`` costs: wall time and the peak of Python's allocations."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        started = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            reader()
-        seconds = time.perf_counter() - started
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return Cost(seconds, peak)
+    """What one call of ``reader`` costs, in a forked child: its wall time and its peak resident
+    memory (the kernel's count, ``wait4``). The child starts as a copy of this process, so its
+    peak includes this process's own memory: compare with ``measure(lambda: None)``."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the test
+        status = 1
+        try:
+            os.close(read_end)
+            # the test process's own objects are no input: a full collection would scan them all,
+            # as often as the reader allocates, which no command-line reader pays
+            gc.freeze()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                started = time.perf_counter()
+                reader()
+                seconds = time.perf_counter() - started
+            os.write(write_end, repr(seconds).encode())
+            status = 0
+        except BaseException:
+            os.write(write_end, traceback.format_exc().encode()[-4000:])
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        said = answer.read().decode()
+    _, status, usage = os.wait4(pid, 0)
+    assert status == 0, said
+    return Cost(float(said), usage.ru_maxrss * 1024)
 
 
 def digest(path: Path) -> str:
