@@ -66,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import anyio
 
     from tilelang_mcp.roots import AllowedRoots
-    from tilelang_mcp.server import ServerConfig, serve
+    from tilelang_mcp.server import serve
+    from tilelang_mcp.session import ServerConfig
 
     store = Path(tempfile.mkdtemp(prefix="tilelang-mcp-traces-"))
     config = ServerConfig(AllowedRoots(args.root), args.timeout, args.memory_limit, store)

@@ -1,9 +1,9 @@
 """What ``source_line_ir`` answers: what a line of a kernel's Python file became after each pass,
 from a lowering recorded with source maps (docs/source-maps.md), as ``irtrace ir TRACE --line N
---json`` gives it. The tool itself is ``TileLangMcp.source_line_ir``, which checks the spec's
-file against the roots and records the trace as the other tools do; the answer is computed by
-``python -m tilelang_mcp.line_tool`` in a child under the job's limits (``answer_in_child``), never
-in the server, and comes back bounded (groups, lines per group, characters).
+--json`` gives it. The tool itself is ``tilelang_mcp.tools.source_line_ir``, which checks the
+spec's file against the roots and records the trace as the other tools do; the answer is computed
+by ``python -m tilelang_mcp.line_tool`` in a child under the job's limits (``answer_in_child``),
+never in the server, and comes back bounded (groups, lines per group, characters).
 """
 
 from __future__ import annotations
@@ -12,28 +12,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Protocol
-
-from mcp.server.fastmcp.exceptions import ToolError
-from pydantic import Field
+from typing import Any
 
 from irtrace.core.errors import NotInTraceError
 from tilelang_mcp import backend
+from tilelang_mcp.session import ToolError
 
-Line = Annotated[
-    int, Field(description="Line of the kernel's Python file (1-based), e.g. a T.gemm call's.", ge=1)
-]
-PassName = Annotated[
-    str | None,
-    Field(description="Only after this pass (NAME or NAME#N), e.g. tl.LowerTileOp; default every pass."),
-]
-MachineCode = Annotated[
-    bool,
-    Field(
-        description="With `spec` on a CUDA target: also compile the kernel with nvcc, so the answer "
-        "holds the SASS instructions the line became, by class (machine_code); about 5-20 s more."
-    ),
-]
 MAX_GROUPS = 400
 """Groups of passes one answer lists; past it the list is cut, with a note."""
 MAX_GROUP_LINES = 100
@@ -57,39 +41,6 @@ def check_line(file: Path, line: int) -> None:
     count = text.count(b"\n") + (0 if text.endswith(b"\n") else 1)
     if line > count:
         raise ToolError(f"line {line} is past the end of {file.name} ({count} lines)")
-
-
-class LineServer(Protocol):
-    """What ``record_with_maps`` uses of the server (``TileLangMcp``)."""
-
-    @property
-    def config(self) -> Any: ...
-
-    async def record(
-        self,
-        spec: str,
-        targets: list[str],
-        pass_configs: dict[str, Any] | None,
-        timeout_s: float | None,
-        *,
-        machine_code: bool = False,
-        bench: bool = False,
-        source_map: bool = False,
-    ) -> tuple[str, backend.Trace, Any]: ...
-
-
-async def record_with_maps(
-    app: LineServer, spec: str, line: int, target: str | None, timeout_s: float | None, machine_code: bool
-) -> tuple[str, backend.Trace]:
-    """``spec`` (its file inside the roots, ``line`` inside the file) lowered for ``target`` with
-    source maps, and with machine code when asked, into a new session trace: its id and the trace."""
-    file = app.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
-    check_line(file, line)
-    targets = [target] if target else []
-    trace_id, loaded, _ = await app.record(
-        spec, targets, None, timeout_s, source_map=True, machine_code=machine_code
-    )
-    return trace_id, loaded
 
 
 def line_answer(

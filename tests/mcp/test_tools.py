@@ -438,7 +438,7 @@ def test_source_line_ir_refuses_bad_lines_paths_and_traces(
     for bad in ("36; import os", 1.5, None, [36]):
         assert "line" in mcp_server.error("source_line_ir", spec=spec, line=bad)
     for bad in (0, -1):
-        assert "greater than or equal to 1" in mcp_server.error("source_line_ir", spec=spec, line=bad)
+        assert "`int` >= 1 - at `$.line`" in mcp_server.error("source_line_ir", spec=spec, line=bad)
     lines = len((EXAMPLES / "gemm.py").read_text().splitlines())
     assert f"past the end of gemm.py ({lines} lines)" in mcp_server.error(
         "source_line_ir", spec=spec, line=lines + 1
@@ -453,3 +453,79 @@ def test_source_line_ir_refuses_bad_lines_paths_and_traces(
     assert "outside the allowed roots" in mcp_server.error("source_line_ir", trace="/etc/hosts", line=1)
     assert "either" in mcp_server.error("source_line_ir", line=36)
     assert mcp_server.ok("list_targets")["targets"]  # the server is still there
+
+
+def test_every_tool_module_is_registered() -> None:
+    """A tool is one module under ``tilelang_mcp/tools``: each is listed, named as its file, and
+    has its structs and one handler."""
+    import inspect
+    import pkgutil
+
+    import msgspec
+
+    from tilelang_mcp import tools
+
+    files = {info.name for info in pkgutil.iter_modules(tools.__path__)}
+    assert files == {module.__name__.rpartition(".")[2] for module in tools.MODULES} == TOOLS
+    for module in tools.MODULES:
+        assert module.__name__.rpartition(".")[2] == module.NAME
+        assert issubclass(module.Arguments, msgspec.Struct) and issubclass(module.Result, msgspec.Struct)
+        assert inspect.iscoroutinefunction(module.handle)
+        assert len(module.handle.__doc__.strip().splitlines()) == 1
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with every object that lists its properties closed to others, so that a key
+    the schema does not describe fails validation."""
+    if isinstance(schema, dict):
+        closed = {key: _closed(value) for key, value in schema.items()}
+        if "properties" in schema:
+            closed["additionalProperties"] = False
+        return closed
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    return schema
+
+
+def test_every_answer_is_what_its_output_schema_says(mcp_server: McpServer, sm90: dict[str, Any]) -> None:
+    """Each tool's advertised outputSchema, closed to keys it does not describe, validates the
+    structured content of real calls (the failure paths included), and the content decodes into
+    the tool's ``Result`` struct and back unchanged."""
+    import jsonschema
+    import msgspec
+
+    from tilelang_mcp import tools
+
+    listed = mcp_server.run(mcp_server.session.list_tools())  # type: ignore[union-attr]
+    schemas = {tool.name: tool.outputSchema for tool in listed.tools}
+    results = {module.NAME: module.Result for module in tools.MODULES}
+    baseline = sm90["trace"]
+    gemm_line = next(
+        n for n, text in enumerate((EXAMPLES / "gemm.py").read_text().splitlines(), 1) if "T.gemm(" in text
+    )
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("list_targets", {}),
+        ("lower_kernel", {"spec": GEMM, "targets": ["ascend"]}),  # a failure: its pass and input
+        ("lower_kernel", {"spec": GEMM, "targets": ["cuda:sm_90", "ascend"]}),  # summaries
+        ("get_ir", {"trace": baseline, "pass_name": "tl.LayoutInference", "limit": 5}),
+        ("get_ir", {"trace": baseline, "pass_name": "source"}),
+        ("diff_passes", {"trace": baseline, "from_pass": "tl.LayoutInference"}),
+        ("diff_lowerings", {"spec": GEMM, "pass_configs_b": NO_WS, "limit": 5}),
+        ("buffer_facts", {"spec": GEMM}),
+        ("diagnostics", {"spec": f"{TEST_DATA / 'bad_layout.py'}::conflicting_layouts()"}),
+        ("machine_code", {"spec": GEMM, "target": "metal"}),
+        ("coverage_matrix", {"spec": GEMM, "targets": ["cuda:sm_90", "ascend"]}),
+        ("source_line_ir", {"spec": "gemm.py::matmul()", "target": "cuda:sm_90a", "line": gemm_line}),
+    ]
+    answers = [(tool, mcp_server.ok(tool, **arguments)) for tool, arguments in calls]
+    new = next(answer["trace"] for tool, answer in answers if tool == "lower_kernel")
+    answers.append(("check_trace", mcp_server.ok("check_trace", trace=new, baseline=baseline)))
+    assert {tool for tool, _ in answers} == TOOLS
+    for tool, answer in answers:
+        schema = schemas[tool]
+        assert schema is not None and schema["type"] == "object"
+        jsonschema.validate(answer, _closed(schema))
+        decoded = msgspec.convert(answer, type=results[tool])
+        assert msgspec.json.decode(msgspec.json.encode(decoded)) == answer, tool
+    failed = next(answer for tool, answer in answers if tool == "lower_kernel")["runs"][0]
+    assert failed["status"] == "failed" and failed["ir_received"] and failed["failed_pass"]

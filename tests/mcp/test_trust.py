@@ -375,3 +375,38 @@ def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
         InvalidJob, match=r"^invalid facts request: Expected `float` > 0.0 - at `\$.timeout_s`$"
     ):
         make_job(Facts, spec="k.py", timeout_s=0, memory_mb=64)
+
+
+def test_an_agents_arguments_are_decoded_through_the_tools_struct() -> None:
+    """Arguments are data checked against the tool's ``Arguments`` struct before anything runs:
+    a wrong type or range is refused naming the argument, a list sent as JSON text is read as a
+    list (clients do this) but text a tool takes stays text, an unknown argument is ignored, and a
+    JSON bomb in text is a tool error, not a crash."""
+    from tilelang_mcp.server import RegisteredTool
+    from tilelang_mcp.session import ToolError
+    from tilelang_mcp.tools import diff_lowerings, lower_kernel, source_line_ir
+
+    lower = RegisteredTool.of(lower_kernel)
+    decoded = lower.decode_arguments({"spec": "[1]", "targets": '["cuda:sm_90"]', "evil": "--exec"})
+    assert (decoded.spec, decoded.targets) == ("[1]", ["cuda:sm_90"])
+    assert not hasattr(decoded, "evil")
+    refused = {
+        "Expected `array | null`, got `str` - at `$.targets`": {"spec": "k.py", "targets": "cuda"},
+        "Expected `float` > 0.0 - at `$.timeout_s`": {"spec": "k.py", "timeout_s": 0},
+        "Object missing required field `spec`": {"targets": ["all"]},
+        "Expected `object | null`, got `array` - at `$.pass_configs`": {
+            "spec": "k.py",
+            "pass_configs": "[1]",
+        },
+    }
+    for reason, arguments in refused.items():
+        with pytest.raises(ToolError, match=r"^invalid arguments: ") as error:
+            lower.decode_arguments(arguments)
+        assert reason in str(error.value)
+    with pytest.raises(ToolError, match=r"`int` >= 1 - at `\$.line`"):
+        RegisteredTool.of(source_line_ir).decode_arguments({"line": 0, "spec": "k.py"})
+    with pytest.raises(ToolError, match=r"`int` <= 50 - at `\$.context`"):
+        RegisteredTool.of(diff_lowerings).decode_arguments({"spec": "k.py", "context": 51})
+    bomb = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ToolError, match=r"got `str` - at `\$.targets`"):
+        lower.decode_arguments({"spec": "k.py", "targets": bomb})

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 
 from irtrace.cli.main import main as irtrace_main
 from irtrace.core.schema import KernelRun, PassRecord, SourceMapRecord
@@ -24,8 +24,11 @@ from passviz.cli import main as passviz_main
 from tests.reliability.conftest import run_tool
 from tests.reliability.cost_growth import KERNEL_FILE, measure
 from tilelang_mcp import backend, line_tool
+from tilelang_mcp.answers import MAX_STRING_CHARS
 from tilelang_mcp.roots import AllowedRoots
-from tilelang_mcp.server import MAX_STRING_CHARS, ServerConfig, TileLangMcp
+from tilelang_mcp.server import TileLangMcp
+from tilelang_mcp.session import ServerConfig
+from tilelang_mcp.tools import lower_kernel
 
 MB = 1 << 20
 
@@ -209,15 +212,21 @@ def test_an_agents_huge_spec_is_refused_before_parsing_and_errors_are_cut(tmp_pa
     with pytest.raises(backend.JobError, match="characters long"):
         backend.parse_kernel_spec(spec)
     app = _server(tmp_path)
-    with pytest.raises(ToolError) as direct:
-        asyncio.run(app.lower_kernel(spec=spec))
+    with pytest.raises(backend.JobError, match="characters long") as direct:  # the tool itself
+        asyncio.run(lower_kernel.handle(app.session, lower_kernel.Arguments(spec=spec)))
     assert len(str(direct.value)) < MAX_STRING_CHARS + 100
-    with pytest.raises(ToolError) as called:  # through FastMCP: the schema's max_length first
-        asyncio.run(app.server.call_tool("lower_kernel", {"spec": spec}))
-    assert len(str(called.value)) < MAX_STRING_CHARS + 100
-    with pytest.raises(ToolError) as long_path:  # any error of a tool is cut as documented
-        asyncio.run(app.get_ir(pass_name="x", trace="/" + "a" * 20_000))
-    assert len(str(long_path.value)) < MAX_STRING_CHARS + 100
+    called = asyncio.run(app.call_tool("lower_kernel", {"spec": spec}))  # the schema's max_length first
+    assert called.isError and "length <= 16384 - at `$.spec`" in _text(called)
+    assert len(_text(called)) < MAX_STRING_CHARS + 100
+    long_path = asyncio.run(app.call_tool("get_ir", {"pass_name": "x", "trace": "/" + "a" * 20_000}))
+    assert long_path.isError and "more characters cut" in _text(long_path)  # every tool's errors are cut
+    assert len(_text(long_path)) < MAX_STRING_CHARS + 100
+
+
+def _text(answer: CallToolResult) -> str:
+    (content,) = answer.content
+    assert isinstance(content, TextContent)
+    return content.text
 
 
 def test_no_pyproject_above_the_allowed_root_is_read(tmp_path: Path) -> None:
