@@ -9,9 +9,11 @@ systems read.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import pytest
 from msgspec.structs import replace
 
 from irtrace.ci.check import check_traces
+from irtrace.cli.main import main
 from irtrace.core.errors import UsageError
 from irtrace.core.policy import PASS_TIME, PERF_KINDS, TOTAL_TIME, Policy, load_policy
 from irtrace.core.trace import Trace
@@ -71,21 +74,20 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Traces:
 
 
 def irtrace(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=_env(),
-    )
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    """``irtrace ARGS`` run in ``cwd``, in this process (``main``): these commands' answers are
+    the point, not a process boundary (a Python start less for each)."""
+    out, err = io.StringIO(), io.StringIO()
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(arg) for arg in args])
+            except SystemExit as exit:  # --help, as the process would have ended
+                code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(["irtrace", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
 def _policy(folder: Path, text: str) -> Path:
@@ -365,9 +367,7 @@ def test_check_help_names_every_kind_the_default_policy_fails_on() -> None:
     latency and resources too. Oracle: ``Policy()`` deciding each kind."""
     from irtrace.core.policy import CHANGE_KINDS
 
-    done = subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", "check", "--help"], capture_output=True, text=True, cwd=ROOT
-    )
+    done = irtrace("check", "--help", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     section = done.stdout.split("\npolicy: ", 1)[1].split("\n\n", 1)[0]
     named = {kind for kind in CHANGE_KINDS if kind in section.replace(",", " ").split()}

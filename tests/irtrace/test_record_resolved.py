@@ -14,8 +14,12 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from irtrace.cli.main import main
 from irtrace.core.errors import ExitCode
 from irtrace.core.trace_reader import load_trace
 
@@ -38,6 +42,24 @@ def irtrace(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+Irtrace = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def in_process(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Irtrace:
+    """``irtrace`` as ``irtrace()`` runs it, but in this process (``main``): where the command's
+    answer is the point, not a process boundary (one Python start and TileLang import less)."""
+
+    def run(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        monkeypatch.chdir(cwd)
+        capfd.readouterr()
+        code = main(list(arguments))
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["irtrace", *arguments], code, out, err)
+
+    return run
+
+
 def program_buffers(path: Path) -> set[str]:
     """``[16, 256] float32 local.fragment`` for each buffer of each kernel's first instance, as the
     program's own calls build them (the oracle lowers them up to layout inference for sm_90)."""
@@ -53,11 +75,13 @@ def program_buffers(path: Path) -> set[str]:
     return {" ".join(hint.split(" · ")[0].replace(" ×2", "").split(" ")[:-1]) for _, hint in hints}
 
 
-def test_record_without_arguments_takes_the_programs_instance_and_says_so(tmp_path: Path) -> None:
+def test_record_without_arguments_takes_the_programs_instance_and_says_so(
+    tmp_path: Path, in_process: Irtrace
+) -> None:
     path = tmp_path / CHECKED.name
     shutil.copy(CHECKED, path)
     out = tmp_path / "rec.jsonl"
-    done = irtrace(
+    done = in_process(
         "record",
         f"{path.name}::row_sum",
         f"{path.name}::scale_rows",
@@ -73,7 +97,7 @@ def test_record_without_arguments_takes_the_programs_instance_and_says_so(tmp_pa
     assert [run.args["resolved"]["origin"] for run in trace.runs] == ["__main__", "__main__"]
     # every buffer layout inference placed is one the program's own call builds
     expected = program_buffers(path)
-    layouts = json.loads(irtrace("layouts", str(out), "--json", cwd=tmp_path).stdout)
+    layouts = json.loads(in_process("layouts", str(out), "--json", cwd=tmp_path).stdout)
     ours = {
         f"[{', '.join(str(d) for d in buffer['shape'])}] {buffer['dtype']}"
         for run in layouts["runs"]
@@ -84,7 +108,9 @@ def test_record_without_arguments_takes_the_programs_instance_and_says_so(tmp_pa
     assert "[128, 256] float32" not in ours  # the defaults' block_M would give this tile
 
 
-def test_instance_lists_and_picks_a_recorded_run_or_the_entry_point(tmp_path: Path) -> None:
+def test_instance_lists_and_picks_a_recorded_run_or_the_entry_point(
+    tmp_path: Path, in_process: Irtrace
+) -> None:
     """A run recorded in the folder (``irtrace run``) comes first, as in the editor; ``--instance``
     takes the entry point's instead, and an unknown label is a usage error naming the real ones."""
     for name in ("gemm.py", "gemm_script.py"):
@@ -93,22 +119,24 @@ def test_instance_lists_and_picks_a_recorded_run_or_the_entry_point(tmp_path: Pa
         "run", "-o", "irtrace.jsonl", "--", sys.executable, "gemm_script.py", "--size", "512", cwd=tmp_path
     )
     assert done.returncode == ExitCode.OK, done.stderr[-2000:]
-    listed = irtrace("instances", "gemm.py::matmul", "--json", cwd=tmp_path)
+    listed = in_process("instances", "gemm.py::matmul", "--json", cwd=tmp_path)
     assert listed.returncode == ExitCode.OK, listed.stderr[-2000:]
     (entry,) = json.loads(listed.stdout)["kernels"]
     assert entry["instance"]["call"].startswith("matmul(M=512, N=512, K=512")  # the script's --size
     assert [other["origin"] for other in entry["others"]] == ["__main__"]
     assert entry["others"][0]["call"].startswith("matmul(M=1024")  # gemm.py's own main: the defaults
-    also = irtrace("record", "gemm.py::matmul", "--instance", "list", cwd=tmp_path)
+    also = in_process("record", "gemm.py::matmul", "--instance", "list", cwd=tmp_path)
     assert also.returncode == ExitCode.OK and "--instance '__main__'" in also.stdout
     assert not (tmp_path / "irtrace.jsonl.partial").exists()
 
     out = tmp_path / "picked.jsonl"
-    picked = irtrace("record", "gemm.py::matmul", "--instance", "__main__", "-o", str(out), cwd=tmp_path)
+    picked = in_process("record", "gemm.py::matmul", "--instance", "__main__", "-o", str(out), cwd=tmp_path)
     assert picked.returncode == ExitCode.OK, picked.stderr[-2000:]
     (run,) = load_trace(out).runs
     assert run.args["kwargs"]["M"] == 1024 and run.args["resolved"]["origin"] == "__main__"
-    wrong = irtrace("record", "gemm.py::matmul", "--instance", "\x1b[31mnope", "-o", str(out), cwd=tmp_path)
+    wrong = in_process(
+        "record", "gemm.py::matmul", "--instance", "\x1b[31mnope", "-o", str(out), cwd=tmp_path
+    )
     assert wrong.returncode == ExitCode.USAGE
     assert "has no such instance" in wrong.stderr and "__main__" in wrong.stderr
     assert "\x1b" not in wrong.stderr  # the label is shown escaped
@@ -124,7 +152,9 @@ tilelang.compile(matmul(1024, 1024, 1024), target=target)
 """
 
 
-def test_a_captured_run_and_a_recorded_run_of_one_kernel_compare_equal(tmp_path: Path) -> None:
+def test_a_captured_run_and_a_recorded_run_of_one_kernel_compare_equal(
+    tmp_path: Path, in_process: Irtrace
+) -> None:
     """``examples/gemm.py``'s factory ``matmul`` builds a PrimFunc called ``gemm``: captured from a
     program's ``tilelang.lower`` and ``tilelang.compile`` (which also compiles the host wrapper),
     and recorded from the spec, it is ``matmul`` in all three, and ``irtrace check`` finds no
@@ -138,7 +168,7 @@ def test_a_captured_run_and_a_recorded_run_of_one_kernel_compare_equal(tmp_path:
     ):
         done = irtrace("run", *extra, "-o", output, "--", sys.executable, script, cwd=tmp_path)
         assert done.returncode == ExitCode.OK, done.stderr[-2000:]
-    done = irtrace(
+    done = in_process(
         "record", "gemm.py::matmul(1024, 1024, 1024)", "-t", "cuda:sm_90a", "-o", "rec.jsonl", cwd=tmp_path
     )
     assert done.returncode == ExitCode.OK, done.stderr[-2000:]
@@ -162,7 +192,7 @@ def test_a_captured_run_and_a_recorded_run_of_one_kernel_compare_equal(tmp_path:
         wrapper = run.passes[len(record_run.passes) :]
         assert all(p.scope == "host" for p in wrapper) and (not wrapper or wrapper[-1].name == "host codegen")
 
-        check = irtrace("check", output, "--baseline", "rec.jsonl", cwd=tmp_path)
+        check = in_process("check", output, "--baseline", "rec.jsonl", cwd=tmp_path)
         assert check.returncode == ExitCode.OK, check.stdout
         assert "1 unchanged" in check.stdout and "changed" not in check.stdout.replace("unchanged", "")
         diff = subprocess.run(
@@ -227,12 +257,14 @@ if __name__ == "__main__":
 """
 
 
-def test_a_program_seeding_its_inputs_on_the_gpu_still_gives_its_instance(tmp_path: Path) -> None:
+def test_a_program_seeding_its_inputs_on_the_gpu_still_gives_its_instance(
+    tmp_path: Path, in_process: Irtrace
+) -> None:
     """TileLang's fused MoE draws its inputs from a ``torch.Generator(device="cuda")``: without a
     GPU the entry-point run gets a CPU generator and goes on to the kernel's call (96 x 2 rows:
     N = 192, which only running the program knows)."""
     (tmp_path / "seeded.py").write_text(_SEEDED_ON_THE_GPU)
-    done = irtrace("instances", "seeded.py::scale", "--json", cwd=tmp_path)
+    done = in_process("instances", "seeded.py::scale", "--json", cwd=tmp_path)
     assert done.returncode == ExitCode.OK, done.stderr[-2000:]
     (entry,) = json.loads(done.stdout)["kernels"]
     assert entry["instance"] == {"call": "scale(N=192)", "origin": "__main__", "instances": ["__main__"]}

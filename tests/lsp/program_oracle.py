@@ -9,6 +9,10 @@ compilation (and each ``@autotune`` call, as its first config: ``AutoTuneImpl.ji
 lowered, and the program gets a kernel that does nothing, with a profiler that checks nothing;
 ``cuda`` tensors are made on the CPU and ``torch.testing.assert_close`` checks nothing. It prints
 the hints of the first instance of each kernel. Nothing here uses irtrace or tilelang_lsp.
+
+``python program_oracle.py --many JSON`` answers several of these runs (``JSON``: a list of
+argument lists) in one process: TileLang and torch are imported once, then each run is a forked
+child, as alone as a process of its own. It prints ``[[exit status, last line], ...]`` as JSON.
 """
 
 from __future__ import annotations
@@ -152,7 +156,54 @@ def declared_buffers(func: Any) -> list[Any]:
     ]
 
 
+def run_many(runs: list[list[str]]) -> None:
+    """Each run in a child forked after the imports every run pays for; its answer by a pipe."""
+    import pytest  # noqa: F401  (what --pytest runs need, imported once)
+    import tilelang
+    import tilelang.language  # noqa: F401
+    import torch  # noqa: F401
+    from tilelang.autotuner.tuner import AutoTuneImpl  # noqa: F401
+    from tilelang.jit import JITImpl  # noqa: F401
+    from torch.overrides import TorchFunctionMode  # noqa: F401
+
+    answers: list[tuple[int, str | None]] = []
+    for arguments in runs:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        readable, writable = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(readable)
+            os.dup2(writable, 1)
+            os.close(writable)
+            status = 0
+            try:
+                sys.argv = [sys.argv[0], *arguments]
+                main()
+            except SystemExit as exit:  # as the process of its own would have ended
+                status = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
+                if not isinstance(exit.code, int | None):
+                    print(exit.code, file=sys.stderr)
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+                status = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+        os.close(writable)
+        with os.fdopen(readable, "rb") as answer:
+            lines = answer.read().decode().strip().splitlines()
+        _, wait_status = os.waitpid(pid, 0)
+        answers.append((os.waitstatus_to_exitcode(wait_status), lines[-1] if lines else None))
+    print(json.dumps(answers))
+
+
 def main() -> None:
+    if sys.argv[1] == "--many":
+        run_many(json.loads(sys.argv[2]))
+        return
     if sys.argv[1] == "--all":
         run_all(sys.argv[2])
         return

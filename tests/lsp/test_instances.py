@@ -34,17 +34,43 @@ client = whole_file_server(trusted=True, extra_targets=[], summary=False, instan
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-def program_hints(*arguments: str, cwd: Path | None = None) -> list[tuple[int, str]]:
-    """``(line, hint)`` of each buffer of the kernel the program compiles first, from the compiler."""
+def oracle_runs(*runs: tuple[str, ...]) -> list[list[tuple[int, str]]]:
+    """For each run (``program_oracle.py``'s arguments), ``(line, hint)`` of each buffer of the
+    kernel the program compiles first, from the compiler: all runs in one oracle process."""
     done = subprocess.run(
-        [sys.executable, str(ORACLE), *arguments],
+        [sys.executable, str(ORACLE), "--many", json.dumps(runs)],
         capture_output=True,
         text=True,
-        cwd=cwd,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return [(line, hint) for line, hint in json.loads(done.stdout.strip().splitlines()[-1])]
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [status for status, _ in answers] == [0] * len(runs), (runs, done.stderr[-3000:])
+    return [[(line, hint) for line, hint in json.loads(answer)] for _, answer in answers]
+
+
+def program_hints(*arguments: str) -> list[tuple[int, str]]:
+    """``(line, hint)`` of each buffer of the kernel the program compiles first, from the compiler."""
+    return oracle_runs(arguments)[0]
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[int, str]]]:
+    """The oracle's answers for the programs of this module's tests, by name, from one process
+    (TileLang imported once): each test reads only its own."""
+    # the eager program's copy whose tensors stay on the CPU (same shapes, dtypes and lines)
+    cpu_copy = tmp_path_factory.mktemp("eager") / "eager_cuda.py"
+    cpu_copy.write_text((INSTANCES / "eager_cuda.py").read_text().replace(".cuda()", ""))
+    factories = str(INSTANCES / "factories.py")
+    runs = {
+        "eager_cuda": (str(cpu_copy),),
+        "configs_loop": (str(INSTANCES / "configs_loop.py"),),
+        "checked_kernels": ("--all", str(INSTANCES / "checked_kernels.py")),
+        "gemm_relu": ("--symbolic", factories, "gemm_relu", "M", "N", "K"),
+        # a tile of symbolic size crashes TileLang's layout inference (a segfault): declared facts
+        "row_tiles": ("--symbolic", factories, "row_tiles", "M", "N", "--declared"),
+    }
+    return dict(zip(runs, oracle_runs(*runs.values()), strict=True))
 
 
 async def summary(client: LanguageClient, uri: str, kernel: str) -> str:
@@ -88,23 +114,23 @@ async def test_a_program_that_cannot_reach_its_call_shows_symbols_never_the_pars
 
 
 async def test_eager_kernel_called_with_cuda_tensors_works_without_a_gpu(
-    client: LanguageClient, tmp_path: Path
+    client: LanguageClient, oracle: dict[str, list[tuple[int, str]]]
 ) -> None:
     path = INSTANCES / "eager_cuda.py"
     uri, got = await compiled_hints(client, path)
     # the oracle runs a copy of the program whose tensors stay on the CPU (same shapes and dtypes)
-    cpu_copy = tmp_path / "eager_cuda.py"
-    cpu_copy.write_text(path.read_text().replace(".cuda()", ""))
-    assert got == program_hints(str(cpu_copy))
+    assert got == oracle["eager_cuda"]
     assert (10, "[96, 64] float16 global") in got  # M, N from the tensors made before the call
     assert (13, "[16, 64] float16 shared.dyn") in got  # block_M=16 from the call
     assert "arguments from __main__" in await summary(client, uri, "scale_rows")
 
 
-async def test_loop_over_configs_gets_the_first_config_the_program_compiles(client: LanguageClient) -> None:
+async def test_loop_over_configs_gets_the_first_config_the_program_compiles(
+    client: LanguageClient, oracle: dict[str, list[tuple[int, str]]]
+) -> None:
     path = INSTANCES / "configs_loop.py"
     _, got = await compiled_hints(client, path)
-    assert got == program_hints(str(path))
+    assert got == oracle["configs_loop"]
     assert any(label.startswith("[16, 64] float32 shared.dyn") for _, label in got)
 
 
@@ -136,7 +162,10 @@ async def test_recorded_test_suite_instances_and_picking_one(
     test_32 = f"{recorded_suite / 'kernel_tests.py'}::test_copy[32]"
     test_64 = f"{recorded_suite / 'kernel_tests.py'}::test_copy[64]"
     scale_test = f"{recorded_suite / 'kernel_tests.py'}::test_scale"
-    expected = sorted(program_hints("--pytest", test_32) + program_hints("--pytest", scale_test))
+    copy_64, copy_32, scale = oracle_runs(
+        ("--pytest", test_64), ("--pytest", test_32), ("--pytest", scale_test)
+    )
+    expected = sorted(copy_32 + scale)
     assert got == expected
     assert "arguments from kernel_tests.py::test_copy[32]" in await summary(client, uri, "tiled_copy")
     lenses = await client.text_document_code_lens_async(
@@ -158,7 +187,7 @@ async def test_recorded_test_suite_instances_and_picking_one(
             break
         await asyncio.sleep(0.1)
     got = sorted((h.position.line + 1, h.label) for h in await hints(client, uri))
-    assert got == sorted(program_hints("--pytest", test_64) + program_hints("--pytest", scale_test))
+    assert got == sorted(copy_64 + scale)
 
 
 async def test_the_entry_point_run_writes_nothing_beside_the_program(
@@ -179,31 +208,30 @@ async def test_the_entry_point_run_writes_nothing_beside_the_program(
 
 
 async def test_a_program_checking_each_kernel_on_the_gpu_gives_every_kernel_its_instance(
-    client: LanguageClient,
+    client: LanguageClient, oracle: dict[str, list[tuple[int, str]]]
 ) -> None:
     """TileLang's examples check and bench each kernel on the GPU before building the next: the run
     goes on past each one (a stand-in kernel, meta tensors), so every kernel gets the program's
     instance, the ``@autotune`` one with its first config."""
     path = INSTANCES / "checked_kernels.py"
     uri, got = await compiled_hints(client, path)
-    assert got == program_hints("--all", str(path))
+    assert got == oracle["checked_kernels"]
     assert (80, "[32, 256] float16 shared.dyn") in got  # tuned_copy(N, K): the first config's block_M
     for kernel in ("naive_gemv", "row_sum", "scale_rows", "tuned_copy"):
         assert "arguments from __main__" in await summary(client, uri, kernel), kernel
 
 
 async def test_factories_nobody_calls_show_symbols_exactly_where_the_file_gives_no_value(
-    client: LanguageClient,
+    client: LanguageClient, oracle: dict[str, list[tuple[int, str]]]
 ) -> None:
     """A module of factories with no entry point: the sizes nobody gives are lowered as symbols, so
     the buffers that depend only on defaults are exact and the others show the parameter's name;
     a factory that needs a number says what would give it, never "did not build"."""
     path = INSTANCES / "factories.py"
     uri, got = await compiled_hints(client, path)
-    gemm = program_hints("--symbolic", str(path), "gemm_relu", "M", "N", "K")
-    # a tile of symbolic size crashes TileLang's layout inference (a segfault): declared facts
-    rows = program_hints("--symbolic", str(path), "row_tiles", "M", "N", "--declared")
-    assert sorted(gemm + rows) == [(line, label) for line, label in got if line < 40]
+    assert sorted(oracle["gemm_relu"] + oracle["row_tiles"]) == [
+        (line, label) for line, label in got if line < 40
+    ]
     # which buffers show a symbol: exactly those whose shape uses a size nobody gives
     shows_symbol = {line for line, label in got if line < 40 and any(n in label.split("]")[0] for n in "MNK")}
     assert shows_symbol == {11, 32, 34}  # A, B, C; X, Y; the row tile [64, N]

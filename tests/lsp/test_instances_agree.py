@@ -11,8 +11,6 @@ part ways on one file."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from irtrace.cli.main import main
 from tests.lsp.conftest import DATA, ROOT, open_fresh, wait_published, whole_file_server
 from tests.mcp.conftest import McpServer, start_server
 
@@ -55,18 +54,17 @@ def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
         )
 
 
-def cli_instances(path: Path, cwd: Path) -> list[dict[str, Any]]:
-    """``irtrace instances FILE.py --json``, run in an empty folder (no recorded runs there)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", "instances", str(path), "-t", TARGET, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    kernels: list[dict[str, Any]] = json.loads(done.stdout)["kernels"]
+def cli_instances(
+    path: Path, cwd: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> list[dict[str, Any]]:
+    """``irtrace instances FILE.py --json``, run in an empty folder (no recorded runs there), in
+    this process (``main``): its answer is the point, not a process boundary."""
+    monkeypatch.chdir(cwd)
+    capfd.readouterr()
+    code = main(["instances", str(path), "-t", TARGET, "--json"])
+    out, err = capfd.readouterr()
+    assert code == 0, err[-3000:]
+    kernels: list[dict[str, Any]] = json.loads(out)["kernels"]
     return kernels
 
 
@@ -78,8 +76,15 @@ async def editor_summary(client: LanguageClient, uri: str, kernel: str) -> str:
     return str(answer["message"])
 
 
-async def assert_three_agree(client: LanguageClient, mcp: McpServer, path: Path, cwd: Path) -> None:
-    kernels = cli_instances(path, cwd)
+async def assert_three_agree(
+    client: LanguageClient,
+    mcp: McpServer,
+    path: Path,
+    cwd: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kernels = cli_instances(path, cwd, capfd, monkeypatch)
     assert kernels, f"{path.name}: the resolver found no kernel"
     uri, version = open_fresh(client, path)
     await wait_published(client, uri, version)
@@ -103,14 +108,24 @@ async def assert_three_agree(client: LanguageClient, mcp: McpServer, path: Path,
 
 @pytest.mark.parametrize("path", QUICK, ids=lambda p: p.name)
 async def test_cli_mcp_and_editor_take_one_instance(
-    client: LanguageClient, mcp_server: McpServer, path: Path, tmp_path: Path
+    client: LanguageClient,
+    mcp_server: McpServer,
+    path: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    await assert_three_agree(client, mcp_server, path, tmp_path)
+    await assert_three_agree(client, mcp_server, path, tmp_path, capfd, monkeypatch)
 
 
 @pytest.mark.sweep  # about 20 files at 30-60 s each on 2 cores: with the sweeps
 @pytest.mark.parametrize("path", SWEEP, ids=lambda p: p.name)
 async def test_cli_mcp_and_editor_take_one_instance_on_every_example(
-    client: LanguageClient, mcp_server: McpServer, path: Path, tmp_path: Path
+    client: LanguageClient,
+    mcp_server: McpServer,
+    path: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    await assert_three_agree(client, mcp_server, path, tmp_path)
+    await assert_three_agree(client, mcp_server, path, tmp_path, capfd, monkeypatch)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.cli.main import main
 from irtrace.core.targets import DEFAULT_TARGET
 from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, STATUS_OK, text_sha256
 from irtrace.core.trace_reader import load_trace
@@ -123,13 +124,14 @@ def test_merge_keeps_machine_code(recorded: Recorded, tmp_path: Path) -> None:
     assert [run.passes for run in again.runs] == [run.passes for run in recorded.trace.runs]
 
 
-def test_a_source_nvcc_rejects_fails_the_run_at_stage_ptx(tmp_path: Path) -> None:
+def test_a_source_nvcc_rejects_fails_the_run_at_stage_ptx(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # TileLang hands tl.device_compile_flags to nvcc; one nvcc does not know fails the compile
-    irtrace = Path(sys.executable).with_name("irtrace")
     out = tmp_path / "bad.jsonl"
-    done = subprocess.run(
+    # in process (main): the command's answer is the point, not a process boundary
+    code = main(
         [
-            str(irtrace),
             "record",
             "--machine-code",
             f"{EXAMPLES / 'gemm.py'}::matmul(256, 256, 256)",
@@ -139,18 +141,16 @@ def test_a_source_nvcc_rejects_fails_the_run_at_stage_ptx(tmp_path: Path) -> Non
             "tl.device_compile_flags=['--no-such-flag']",
             "-o",
             str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+        ]
     )
-    assert done.returncode == 5, done.stderr
+    done = capsys.readouterr()
+    assert code == 5, done.err
     (run,) = load_trace(out).runs
     assert run.status == STATUS_FAILED
     ptx = run.passes[-1]
     assert (ptx.name, ptx.status) == ("ptx", STATUS_FAILED)
     assert "--no-such-flag" in (ptx.error or "") and run.error == ptx.error
-    assert "matmul on cuda:sm_80 in pass ptx: nvcc failed (exit 1): nvcc fatal" in done.stdout
+    assert "matmul on cuda:sm_80 in pass ptx: nvcc failed (exit 1): nvcc fatal" in done.out
 
 
 def test_missing_tools_are_named_with_the_way_to_get_them(tmp_path: Path) -> None:
@@ -345,21 +345,19 @@ def test_the_same_source_gives_the_same_ptx(recorded: Recorded) -> None:
     assert first.ptx == second.ptx
 
 
-def test_the_default_target_compiles_tilelangs_own_gemm_to_machine_code(tmp_path: Path) -> None:
+def test_the_default_target_compiles_tilelangs_own_gemm_to_machine_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """TileLang's own GEMM example (eager ``@tilelang.jit``, warp-specialized on Hopper) recorded
     with no ``-t``: the default target is the one its code needs (wgmma, setmaxnreg), so nvcc
     compiles it and the run carries ptxas's figures. Plain ``sm_90`` fails there at stage ptx."""
-    irtrace = Path(sys.executable).with_name("irtrace")
     sizes = "M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32"
     spec = f"{DATA / 'tilelang_example_gemm.py'}::matmul({sizes})"
     out = tmp_path / "gemm.jsonl"
-    done = subprocess.run(
-        [str(irtrace), "record", "--machine-code", spec, "-o", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    # in process (main): the command's answer is the point, not a process boundary
+    code = main(["record", "--machine-code", spec, "-o", str(out)])
+    done = capsys.readouterr()
+    assert code == 0, done.out + done.err
     (run,) = load_trace(out).runs
     assert run.target == DEFAULT_TARGET and run.status == STATUS_OK
     assert run.passes[-1].name == "sass" and run.resources and run.resources[0].registers > 0

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from irtrace.ci.repro import ReproError, SavedModule, failing_step, pass_factory, render_script, target_json
+from irtrace.cli.main import main
 from irtrace.core.errors import ExitCode, TraceFormatError
 from irtrace.core.trace import KernelRun, PassRecord, Trace
 from irtrace.core.trace_reader import load_trace
@@ -94,9 +95,10 @@ def test_repro_writes_hostile_fields_as_literals_and_never_imports_the_spec_path
     )
     script = tmp_path / "repro.py"
 
-    done = run_tool("irtrace", "repro", str(hostile), "--kernel-file", str(kernel), "-o", str(script))
+    # in process (main): had evil.py been imported, its marker would exist all the same
+    code = main(["repro", str(hostile), "--kernel-file", str(kernel), "-o", str(script)])
 
-    assert done.returncode == 0, done.stderr
+    assert code == 0
     assert not marker.exists()  # evil.py, the spec's path, was not imported
     constants = {
         node.targets[0].id: ast.literal_eval(node.value)
