@@ -263,12 +263,6 @@ def _counts(diff: TextDiff) -> tuple[tuple[str, str] | str, ...]:
     return counts
 
 
-def counts_text(diff: TextDiff) -> str:
-    """``+A -R`` with the re-indented lines among them, as every format writes it."""
-    extra = f" ({diff.reindented} only re-indented)" if diff.reindented else ""
-    return f"+{diff.added} -{diff.removed}{extra}"
-
-
 def _print_diff(
     console: Console, diff: TextDiff, context: int, empty_message: str, origins: DiffOrigins | None = None
 ) -> None:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from rich.console import Group
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 
-from irtrace.core.safe_text import terminal_safe
 from irtrace.core.schema import BufferLayout
 from irtrace.edge.layout_pictures import (
     LayoutGrid,
@@ -109,14 +107,3 @@ def _legend(grid: LayoutGrid) -> Text:
     if grid.cropped:
         text.append("; --rows/--cols A:B to move")
     return text
-
-
-def layouts_table(layouts: list[BufferLayout]) -> Table:
-    """One row per buffer: scope, shape, kind, summary."""
-    table = Table(box=None, padding=(0, 1), show_edge=False)
-    for head in ("buffer", "scope", "dtype", "shape", "layout"):
-        table.add_column(head, style="bold cyan" if head == "buffer" else "", overflow="fold")
-    for layout in layouts:
-        cells = (layout.buffer, layout.scope, layout.dtype, str(list(layout.shape)), layout.summary)
-        table.add_row(*(Text(terminal_safe(cell, newlines=False)) for cell in cells))
-    return table

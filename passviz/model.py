@@ -6,7 +6,6 @@ pass alignment between runs, and tests can check them without a screen.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -170,26 +169,6 @@ def ir_language(record: PassRecord | None) -> str:
 def run_label(run: KernelRun) -> str:
     mark = {"ok": "", "failed": " ✗", "incomplete": " …"}.get(run.status, "")
     return f"{run.target}{mark}"
-
-
-def with_fixed_times(trace: Trace) -> Trace:
-    """A copy for stable screenshots: pass times a fixed function of the pass index, and the
-    facts that change from recording to recording (date, machine, the kernel file's folder) fixed."""
-    runs = []
-    for run in trace.runs:
-        passes = tuple(
-            replace_struct(
-                p,
-                start_s=p.index * 0.001,
-                wall_s=0.0005 * (1 + p.index % 7),
-                self_s=0.0005 * (1 + p.index % 7),
-            )
-            for p in run.passes
-        )
-        spec = re.sub(r"^.*[/\\](?=[^/\\]+::)", "", run.spec)
-        host = {"hostname": "host", "platform": "Linux", "python": "3"}
-        runs.append(replace_struct(run, passes=passes, total_s=0.1, spec=spec, host=host))
-    return replace(trace, runs=tuple(runs), created="2025-01-01T00:00:00+00:00")
 
 
 class _SafeTexts(Mapping[str, str]):

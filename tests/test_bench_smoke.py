@@ -12,13 +12,6 @@ import pytest
 from tests.conftest import ROOT
 
 BENCH = ROOT / "bench"
-GAINING_SMOKE_ELSEWHERE = {
-    "bench/trace_load.py": "issue 48",
-    "bench/kernel_source_map_cost.py": "issue 49",
-    "bench/line_coverage.py": "issue 49",
-}
-"""Benches whose --smoke (or whose whole script) lands on another branch: skipped until it has; delete
-this once those branches are merged."""
 
 
 def bench_smoke_scripts() -> list[str]:
@@ -55,10 +48,7 @@ def test_make_bench_smoke_lists_every_bench_script() -> None:
 @pytest.mark.parametrize("listed", bench_smoke_scripts())
 def test_each_listed_bench_takes_smoke_and_prints_a_result_line(listed: str) -> None:
     script = ROOT / listed
-    if not script.exists():
-        pytest.skip(f"{listed} is listed for a bench that has not landed yet")
-    if listed in GAINING_SMOKE_ELSEWHERE and not takes_smoke_flag(script):
-        pytest.skip(f"{listed} gains --smoke in {GAINING_SMOKE_ELSEWHERE[listed]}")
+    assert script.exists(), f"{listed} is listed for bench-smoke but is not in bench/"
     assert takes_smoke_flag(script), f"{listed} has no --smoke option"
     assert "RESULT " in script.read_text(), f"{listed} prints no RESULT line"
 

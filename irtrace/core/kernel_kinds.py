@@ -50,13 +50,3 @@ class KernelKind(str, Enum):
         """Whether its sizes are ``T.const`` declarations in the body, given by name, and its tensor
         parameters take no value."""
         return self is KernelKind.EAGER_JIT
-
-
-def kind_from_source(*, jit: bool, autotune: bool, eager: bool) -> KernelKind:
-    """The kind a function's source shows: its decorators, and whether its body declares its
-    tensors (``eager``). A function with neither decorator that builds a PrimFunc is a factory."""
-    if autotune:
-        return KernelKind.AUTOTUNE
-    if jit:
-        return KernelKind.EAGER_JIT if eager else KernelKind.JIT
-    return KernelKind.FACTORY

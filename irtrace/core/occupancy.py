@@ -43,10 +43,6 @@ class ArchLimits:
     reserved_smem: int
     """Bytes the driver reserves in every block's shared memory (sm_80 on)."""
 
-    @property
-    def max_threads(self) -> int:
-        return self.max_warps * WARP_SIZE
-
 
 _KIB = 1024
 _VOLTA = ArchLimits(64, 32, 96 * _KIB, 96 * _KIB, 256, 0)

@@ -471,19 +471,6 @@ class GeneratedLines:
     """whether the trace maps the PTX to the kernel source"""
     sass_mapped: bool
 
-    @property
-    def source_ranges(self) -> tuple[tuple[int, int], ...]:
-        """``source`` as ``(first, last)`` runs of consecutive lines: ``((120, 164),)``."""
-        return line_ranges(self.source)
-
-    @property
-    def ptx_ranges(self) -> tuple[tuple[int, int], ...]:
-        return line_ranges(self.ptx)
-
-    @property
-    def sass_ranges(self) -> tuple[tuple[int, int], ...]:
-        return line_ranges(self.sass)
-
 
 def machine_line_map(run: KernelRun, stage: str) -> MachineLines | None:
     """The map of ``run``'s ``stage`` (``ptx``, ``sass``) to its kernel source, if the trace holds one."""

@@ -153,8 +153,3 @@ def buffer_layout(buffer: Any, layout: Any) -> BufferLayout:
         text=text,
         **extra,
     )
-
-
-def module_layouts(module: Any) -> list[BufferLayout]:
-    """Every buffer's layout in ``module``, in the order of its blocks."""
-    return [buffer_layout(buffer, layout) for buffer, layout in layout_maps(module).values()]

@@ -173,16 +173,6 @@ class CompilePlan:
             "timeout_s": self.timeout_s,
         }
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CompilePlan:
-        timeout = data.get("timeout_s")
-        return cls(
-            CudaTools(str(data["nvcc"]), str(data["disassembler"])),
-            str(data["arch"]),
-            tuple(str(option) for option in data["options"]),
-            float(timeout) if timeout is not None else None,
-        )
-
     def nvcc_command(self, source: Path, output: Path, keep_dir: Path | None = None) -> list[str]:
         """The command: TileLang's, plus verbose ptxas (resources) and ``-keep`` (the PTX)."""
         extra = ["--ptxas-options=--verbose"]

@@ -22,7 +22,7 @@ import pytest
 
 from irtrace.cli.main import main
 from irtrace.core.errors import ExitCode, InputError, KernelSourceError, UsageError
-from irtrace.core.kernel_kinds import KernelKind, kind_from_source
+from irtrace.core.kernel_kinds import KernelKind
 from irtrace.core.specs import Expression, parse_spec
 from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace
 from irtrace.core.trace_reader import load_trace
@@ -155,23 +155,6 @@ def test_each_form_is_found_as_its_kind_and_the_kind_says_how_it_is_called() -> 
             assert kernel.kind.takes_arguments == (kernel.kind is not KernelKind.PRIM_FUNC)
             seen.add(kernel.kind)
     assert seen == set(KernelKind) - {KernelKind.CAPTURED}
-
-
-@pytest.mark.parametrize(
-    ("jit", "autotune", "eager", "expected"),
-    [
-        (False, False, False, KernelKind.FACTORY),
-        (True, False, False, KernelKind.JIT),
-        (True, False, True, KernelKind.EAGER_JIT),
-        (True, True, True, KernelKind.AUTOTUNE),
-        (False, True, False, KernelKind.AUTOTUNE),
-    ],
-)
-def test_kind_from_source(jit: bool, autotune: bool, eager: bool, expected: KernelKind) -> None:
-    """What the language server's source scan sees maps to the loader's kinds."""
-    kind = kind_from_source(jit=jit, autotune=autotune, eager=eager)
-    assert kind is expected and kind.tunes == autotune and kind.sizes_by_name == (eager and not autotune)
-    assert f"{kind}" == str(kind) == kind.value
 
 
 # ----------------------------------------------------------------------------- @autotune

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -309,24 +310,33 @@ def test_nvcc_command_is_tilelangs_own(tmp_path: Path) -> None:
     assert "--use_fast_math" in ours and "--ptxas-options=--register-usage-level=5" in ours
 
 
-def test_resource_regressions_name_what_grew(recorded: Recorded) -> None:
-    from irtrace.core.resources import resource_regressions
+def test_the_perf_gate_names_the_resources_that_grew(recorded: Recorded) -> None:
+    """``irtrace check``'s gate (``perf_findings``) on ptxas's real figures of two archs: a finding
+    for each of registers and spills that grew, gated by the default policy, none for the same run,
+    and none gated once the policy allows the growth."""
+    from irtrace.ci.perf_gates import FunctionResources, PerfCheck, perf_findings
+    from irtrace.core.policy import REGISTERS, SPILLS, PerfTable, Policy
 
     sm_80, sm_90a = _run_of(recorded, *CASES[1]), _run_of(recorded, *CASES[0])
     (before,), (after,) = sm_80.resources, sm_90a.resources
-    changes = resource_regressions(sm_80.resources, sm_90a.resources)
+
+    def findings(old: Any, new: Any, policy: Policy) -> list[Any]:
+        check = PerfCheck(None, None, None, (FunctionResources(new.function, old, new),))
+        return [f for f in perf_findings(check, policy) if f.kind in (REGISTERS, SPILLS)]
+
     grew = [
-        name
-        for name in ("registers", "spill_stores", "spill_loads")
+        kind
+        for kind, name in ((REGISTERS, "registers"), (SPILLS, "spills"))
         if getattr(after, name) > getattr(before, name)
     ]
-    assert [change.resource for change in changes] == grew
-    assert all(
-        (c.before, c.after) == (getattr(before, c.resource), getattr(after, c.resource)) for c in changes
-    )
-    assert resource_regressions(sm_90a.resources, sm_90a.resources) == []
-    loose = {name: 10_000 for name in grew}
-    assert resource_regressions(sm_80.resources, sm_90a.resources, tolerance=loose) == []
+    gated = findings(before, after, Policy())
+    assert [f.kind for f in gated if f.gated] == grew
+    for finding in gated:
+        name = "registers" if finding.kind == REGISTERS else "spills"
+        assert f"{getattr(before, name)} -> {getattr(after, name)}" in finding.message
+    assert findings(after, after, Policy()) == []
+    loose = Policy(perf=PerfTable(registers=10_000, spill_bytes=10_000))
+    assert not any(f.gated for f in findings(before, after, loose))
 
 
 def test_the_same_source_gives_the_same_ptx(recorded: Recorded) -> None:

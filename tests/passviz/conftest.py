@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import pytest
+from msgspec.structs import replace as replace_struct
 from textual.reactive import reactive
 from textual.widgets import Input
 
 from irtrace.core.trace import Trace
-from passviz.model import with_fixed_times
 from tests.conftest import EXAMPLES, SMALL_GEMM, record_to_file
+
+
+def with_fixed_times(trace: Trace) -> Trace:
+    """A copy for stable screenshots: pass times a fixed function of the pass index, and the
+    facts that change from recording to recording (date, machine, the kernel file's folder) fixed."""
+    runs = []
+    for run in trace.runs:
+        passes = tuple(
+            replace_struct(
+                p,
+                start_s=p.index * 0.001,
+                wall_s=0.0005 * (1 + p.index % 7),
+                self_s=0.0005 * (1 + p.index % 7),
+            )
+            for p in run.passes
+        )
+        spec = re.sub(r"^.*[/\\](?=[^/\\]+::)", "", run.spec)
+        host = {"hostname": "host", "platform": "Linux", "python": "3"}
+        runs.append(replace_struct(run, passes=passes, total_s=0.1, spec=spec, host=host))
+    return replace(trace, runs=tuple(runs), created="2025-01-01T00:00:00+00:00")
+
 
 TARGETS = ["cuda:sm_90", "hip:gfx942", "ascend"]
 """Two backends that lower the GEMM and one (Ascend) whose semantic check rejects it."""
