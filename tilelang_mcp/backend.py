@@ -104,6 +104,7 @@ __all__ = [  # what the server uses, irtrace's types included
     "run_job",
     "run_summary",
     "source_line_document",
+    "spec_file",
     "target_table",
     "with_path",
 ]
@@ -149,9 +150,29 @@ def parse_kernel_spec(text: str) -> KernelSpec:
     return spec
 
 
-def with_path(spec: KernelSpec, path: Path) -> str:
-    """The spec's text with its file replaced by ``path`` (an absolute, checked path)."""
-    return replace(spec, path=str(path)).text
+def spec_file(text: str) -> str:
+    """The file an agent's spec names, split off without parsing the rest: the server checks the
+    file against the roots, and the name and arguments are parsed (``parse_kernel_spec``) in the
+    job's child, under its limits. A module name is refused here too."""
+    if len(text) > MAX_SPEC_CHARS:
+        raise JobError(f"the spec is {len(text)} characters long; at most {MAX_SPEC_CHARS} are read")
+    path = text.partition("::")[0].strip()
+    if not path:
+        raise JobError(
+            f"the spec {text[:200]!r} has no file; write path.py, path.py::name or path.py::name(args)"
+        )
+    if is_module_name(path):
+        raise JobError(
+            f"{path!r} is a module name; tilelang-mcp takes kernel files only (path.py::name(args))"
+        )
+    return path
+
+
+def with_path(text: str, path: Path) -> str:
+    """The spec ``text`` with its file replaced by ``path`` (an absolute, checked path); the rest
+    of it stays text, for the job's child to parse."""
+    _, sep, rest = text.partition("::")
+    return f"{path}{sep}{rest}"
 
 
 def canonical_targets(names: Sequence[str]) -> list[str]:
@@ -329,7 +350,7 @@ def _record_job(
     from irtrace.recording.machine_code import machine_code_for
 
     recording_request = RecordRequest(
-        parse_spec(request.spec),
+        parse_kernel_spec(request.spec),
         request.targets,
         agent_pass_configs(request.pass_configs),
         instances=instance_sources(request),
@@ -407,7 +428,7 @@ def instance_sources(request: Job) -> InstanceSources:
 def _units(request: Facts | Diagnostics) -> Iterator[Any]:
     target = request.target  # None: the dialect's default
     recording_request = RecordRequest(
-        parse_spec(request.spec), (target,) if target else (), instances=instance_sources(request)
+        parse_kernel_spec(request.spec), (target,) if target else (), instances=instance_sources(request)
     )
     return lowering_units(recording_request)
 
@@ -491,7 +512,7 @@ def _facts(request: Facts) -> dict[str, Any]:
 
 def _diagnostics(request: Diagnostics) -> dict[str, Any]:
     """Errors and warnings of the real frontend and pipeline for each kernel of the spec."""
-    spec = parse_spec(request.spec)
+    spec = parse_kernel_spec(request.spec)
     file = Path(spec.path)
     found: list[dict[str, Any]] = []
     kernels: list[dict[str, Any]] = []

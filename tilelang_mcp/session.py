@@ -71,9 +71,8 @@ class Session:
         """The spec with its file checked against the roots and made absolute. A kernel named
         without arguments gets its instance in the job, from the resolver the language server uses
         (docs/lsp.md, "Which kernel, which arguments, which target")."""
-        spec = backend.parse_kernel_spec(text)
-        file = self.config.roots.check(spec.path, "kernel file")
-        return backend.with_path(spec, file)
+        file = self.config.roots.check(backend.spec_file(text), "kernel file")
+        return backend.with_path(text, file)
 
     def timeout(self, asked: float | None) -> float:
         return min(asked, self.config.timeout_s) if asked else self.config.timeout_s
@@ -85,7 +84,7 @@ class Session:
         checked = self.kernel_spec(spec)
         # a kernel named without arguments may take an instance recorded under its root
         # (``irtrace.jsonl``, ``.irtrace/*.jsonl``); no manifest above that root is read
-        root = self.config.roots.root_of(Path(backend.parse_kernel_spec(checked).path))
+        root = self.config.roots.root_of(Path(backend.spec_file(checked)))
         request = make_job(
             kind,
             spec=checked,

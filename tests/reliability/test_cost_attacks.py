@@ -211,7 +211,13 @@ def test_an_agents_huge_spec_is_refused_before_parsing_and_errors_are_cut(tmp_pa
     spec = "k.py::k(" + "1," * 3_000_000 + ")"
     with pytest.raises(backend.JobError, match="characters long"):
         backend.parse_kernel_spec(spec)
+    with pytest.raises(backend.JobError, match="characters long"):
+        backend.spec_file(spec)
     app = _server(tmp_path)
+    # the server only splits the file off: the arguments, even broken ones, reach the job's child
+    # unparsed (it parses them, literals only, under the job's limits)
+    broken = "k.py::k(" + "(" * 5_000
+    assert app.session.kernel_spec(broken) == f"{(tmp_path / 'k.py').resolve()}::k(" + "(" * 5_000
     with pytest.raises(backend.JobError, match="characters long") as direct:  # the tool itself
         asyncio.run(lower_kernel.handle(app.session, lower_kernel.Arguments(spec=spec)))
     assert len(str(direct.value)) < MAX_STRING_CHARS + 100

@@ -96,7 +96,7 @@ async def handle(context: Session, arguments: Arguments) -> Answer[Result]:
     if (trace is None) == (spec is None):
         raise ToolError("give either `trace` (recorded with source maps) or `spec` (a kernel to lower)")
     if spec is not None:
-        file = context.config.roots.check(backend.parse_kernel_spec(spec).path, "kernel file")
+        file = context.config.roots.check(backend.spec_file(spec), "kernel file")
         line_tool.check_line(file, line)
         targets = [target] if target else []
         trace_id, _, _ = await context.record(
