@@ -33,14 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irtrace.core.specs import parse_spec  # noqa: E402
-from irtrace.core.trace import STATUS_OK, Trace  # noqa: E402
-from irtrace.core.trace_writer import TraceWriter  # noqa: E402
-from irtrace.recording.api import (  # noqa: E402
-    RecordRequest,
-    record_kernels,
-)
-from passdiff import NormalizeRules, diff_texts, normalize_ir  # noqa: E402
+from irtrace.diff import NormalizeRules, diff_texts, normalize_ir  # noqa: E402
+from irtrace.lowering.api import RecordRequest, record_kernels  # noqa: E402
+from irtrace.targets.specs import parse_spec  # noqa: E402
+from irtrace.trace.model import STATUS_OK, Trace  # noqa: E402
+from irtrace.trace.writer import TraceWriter  # noqa: E402
 from passdiff.render import html_table, terminal_lines  # noqa: E402
 
 SPEC = f"{ROOT / 'examples' / 'flash_attention.py'}::flash_attention_fwd()"

@@ -1,4 +1,4 @@
-"""What mapping the kernel source to Python lines costs (``irtrace.recording.spans.kernel_source_spans``,
+"""What mapping the kernel source to Python lines costs (``irtrace.lowering.spans.kernel_source_spans``,
 with ``--source-map``), against the IR maps the same recording already makes, in one process.
 
 Lowers the bundled GEMM for ``cuda:sm_90a`` (or ``--target``) once with a codegen hook keeping the
@@ -49,9 +49,9 @@ def main() -> None:
     from tilelang.instrumentation import PassInstrumentationTool, register_pass_instrumentation_tool
     from tvm.ir.instrument import pass_instrument
 
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.spans import carry_spans, kernel_source_spans, module_spans
+    from irtrace.lowering.api import RecordRequest, prepare_request
+    from irtrace.lowering.spans import carry_spans, kernel_source_spans, module_spans
+    from irtrace.targets.specs import parse_spec
 
     seen: dict[str, Any] = {}
     modules: list[tuple[Any, str]] = []

@@ -60,7 +60,7 @@ def main() -> None:
     os.environ["TILELANG_DISABLE_CACHE"] = "1"  # as under a capture: each compile builds a kernel
     import torch
 
-    from irtrace.recording.launches import observe_launches
+    from irtrace.lowering.launches import observe_launches
 
     plain = build_kernel()
     args = (torch.ones(32, 64), torch.empty(32, 64), 3)

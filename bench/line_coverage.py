@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irtrace.core.trace_reader import load_trace  # noqa: E402
+from irtrace.trace.reader import load_trace  # noqa: E402
 from tests.source_lines_oracle import StageCoverage, run_coverage  # noqa: E402
 
 OURS = [

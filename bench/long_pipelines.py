@@ -4,8 +4,8 @@ The runs are pipelines shaped like TileLang's (40 passes with two ``tl.Simplify`
 ``tl.LowerTileOp``, repeated), the second with about 1 pass in 80 replaced and its first and last
 passes different, so that no common head or tail hides the work. Measured in this process:
 
-- ``passdiff.align_passes`` on two runs of 2,000 passes, against the full weighted table it used
-  before (``passdiff.align._weighted_lcs``, still used for short levels) on the same runs: the
+- ``irtrace.diff.align_passes`` on two runs of 2,000 passes, against the full weighted table it used
+  before (``irtrace.diff.align._weighted_lcs``, still used for short levels) on the same runs: the
   ratio of their times and peak memory (``tracemalloc``);
 - ``align_passes`` on two 32,000-pass runs (the full table would need 10^9 cells);
 - ``passviz.report.report_html`` of a CUDA and a HIP run of 20,000 passes each.
@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irtrace.core.trace import KernelRun, Trace  # noqa: E402
-from passdiff.align import _weighted_lcs, align_passes  # noqa: E402
+from irtrace.diff.align import _weighted_lcs, align_passes  # noqa: E402
+from irtrace.trace.model import KernelRun, Trace  # noqa: E402
 from passviz.report import report_html  # noqa: E402
 from tests.passdiff.test_long_alignment import TEXTS, make_run, pipeline_tree  # noqa: E402
 

@@ -213,7 +213,7 @@ async def measure_server(
 def bare_analysis(path: Path, text: str) -> float:
     """Seconds of ``tilelang_lsp.worker.analysis.analyze`` on ``text`` in this process: the request
     an edit sends (``Analyze``, up to layout inference), as the worker runs it."""
-    from irtrace.recording.warmup import WARMUP_KERNEL
+    from irtrace.lowering.warmup import WARMUP_KERNEL
     from tilelang_lsp.protocol import Analyze
     from tilelang_lsp.worker.analysis import analyze
 

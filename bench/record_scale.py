@@ -77,7 +77,7 @@ def smoke_manifest(folder: Path) -> str:
 
 def same_runs(first: Path, second: Path) -> tuple[int, list[str]]:
     """How many runs the traces hold, and the runs where they differ (times aside)."""
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     a, b = load_trace(first), load_trace(second)
     differ = []

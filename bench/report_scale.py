@@ -34,7 +34,7 @@ SMOKE_RECORD = (f"{ROOT / 'examples' / 'gemm.py'}::matmul(256, 256, 256)", "-t",
 
 def record(path: Path, *, smoke: bool = False) -> None:
     """The coverage trace (or the smoke run's small one), recorded through TileLang's real pipelines."""
-    from irtrace.core.errors import ExitCode
+    from irtrace.base.errors import ExitCode
 
     command = [sys.executable, "-m", "irtrace.cli", "record", "-o", str(path)]
     what = SMOKE_RECORD if smoke else ("--manifest", str(ROOT / "examples" / "irtrace.toml"), "-t", "all")
@@ -64,7 +64,7 @@ def main() -> int:
     elif not args.trace.exists():
         record(args.trace)
 
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
     from passviz.report import write_report
 
     builds, loads, cpu = [], [], []

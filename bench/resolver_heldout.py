@@ -6,7 +6,7 @@ For each file, two child processes:
   entry point, then each ``test_*`` function it defines, with every compilation intercepted (the
   PrimFunc lowered for sm_90 up to layout inference, the program handed a kernel that does
   nothing; ``cuda`` tensors made on the CPU). Each kernel's first instance gives the truth.
-- ours resolves each kernel as the tools do (``irtrace.recording.resolve``: the entry point with
+- ours resolves each kernel as the tools do (``irtrace.lowering.resolve``: the entry point with
   GPU work made harmless, calls in the file, symbols), builds it and reads the same buffers.
 
 A buffer is right when its hint (shape, dtype, scope, layout) equals the oracle's, unknown when
@@ -149,10 +149,10 @@ def oracle(path: str) -> dict[str, Hints]:
 
 def ours(path: str) -> dict[str, Hints]:
     """Per kernel, the hints of the instance the resolver takes with nothing written."""
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, bind_unit, build_unit, lowering_units
-    from irtrace.recording.resolve.candidates import InstanceSources
-    from irtrace.recording.resolve.source import scan_kernels
+    from irtrace.lowering.api import RecordRequest, bind_unit, build_unit, lowering_units
+    from irtrace.lowering.resolve.candidates import InstanceSources
+    from irtrace.lowering.resolve.source import scan_kernels
+    from irtrace.targets.specs import parse_spec
 
     found: dict[str, Hints] = {}
     for kernel in scan_kernels(Path(path).read_text(encoding="utf-8")):

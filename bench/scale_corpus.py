@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irtrace.core.trace import PHASE_MACHINE, KernelRun, PassRecord  # noqa: E402
+from irtrace.trace.model import PHASE_MACHINE, KernelRun, PassRecord  # noqa: E402
 
 SHARDS = 16
 CHANGED_EVERY = 20
@@ -96,7 +96,7 @@ def measured(module: str, *argv: str, ok: tuple[int, ...] = (0,)) -> Step:
 
 def profile_runs(path: Path) -> tuple[list[KernelRun], dict[str, int]]:
     """The real runs to copy (machine-code stages left out) and the size of every text they hold."""
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     trace = load_trace(path)
     runs = [run for run in trace.runs if run.passes]
@@ -129,7 +129,7 @@ def synthetic_run(
     """A copy of ``template`` named ``k<kernel>``, with made-up texts of the template's sizes."""
     from msgspec.structs import replace
 
-    from irtrace.core.trace import text_sha256
+    from irtrace.trace.model import text_sha256
 
     texts: dict[str, str] = {}
     made: dict[str, str] = {}
@@ -186,7 +186,7 @@ def write_corpus(
     folder: Path, runs: int, templates: list[KernelRun], sizes: dict[str, int], suffix: str
 ) -> list[Path]:
     """The baseline (one file) and the new corpus (``SHARDS`` files); returns the shard paths."""
-    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.trace.writer import TraceWriter
 
     shards = [TraceWriter(folder / f"shard-{k}{suffix}") for k in range(SHARDS)]
     with TraceWriter(folder / f"baseline{suffix}") as baseline:

@@ -2,7 +2,7 @@
 
 Writes a trace of 60,000 records with irtrace's own writer (runs of 80 passes each, a start and
 a pass record per pass, IR texts shared between runs as in a real recording), then loads it with
-``irtrace.core.trace.load_trace`` (every field type-checked) and, as the baseline measured in the same
+``irtrace.trace.model.load_trace`` (every field type-checked) and, as the baseline measured in the same
 run, decodes each line with ``json.loads`` and nothing else. Each figure is the best of several
 interleaved repeats.
 
@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord  # noqa: E402
-from irtrace.core.trace_reader import load_trace  # noqa: E402
-from irtrace.core.trace_writer import TraceWriter  # noqa: E402
+from irtrace.trace.model import STATUS_OK, KernelRun, PassRecord  # noqa: E402
+from irtrace.trace.reader import load_trace  # noqa: E402
+from irtrace.trace.writer import TraceWriter  # noqa: E402
 
 PASSES_PER_RUN = 80
 DISTINCT_TEXTS = 200

@@ -27,7 +27,7 @@ against the first (``aa``) beside the traced one, and ``null_max_ratio``/``null_
 the RESULT line: the machine's noise in the same minutes as the figures it is read against (on
 the H200 host a separate ``--null`` sweep read 1.127 one hour and 1.255 another).
 ``--no-ir`` records passes and times without IR texts: what the callbacks and records cost alone
-(on the H200 host about a third of the full cost; docs/architecture.md, "Tracing cost").
+(on the H200 host about a third of the full cost; docs/performance.md, "Tracing cost").
 ``--sync`` measures the crash-safe mode ``irtrace record`` and ``run`` use (every print on the
 pipeline's thread); the default is the print pool every other caller of ``record_lowering`` gets.
 ``--source-map-cost`` also lowers traced with source maps (``srcmap`` records, ``--source-map``) and adds
@@ -72,8 +72,8 @@ def lower_traced(
     ir: bool = True,
     switch_interval: float | None = None,
 ) -> float:
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
+    from irtrace.lowering.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
+    from irtrace.trace.writer import TraceWriter
 
     interval = sys.getswitchinterval()
     if switch_interval is not None:  # how often a thread waiting for the GIL asks for it
@@ -170,8 +170,8 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="one small GEMM for one target, twice: for CI")
     args = parser.parse_args()
 
-    from irtrace.recording.api import prepare_request
-    from irtrace.recording.manifest import load_manifest
+    from irtrace.lowering.api import prepare_request
+    from irtrace.lowering.manifest import load_manifest
 
     shard, shards = (int(part) for part in (args.shard or "1/1").split("/"))
     ratios: list[float] = []

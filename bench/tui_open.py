@@ -47,9 +47,9 @@ def build_trace(
     path: Path, kernels: tuple[tuple[str, str], ...] = KERNELS, targets: tuple[str, ...] = TARGETS
 ) -> None:
     """Record every kernel for every target (a kernel failing on a backend is recorded as failed)."""
-    from irtrace.core.specs import parse_spec
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import RecordRequest, record_kernels
+    from irtrace.lowering.api import RecordRequest, record_kernels
+    from irtrace.targets.specs import parse_spec
+    from irtrace.trace.writer import TraceWriter
 
     requests = [RecordRequest(parse_spec(spec), targets, {}, name=name) for name, spec in kernels]
     partial = path.with_suffix(".partial")
@@ -103,7 +103,7 @@ def main() -> int:
         build_trace(args.trace)
         print(f"recorded in {time.perf_counter() - began:.0f} s", flush=True)
 
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     trace = load_trace(args.trace)
     failed = sum(run.status != "ok" for run in trace.runs)

@@ -1,14 +1,14 @@
 """irtrace: record every lowering pass of real TileLang kernels, for every backend.
 
-The core of tilelang-devtools. ``irtrace.core.trace`` (the model and file) and ``irtrace.core.targets``
-import no tilelang; ``irtrace.recording.recorder``/``irtrace.recording.loader`` import it lazily.
+The core of tilelang-devtools. ``irtrace.trace.model`` (the model and file) and ``irtrace.targets.backends``
+import no tilelang; ``irtrace.lowering.recorder``/``irtrace.lowering.loader`` import it lazily.
 """
 
-from irtrace.core.errors import ExitCode, IrtraceError
-from irtrace.core.targets import TARGETS, TargetSpec, get_target
-from irtrace.core.trace import KernelRun, PassRecord, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.base.errors import ExitCode, IrtraceError
+from irtrace.targets.backends import TARGETS, TargetSpec, get_target
+from irtrace.trace.model import KernelRun, PassRecord, Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 
 __all__ = [
     "TARGETS",

@@ -13,14 +13,14 @@ import sys
 from collections.abc import Sequence
 
 from irtrace import __version__
-from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
-from irtrace.core.output import write_atomically
-from irtrace.core.trace import Trace
+from irtrace.base.errors import ExitCode, UsageError, exit_codes_help
+from irtrace.base.output import write_atomically
+from irtrace.diff.compare import compare_targets, compare_traces
+from irtrace.diff.errors import DiffOutcome
+from irtrace.diff.normalize import NormalizeRules
+from irtrace.diff.summary import MODE_PASS, MODE_RUNS, MODE_TARGETS, DiffReport, pass_diff, report_document
 from irtrace.edge.command import echo, load_trace_warning_if_cut, run_subcommand
-from passdiff.compare import compare_targets, compare_traces
-from passdiff.errors import DiffOutcome
-from passdiff.normalize import NormalizeRules
-from passdiff.summary import MODE_PASS, MODE_RUNS, MODE_TARGETS, DiffReport, pass_diff, report_document
+from irtrace.trace.model import Trace
 
 FORMATS = ("rich", "unified", "json", "html")
 

@@ -11,11 +11,10 @@ import html
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from irtrace.core.summary import NEW_STAGE
-from passdiff.compare import NOT_REACHED, PassAlignment, RunComparison
-from passdiff.origins import NO_MAPS_HINT, DiffOrigins
-from passdiff.summary import MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, diff_names, hunk_note
-from passdiff.textdiff import (
+from irtrace.diff.compare import NOT_REACHED, PassAlignment, RunComparison
+from irtrace.diff.origins import NO_MAPS_HINT, DiffOrigins
+from irtrace.diff.summary import MODE_RUNS, MODE_TARGETS, DiffReport, PassDiff, diff_names, hunk_note
+from irtrace.diff.textdiff import (
     DELETE,
     EQUAL,
     INSERT,
@@ -30,6 +29,7 @@ from passdiff.textdiff import (
     grouped_opcodes,
     split_lines,
 )
+from irtrace.trace.summary import NEW_STAGE
 
 if TYPE_CHECKING:
     from rich.console import Console

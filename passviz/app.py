@@ -20,8 +20,8 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Header, Input, Tab, Tabs
 
-from irtrace.core.summary import is_new_stage
-from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.trace.model import KernelRun, PassRecord, Trace
+from irtrace.trace.summary import is_new_stage
 from passviz.model import (
     LineCounts,
     PassEntry,
@@ -160,7 +160,7 @@ class PassvizApp(App[None]):
 
     def __init__(self, traces: Sequence[Trace | str | Path], *, show_times: bool = True) -> None:
         super().__init__()
-        from irtrace.core.trace_reader import load_trace
+        from irtrace.trace.reader import load_trace
 
         self.traces = [terminal_view(t if isinstance(t, Trace) else load_trace(t)) for t in traces]
         self.show_times = show_times
@@ -305,11 +305,11 @@ class PassvizApp(App[None]):
         from textual.worker import get_current_worker
 
         # loaded before the fork, so the child imports nothing
-        from passdiff import count_line_changes
+        from irtrace.diff import count_line_changes
 
         worker = get_current_worker()
         counts: LineCounts = {p.index: None if is_new_stage(p) else (0, 0) for p in run.passes}
-        # the rule of irtrace.core.summary.line_changes, with the counting in another process
+        # the rule of irtrace.trace.summary.line_changes, with the counting in another process
         todo = [
             p
             for p in run.passes
@@ -546,7 +546,7 @@ class PassvizApp(App[None]):
             code.show(NoteRows(why))
             return
         trace_no, other = found
-        from passdiff import align_passes
+        from irtrace.diff import align_passes
 
         row = next(
             (r for r in align_passes(run, other) if r.a is not None and r.a.index == record.index), None
@@ -719,8 +719,8 @@ class PassvizApp(App[None]):
         self.view_mode = mode
 
     def action_write_layout(self) -> None:
-        from irtrace.core.errors import IrtraceError
-        from irtrace.core.safe_text import terminal_safe
+        from irtrace.base.errors import IrtraceError
+        from irtrace.base.safe_text import terminal_safe
         from passviz.widgets.layout_view import write_svg
 
         view, run = self.query_one(LayoutView), self.current_run
@@ -794,6 +794,6 @@ def _no_pass_lines(run: KernelRun) -> list[str]:
 
 
 def _diff(before: str, after: str) -> Any:
-    from passdiff import NormalizeRules, diff_texts
+    from irtrace.diff import NormalizeRules, diff_texts
 
     return diff_texts(before, after, NormalizeRules())

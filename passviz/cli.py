@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from irtrace import __version__
-from irtrace.core.errors import ExitCode, exit_codes_help
-from irtrace.core.targets import canonical_target_name
-from irtrace.core.trace import KernelRun, Trace, headers_of
+from irtrace.base.errors import ExitCode, exit_codes_help
 from irtrace.edge.command import echo, load_trace_warning_if_cut, run_command
+from irtrace.targets.backends import canonical_target_name
+from irtrace.trace.model import KernelRun, Trace, headers_of
 
 USAGE = """\
   passviz [browse] TRACE [--compare OTHER]         browse the passes (press ? for the keys)
@@ -149,7 +149,7 @@ def _draw(trace: Trace, runs: Sequence[KernelRun], output: str, *, fold: bool) -
     kernels makes readable drawings rather than one image tens of thousands of pixels wide."""
     from pathlib import Path
 
-    from irtrace.core.output import file_name_parts
+    from irtrace.base.output import file_name_parts
     from passviz.drawing import drawable, pipeline_graph, render
     from passviz.errors import NothingToDrawError
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import graphviz
 
-from irtrace.core.errors import UsageError
-from irtrace.core.output import output_target, write_atomically
-from irtrace.core.summary import NEW_STAGE, is_new_stage
-from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.base.errors import UsageError
+from irtrace.base.output import output_target, write_atomically
+from irtrace.trace.model import KernelRun, PassRecord, Trace
+from irtrace.trace.summary import NEW_STAGE, is_new_stage
 from passviz.errors import GraphvizMissingError, RenderError
 from passviz.model import LineCounts, PassEntry, format_ms, line_counts, pass_entries
 
@@ -166,7 +166,7 @@ def _legend(graph: graphviz.Digraph, fold: bool) -> None:
 
 def _lane_specific(lanes: Sequence[Lane]) -> set[tuple[int, int]]:
     """(lane, pass index) of passes the first lane lacks, and the first lane's passes no lane shares."""
-    from passdiff import align_passes
+    from irtrace.diff import align_passes
 
     if len(lanes) < 2:
         return set()
@@ -341,7 +341,7 @@ def _node_attrs(entry: PassEntry, counts: LineCounts, hottest: float, lane_speci
 
 def _align(graph: graphviz.Digraph, lanes: Sequence[Lane], shown: dict[tuple[int, int], str]) -> None:
     """Puts each pass of the first lane on one rank with its aligned passes in the other lanes."""
-    from passdiff import align_passes
+    from irtrace.diff import align_passes
 
     if len(lanes) < 2:
         return

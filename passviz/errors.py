@@ -1,9 +1,9 @@
 """passviz's errors: subclasses of irtrace's, so the CLI renders them the same way; their codes are
-in passviz's rows of ``irtrace.core.errors.EXIT_CODES``."""
+in passviz's rows of ``irtrace.base.errors.EXIT_CODES``."""
 
 from __future__ import annotations
 
-from irtrace.core.errors import ExitCode, IrtraceError
+from irtrace.base.errors import ExitCode, IrtraceError
 
 
 class GraphvizMissingError(IrtraceError):

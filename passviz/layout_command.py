@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from irtrace.core.errors import ExitCode, NotInTraceError, UsageError
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.schema import BufferLayout
-from irtrace.core.trace import KernelRun
+from irtrace.base.errors import ExitCode, NotInTraceError, UsageError
+from irtrace.base.safe_text import terminal_safe
 from irtrace.edge.layout_pictures import grid_size, layout_grid, layout_svg, parse_span
+from irtrace.trace.model import KernelRun
+from irtrace.trace.schema import BufferLayout
 
 
 def find_layout(runs: Sequence[KernelRun], buffer: str) -> tuple[KernelRun, BufferLayout]:
@@ -40,7 +40,7 @@ def draw_layout(runs: Sequence[KernelRun], args: argparse.Namespace) -> int:
     _, layout = find_layout(runs, args.buffer)
     total_rows, total_cols = grid_size(layout)
     if args.output:
-        from irtrace.core.output import write_atomically
+        from irtrace.base.output import write_atomically
 
         grid = layout_grid(
             layout, parse_span(args.rows, total_rows, "rows"), parse_span(args.cols, total_cols, "cols")

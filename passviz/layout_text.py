@@ -10,7 +10,6 @@ from rich.console import Group
 from rich.style import Style
 from rich.text import Text
 
-from irtrace.core.schema import BufferLayout
 from irtrace.edge.layout_pictures import (
     LayoutGrid,
     bank_colour,
@@ -19,6 +18,7 @@ from irtrace.edge.layout_pictures import (
     layout_grid,
     thread_colour,
 )
+from irtrace.trace.schema import BufferLayout
 
 ROW_LABEL = 5
 """Columns taken by the row numbers."""

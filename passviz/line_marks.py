@@ -1,13 +1,13 @@
 """The browser's Python lines: which rows of the code pane print a line of the kernel's file, from
-the trace's source maps only (``irtrace.core.source_map``; nothing is guessed from the text)."""
+the trace's source maps only (``irtrace.facts.source_map``; nothing is guessed from the text)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from irtrace.core.source_map import RunMaps, kernel_files, origins_by_ir_line
-from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.facts.source_map import RunMaps, kernel_files, origins_by_ir_line
+from irtrace.trace.model import KernelRun, PassRecord, Trace
 from passviz.widgets.code_view import IrRows, Row, UnifiedRows
 
 Origins = dict[int, tuple[int, ...]]

@@ -11,9 +11,8 @@ from dataclasses import dataclass, replace
 
 from msgspec.structs import replace as replace_struct
 
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.summary import line_changes
-from irtrace.core.trace import (
+from irtrace.base.safe_text import terminal_safe
+from irtrace.trace.model import (
     PHASE_CHECK,
     PHASE_CODEGEN,
     PHASE_FINALIZE,
@@ -25,6 +24,7 @@ from irtrace.core.trace import (
     occurrence_labels,
     occurrences,
 )
+from irtrace.trace.summary import line_changes
 
 PHASES = (PHASE_CHECK, PHASE_LOWER, PHASE_FINALIZE, PHASE_CODEGEN, PHASE_MACHINE)
 
@@ -72,7 +72,7 @@ def line_counts(
     one added and one removed, as in ``passdiff pass`` and ``irtrace show``. ``cache`` (one per
     trace) keeps counts by the pair of texts, which repeat across the runs of one kernel.
     """
-    from passdiff import count_line_changes
+    from irtrace.diff import count_line_changes
 
     cache = {} if cache is None else cache
     return {record.index: line_changes(trace, record, count_line_changes, cache) for record in run.passes}
@@ -114,7 +114,7 @@ def aligned_pass(run_from: KernelRun, record: PassRecord, run_to: KernelRun) -> 
     nearest pass of ``run_to`` before that point is taken, so switching never jumps back to the
     start.
     """
-    from passdiff import align_passes
+    from irtrace.diff import align_passes
 
     if not run_to.passes:
         return None

@@ -14,9 +14,9 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from irtrace.core.perf import latency_cell, latency_text, lowest_occupancy
-from irtrace.core.summary import NEW_STAGE, is_new_stage, totals_by_pass
-from irtrace.core.trace import KernelRun, PassRecord, Trace, headers_of
+from irtrace.perf.latency import latency_cell, latency_text, lowest_occupancy
+from irtrace.trace.model import KernelRun, PassRecord, Trace, headers_of
+from irtrace.trace.summary import NEW_STAGE, is_new_stage, totals_by_pass
 from passviz.model import LineCounts, format_ms, line_counts, pass_entries
 from passviz.report_diffs import OPEN_LIMIT, DiffStore, TextStore, script_element, texts_element
 from passviz.report_diffs import STYLE as REPORT_DIFF_STYLE
@@ -108,7 +108,7 @@ def write_report(
     """Writes the page part by part as it is built (``report_parts``), through ``NAME.partial``
     renamed into place once complete: a symlink is written through, a folder or device is refused
     (``OutputError``), and a failed write leaves no partial file behind."""
-    from irtrace.core.output import write_atomically
+    from irtrace.base.output import write_atomically
 
     parts = enumerate(report_parts(trace, runs))
     return write_atomically(output, (("\n" if number else "") + part for number, part in parts))
@@ -174,7 +174,7 @@ def _short_error(run: KernelRun) -> str:
 def _resource_cells(trace: Trace, run: KernelRun) -> list[str]:
     """Registers, spilled bytes, shared memory (static + dynamic): the largest over the run's kernels;
     occupancy: the lowest."""
-    from irtrace.core.resources import format_bytes
+    from irtrace.trace.resources import format_bytes
 
     if not run.resources:
         return ["-", "-", "-", "-"]
@@ -188,7 +188,7 @@ def _resource_cells(trace: Trace, run: KernelRun) -> list[str]:
 
 
 def _dynamic(size: int | None) -> str:
-    from irtrace.core.resources import format_bytes
+    from irtrace.trace.resources import format_bytes
 
     return "symbolic" if size is None else format_bytes(size)
 
@@ -204,8 +204,8 @@ def _latency_line(run: KernelRun) -> str:
 def _resources_table(trace: Trace, run: KernelRun) -> str:
     """Per kernel function, what ptxas reports (``irtrace record --machine-code``), with threads per
     block and theoretical occupancy."""
-    from irtrace.core.occupancy import function_occupancy, launch_threads
-    from irtrace.core.resources import format_bytes
+    from irtrace.perf.occupancy import function_occupancy, launch_threads
+    from irtrace.trace.resources import format_bytes
 
     if not run.resources:
         return ""

@@ -16,9 +16,9 @@ import gzip
 import json
 from pathlib import Path
 
-from irtrace.core.trace import Trace
-from passdiff import NormalizeRules, diff_texts
-from passdiff.normalize import normalize_ir
+from irtrace.diff import NormalizeRules, diff_texts
+from irtrace.diff.normalize import normalize_ir
+from irtrace.trace.model import Trace
 
 RULES = NormalizeRules()
 """passdiff's default rules: what ``passdiff pass`` and every tool's ``+/-`` compare."""

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from msgspec.structs import replace
 
-from irtrace.core.summary import NEW_STAGE
-from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord
+from irtrace.trace.model import STATUS_OK, KernelRun, PassRecord
+from irtrace.trace.summary import NEW_STAGE
 from passviz.model import LineCounts, pass_entries
 
 STYLE = """
@@ -53,18 +53,18 @@ class GridRow:
 class GridRows:
     rows: list[GridRow]
     approximate: bool
-    """Some lane was paired greedily (``passdiff.align.Alignment.approximate``)."""
+    """Some lane was paired greedily (``irtrace.diff.align.Alignment.approximate``)."""
 
 
 def aligned_rows(runs: Sequence[KernelRun]) -> GridRows:
     """The lanes' passes on rows by place in the pipeline, with passdiff's tree alignment.
 
     Lanes are added one at a time: the rows so far, seen as a pipeline (each row's first pass,
-    nested as the rows are), are aligned with the next lane by ``passdiff.align_passes``; its
+    nested as the rows are), are aligned with the next lane by ``irtrace.diff.align_passes``; its
     shared and moved passes join their row, the others get new rows where the alignment puts
     them. With two lanes the rows are exactly ``align_passes(first, second)``.
     """
-    from passdiff import align_passes
+    from irtrace.diff import align_passes
 
     if not runs:
         return GridRows([], False)

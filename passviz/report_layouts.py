@@ -6,9 +6,9 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 
-from irtrace.core.schema import BufferLayout
-from irtrace.core.trace import KernelRun
 from irtrace.edge.layout_pictures import LayoutDrawingError, grid_size, layout_grid, layout_svg
+from irtrace.trace.model import KernelRun
+from irtrace.trace.schema import BufferLayout
 
 REPORT_ROWS, REPORT_COLS = 8, 16
 """The corner drawn per layout in the report: 8 rows show a warp's pattern in the MMA layouts

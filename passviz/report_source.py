@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from irtrace.core.instruction_classes import CLASS_TITLES, CLASSES, line_counts, run_line_costs, total
-from irtrace.core.schema import SourceMapRecord
-from irtrace.core.source_map import RunMaps, input_map, kernel_files, origins_by_ir_line, pass_maps
-from irtrace.core.trace import KernelRun, PassRecord, Trace
+from irtrace.facts.instruction_classes import CLASS_TITLES, CLASSES, line_counts, run_line_costs, total
+from irtrace.facts.source_map import RunMaps, input_map, kernel_files, origins_by_ir_line, pass_maps
+from irtrace.trace.model import KernelRun, PassRecord, Trace
+from irtrace.trace.schema import SourceMapRecord
 from passviz.source_map import MAX_SOURCE_CHARS, KernelSource
 
 NO_MAPS = (

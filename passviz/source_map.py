@@ -1,7 +1,7 @@
 """The kernel's source as the trace recorded it, for showing beside the IR.
 
 Which IR line comes from which source line is the trace's source maps' to say (``srcmap``
-records, ``irtrace record --source-map``; ``irtrace.core.source_map``); passviz reads them and
+records, ``irtrace record --source-map``; ``irtrace.facts.source_map``); passviz reads them and
 guesses nothing from the text (docs/passviz.md says why).
 """
 
@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.trace.model import KernelRun, Trace
 
 MAX_SOURCE_CHARS = 1 << 20
 """Longest kernel file the report shows and parses (``ast.parse`` costs far more memory than the

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.specs import parse_spec
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import RecordRequest, record_kernels
+from irtrace.lowering.api import RecordRequest, record_kernels
+from irtrace.targets.specs import parse_spec
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 
 # A suite started in the background (`make test &`) inherits an ignored SIGINT, and so would every
 # command a test starts: the Ctrl-C tests need it as a terminal has it.

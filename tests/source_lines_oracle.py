@@ -10,9 +10,9 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from irtrace.core.schema import SourceMapRecord
-from irtrace.core.source_map import kernel_files, origins_by_ir_line, pass_maps
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.facts.source_map import kernel_files, origins_by_ir_line, pass_maps
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.schema import SourceMapRecord
 
 _ALLOCATING = re.compile(r"(alloc_\w+|empty)")
 _BUFFER_TYPE = re.compile(r"\b(Tensor|Buffer|StridedTensor|FragmentBuffer|SharedBuffer|LocalBuffer)\b")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 from .conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""One exit-code table (``irtrace.core.errors.EXIT_CODES``): every tool's and command's ``--help``
+"""One exit-code table (``irtrace.base.errors.EXIT_CODES``): every tool's and command's ``--help``
 lists exactly its rows, no command gives one code two meanings, and every error class's code is in
 its tool's rows."""
 
@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import pytest
 
 import irtrace
-import passdiff
+import irtrace.diff as passdiff
 import passviz
+from irtrace.base.errors import EXIT_CODES, IRTRACE, ExitCode, IrtraceError, exit_rows
 from irtrace.cli.main import build_parser as irtrace_parser
-from irtrace.core.errors import EXIT_CODES, IRTRACE, ExitCode, IrtraceError, exit_rows
 from passdiff.cli import build_parser as passdiff_parser
 from passviz import cli as passviz_cli
 from passviz.errors import GraphvizMissingError

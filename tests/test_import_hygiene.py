@@ -8,29 +8,29 @@ import sys
 
 CORE = [
     "irtrace",
-    "irtrace.core.trace",
-    "irtrace.core.targets",
-    "irtrace.core.specs",
-    "irtrace.core.summary",
-    "irtrace.core.errors",
+    "irtrace.trace.model",
+    "irtrace.targets.backends",
+    "irtrace.targets.specs",
+    "irtrace.trace.summary",
+    "irtrace.base.errors",
     "irtrace.edge.command",
-    "irtrace.core.resources",
-    "irtrace.core.compat",  # reads the installed release from package metadata, without importing it
+    "irtrace.trace.resources",
+    "irtrace.targets.compat",  # reads the installed release from package metadata, without importing it
 ]
 LAZY = [
-    "irtrace.recording.loader",
-    "irtrace.recording.recorder",
-    "irtrace.recording.api",
-    "irtrace.recording.manifest",
-    "irtrace.recording.capture",
+    "irtrace.lowering.loader",
+    "irtrace.lowering.recorder",
+    "irtrace.lowering.api",
+    "irtrace.lowering.manifest",
+    "irtrace.lowering.capture",
     "irtrace.cli",
-    "irtrace.recording.machine_code",
-    "irtrace.recording.bench",
+    "irtrace.lowering.machine_code",
+    "irtrace.lowering.bench",
     "irtrace.ci.check",
     "irtrace.ci.check_report",
-    "irtrace.core.metrics",
-    "irtrace.core.policy",
-    "irtrace.recording.executor",
+    "irtrace.perf.metrics",
+    "irtrace.ci.policy",
+    "irtrace.lowering.executor",
     "irtrace.ci.repro",
 ]
 

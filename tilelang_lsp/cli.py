@@ -76,7 +76,7 @@ def _exit_codes_on_help(argv: list[str]) -> str | None:
     worker's launch, which comes before the server's own imports."""
     if not {"-h", "--help"} & set(argv):
         return None
-    from irtrace.core.errors import exit_codes_help
+    from irtrace.base.errors import exit_codes_help
 
     return exit_codes_help("tilelang-lsp")
 

@@ -2,7 +2,7 @@
 
 The job (``python -m tilelang_lsp.worker.machine_code``) runs with the server's interpreter in a
 session of its own, so nvcc dies with it when the document changes or the server shuts down; the
-server process itself never imports the compiler's side (``irtrace.recording``).
+server process itself never imports the compiler's side (``irtrace.lowering``).
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ async def sass_words(
 ) -> str:
     """`` · SASS: 5 MMA, 0 global, ...``: the machine code the line became, on a CUDA target (nvcc in
     a job of its own, started on the first hover; later hovers answer at once); empty elsewhere."""
-    from irtrace.core.instruction_classes import describe_counts
+    from irtrace.facts.instruction_classes import describe_counts
 
     if found.sass_input is None:
         return f" · SASS: {found.sass_error}" if found.sass_error else ""
@@ -157,7 +157,7 @@ async def sass_words(
 
 def kernel_source_words(found: SourceLines, entry: LineThroughPasses) -> str:
     """``In the CUDA source: lines 120-164``, or why no line is named."""
-    from irtrace.core.source_map import line_ranges
+    from irtrace.facts.source_map import line_ranges
 
     language = found.source_language or "kernel"
     if not found.source_mapped:

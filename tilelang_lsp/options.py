@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from irtrace.core.targets import DEFAULT_TARGET, TARGETS, known_target_name
+from irtrace.targets.backends import DEFAULT_TARGET, TARGETS, known_target_name
 
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
 NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]

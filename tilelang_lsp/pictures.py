@@ -18,9 +18,9 @@ from pathlib import Path
 
 import msgspec
 
-from irtrace.core.errors import IrtraceError
-from irtrace.core.schema import BufferLayout
+from irtrace.base.errors import IrtraceError
 from irtrace.edge.layout_pictures import layout_grid, layout_svg
+from irtrace.trace.schema import BufferLayout
 
 MAX_PICTURES = 200
 """Pictures kept per server; a hover that draws one more removes the oldest."""

@@ -1,7 +1,7 @@
 """The language server's requests to its worker and their answers, on the shared worker protocol.
 
 The envelope (``Call``, ``Cancel``, ``Ready``, ``Warm``, ``Progress``, ``Result``, ``Failure``) is
-``irtrace.core.worker_protocol``'s, which the MCP server's worker speaks too; here are the
+``irtrace.edge.worker_protocol``'s, which the MCP server's worker speaks too; here are the
 requests (``Analyze``, ``Trace``, ``IrAfterPass``, ``LineMaps``: a document's text and how to analyze it) and
 the facts they answer with (``ApiIndex``, TileLang's API, is the server's own record, read from
 source and cached, not a worker message). Imports no tilelang: the server process uses it.
@@ -13,11 +13,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from irtrace.core.buffer_facts import BufferFact
-from irtrace.core.resources import KernelResources
-from irtrace.core.schema import InstructionCounts
-from irtrace.core.targets import DEFAULT_TARGET
-from irtrace.core.worker_protocol import (
+from irtrace.edge.worker_protocol import (
     Call,
     Cancel,
     Failure,
@@ -34,6 +30,10 @@ from irtrace.core.worker_protocol import (
     message_id,
     raw,
 )
+from irtrace.facts.buffer_facts import BufferFact
+from irtrace.targets.backends import DEFAULT_TARGET
+from irtrace.trace.resources import KernelResources
+from irtrace.trace.schema import InstructionCounts
 
 __all__ = [  # the shared envelope, so that this module names every message the worker speaks
     "Call",
@@ -81,7 +81,7 @@ class Diagnostic(msgspec.Struct, frozen=True, kw_only=True):
 
 class CompileInput(msgspec.Struct, frozen=True, kw_only=True):
     """What compiling one CUDA kernel source for the code lens needs: TileLang's nvcc command as
-    the worker planned it (``irtrace.recording.machine_code.CompilePlan``), the source, and each
+    the worker planned it (``irtrace.lowering.machine_code.CompilePlan``), the source, and each
     kernel function's dynamic shared memory (ptxas knows only the static part)."""
 
     nvcc: str
@@ -98,7 +98,7 @@ class KernelAnalysis(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     kind: str
-    """How the file defines it (``irtrace.recording.loader``'s kernel kinds)."""
+    """How the file defines it (``irtrace.lowering.loader``'s kernel kinds)."""
     line: int | None
     """1-based line of its definition."""
     target: str
@@ -171,7 +171,7 @@ class IrText(msgspec.Struct, frozen=True, kw_only=True):
 
 class LineStage(msgspec.Struct, frozen=True, kw_only=True):
     """The IR lines a Python line became after a pass, or after consecutive passes that printed
-    the same text (``irtrace.core.source_map.LineInPass``)."""
+    the same text (``irtrace.facts.source_map.LineInPass``)."""
 
     first: str
     """The pass label (``name`` or ``name#N``)."""
@@ -193,7 +193,7 @@ class LineThroughPasses(msgspec.Struct, frozen=True, kw_only=True):
     stages: tuple[LineStage, ...] = ()
     source_lines: tuple[int, ...] = ()
     """Lines of the generated kernel source (from 1) the Python line became, by TileLang's own
-    ``#line`` directives (``irtrace.core.source_map.generated_lines``)."""
+    ``#line`` directives (``irtrace.facts.source_map.generated_lines``)."""
 
 
 class SourceLines(msgspec.Struct, frozen=True, kw_only=True):

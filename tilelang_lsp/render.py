@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from irtrace.core.resources import KernelResources, resource_summary
+from irtrace.trace.resources import KernelResources, resource_summary
 from tilelang_lsp.options import InlayHintOptions
 from tilelang_lsp.protocol import OK, Buffer, CompiledKernel, KernelAnalysis
 from tilelang_lsp.source.buffers import ASCEND_SCOPE_NAMES, SourceBuffer

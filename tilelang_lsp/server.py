@@ -20,8 +20,8 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from irtrace.core.instances import instance_trace_files
-from irtrace.core.targets import dialect_of_source
+from irtrace.targets.backends import dialect_of_source
+from irtrace.trace.instances import instance_trace_files
 from tilelang_lsp import __version__
 from tilelang_lsp.api.catalog import ApiCatalog
 from tilelang_lsp.compile_job import compile_kernels

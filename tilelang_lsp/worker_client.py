@@ -13,8 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, overload
 
-from irtrace.core.targets import DEFAULT_TARGET
-from irtrace.core.worker_protocol import Request
 from irtrace.edge.worker_client import (
     CANCEL_GRACE_S,
     START_TIMEOUT_S,
@@ -34,6 +32,8 @@ from irtrace.edge.worker_client import (
     session_rss_mb,
 )
 from irtrace.edge.worker_client import WorkerClient as SharedWorkerClient
+from irtrace.edge.worker_protocol import Request
+from irtrace.targets.backends import DEFAULT_TARGET
 from tilelang_lsp.protocol import (
     AnalysisResult,
     Analyze,

@@ -1,7 +1,7 @@
 """Everything tilelang-mcp takes from irtrace and passdiff, in one module.
 
 Two halves. The *jobs* (``run_job``) run in the worker and lower user kernels, each wholly in a
-forked child (``irtrace.recording.executor``, a pool of one) with a time and a memory limit: the worker
+forked child (``irtrace.lowering.executor``, a pool of one) with a time and a memory limit: the worker
 itself never imports or runs a kernel file. The *readers* work on trace files the jobs wrote and
 need no tilelang, so the server calls them directly. Importing this module imports no tilelang.
 """
@@ -20,45 +20,18 @@ from typing import Any
 
 import msgspec
 
+from irtrace.base.errors import ExitCode, IrtraceError, KernelSourceError
 from irtrace.ci.check import check_traces
 from irtrace.ci.check_report import render_text, report_document
-from irtrace.core.coverage import (
+from irtrace.ci.coverage import (
     coverage_matrix,
     error_headline,
     failing_pass,
     matrix_document,
     matrix_markdown,
 )
-from irtrace.core.errors import ExitCode, IrtraceError, KernelSourceError
-from irtrace.core.policy import Policy, load_policy
-from irtrace.core.specs import KernelSpec, parse_spec
-from irtrace.core.summary import NEW_STAGE, line_changes
-from irtrace.core.targets import TARGETS, aliases_of, get_target
-from irtrace.core.trace import STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import (
-    RecordRequest,
-    analyze_kernel,
-    lowering_units,
-    record_kernels,
-)
-from irtrace.recording.executor import run_tasks
-from irtrace.recording.facts import (
-    CompilerDiagnostic,
-    buffer_facts,
-    capture_native_stderr,
-    error_diagnostics,
-    layout_stop_pass,
-    native_log_diagnostics,
-    reached,
-)
-from irtrace.recording.loader import is_module_name
-from irtrace.recording.recorder import CaptureOptions, LoweringOptions
-from irtrace.recording.resolve.candidates import InstanceSources
-from irtrace.recording.resolve.resolver import NEEDS_VALUES
-from irtrace.recording.resolve.resolver import describe as describe_instance
-from passdiff import (
+from irtrace.ci.policy import Policy, load_policy
+from irtrace.diff import (
     NormalizeRules,
     RunComparison,
     TextDiff,
@@ -67,6 +40,28 @@ from passdiff import (
     diff_span,
     label_in_run,
 )
+from irtrace.lowering.api import RecordRequest, analyze_kernel, lowering_units, record_kernels
+from irtrace.lowering.executor import run_tasks
+from irtrace.lowering.facts import (
+    CompilerDiagnostic,
+    buffer_facts,
+    capture_native_stderr,
+    error_diagnostics,
+    layout_stop_pass,
+    native_log_diagnostics,
+    reached,
+)
+from irtrace.lowering.loader import is_module_name
+from irtrace.lowering.recorder import CaptureOptions, LoweringOptions
+from irtrace.lowering.resolve.candidates import InstanceSources
+from irtrace.lowering.resolve.resolver import NEEDS_VALUES
+from irtrace.lowering.resolve.resolver import describe as describe_instance
+from irtrace.targets.backends import TARGETS, aliases_of, get_target
+from irtrace.targets.specs import KernelSpec, parse_spec
+from irtrace.trace.model import STATUS_OK, KernelRun, PassRecord, Trace, occurrence_labels
+from irtrace.trace.reader import load_trace
+from irtrace.trace.summary import NEW_STAGE, line_changes
+from irtrace.trace.writer import TraceWriter
 from tilelang_mcp.protocol import (
     Diagnostics,
     Facts,
@@ -79,6 +74,7 @@ from tilelang_mcp.protocol import (
 
 __all__ = [  # what the server uses, irtrace's types included
     "SOURCE",
+    "CompilerDiagnostic",
     "IrtraceError",
     "JobError",
     "JobLimits",
@@ -206,7 +202,7 @@ def load_trace_bounded(path: Path, limits: JobLimits, store: Path) -> Trace:
     import sys
     import tempfile
 
-    from irtrace.core.errors import TraceFormatError
+    from irtrace.base.errors import TraceFormatError
 
     with tempfile.TemporaryDirectory(dir=store, prefix="load-") as folder:
         copy = Path(folder) / "trace.jsonl"
@@ -291,7 +287,7 @@ def _isolated(
     close_fds: Sequence[int],
     interruptible: Interruptible,
 ) -> tuple[Any, list[KernelRun], str | None]:
-    """``job(writer)`` in a forked worker (a pool of one, ``irtrace.recording.executor``): its JSON
+    """``job(writer)`` in a forked worker (a pool of one, ``irtrace.lowering.executor``): its JSON
     result, the runs it wrote, and why it was stopped (``None`` when it finished). Errors it
     raised come back as ``JobError``; so does an interrupt, after the child is killed."""
     tasks = run_tasks(
@@ -330,10 +326,10 @@ def _out_of_memory(message: str, limits: JobLimits) -> str:
 
 
 def agent_pass_configs(given: Mapping[str, Any]) -> dict[str, Any]:
-    """An agent's pass configs, decoded as a trace's are (``irtrace.recording.trace_configs``):
+    """An agent's pass configs, decoded as a trace's are (``irtrace.lowering.trace_configs``):
     registered configs of their types only; compile flags (nvcc's command line) and options that
     write files are refused, naming the first."""
-    from irtrace.recording.trace_configs import decode_trace_configs
+    from irtrace.lowering.trace_configs import decode_trace_configs
 
     decoded = decode_trace_configs(dict(given), where="the tool call")
     if decoded.dropped:
@@ -346,8 +342,8 @@ def _record_job(
 ) -> Recorded:
     """Lower a spec for its targets into ``request.output``: the CLI's ``irtrace record``; with
     the instance each run was lowered with."""
-    from irtrace.recording.bench import bench_for
-    from irtrace.recording.machine_code import machine_code_for
+    from irtrace.lowering.bench import bench_for
+    from irtrace.lowering.machine_code import machine_code_for
 
     recording_request = RecordRequest(
         parse_kernel_spec(request.spec),
@@ -421,7 +417,7 @@ def _analysis_job(
 
 def instance_sources(request: Job) -> InstanceSources:
     """Where a kernel named without arguments finds its instance: the language server's resolver
-    (``irtrace.recording.resolve``), with the root's recorded traces (``instance_traces``)."""
+    (``irtrace.lowering.resolve``), with the root's recorded traces (``instance_traces``)."""
     return InstanceSources(traces=request.instance_traces, manifest_root=request.manifest_root)
 
 
@@ -635,7 +631,7 @@ def find_ir(trace: Trace, run: KernelRun, pass_name: str, side: str) -> tuple[st
 
 
 def resolve_query(run: KernelRun, query: str) -> PassRecord:
-    from passdiff import resolve_pass
+    from irtrace.diff import resolve_pass
 
     return resolve_pass(run, query)
 
@@ -672,8 +668,8 @@ def source_line_document(trace: Trace, run: KernelRun, line: int, pass_name: str
     """What line ``line`` of the kernel's file became after each pass (or after ``pass_name``), as
     ``irtrace ir TRACE --line LINE --json`` gives it (``irtrace-line/1``). A line past the end of
     the kernel's file as the trace stores it is an error, not an empty answer."""
-    from irtrace.core.instruction_classes import counts_document, line_instructions
-    from irtrace.core.source_map import (
+    from irtrace.facts.instruction_classes import counts_document, line_instructions
+    from irtrace.facts.source_map import (
         LineQuery,
         generated_texts,
         line_document,
@@ -697,7 +693,7 @@ def source_line_document(trace: Trace, run: KernelRun, line: int, pass_name: str
 
 def resource_lines(run: KernelRun) -> list[str]:
     """One line per kernel function: registers, spills, shared memory, barriers, stack."""
-    from irtrace.recording.machine_code import describe_resources
+    from irtrace.lowering.machine_code import describe_resources
 
     return describe_resources(run.resources)
 

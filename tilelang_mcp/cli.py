@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from irtrace import __version__
-from irtrace.core.errors import ExitCode, exit_codes_help
+from irtrace.base.errors import ExitCode, exit_codes_help
 
 EPILOG = (
     "Kernel files run only when they lie under a --root folder, each in a child process with a "

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from irtrace.core.resources import BenchResult, KernelResources
-from irtrace.core.schema import LaunchSignature
-from irtrace.core.targets import DEFAULT_TARGET
+from irtrace.targets.backends import DEFAULT_TARGET
+from irtrace.trace.resources import BenchResult, KernelResources
+from irtrace.trace.schema import LaunchSignature
 from tilelang_mcp import backend
 from tilelang_mcp.answers import MAX_LINES
 

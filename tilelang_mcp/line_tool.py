@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from irtrace.core.errors import NotInTraceError
+from irtrace.base.errors import NotInTraceError
 from tilelang_mcp import backend
 from tilelang_mcp.session import ToolError
 
@@ -85,7 +85,7 @@ def line_answer(
 
 def _counts_words(counts: dict[str, int]) -> str:
     """``2 MMA, 14 global, 0 shared, 3 barrier, 40 other, 59 in all``."""
-    from irtrace.core.instruction_classes import CLASS_TITLES
+    from irtrace.facts.instruction_classes import CLASS_TITLES
 
     parts = [f"{counts[name]} {title}" for name, title in CLASS_TITLES.items()]
     return ", ".join([*parts, f"{counts['total']} in all"])
@@ -150,7 +150,7 @@ def answer_in_child(
 def main(argv: list[str]) -> int:
     """``python -m tilelang_mcp.line_tool LIMIT_MB TRACE QUERY_JSON``: the answer as JSON on stdout;
     an error as one line on stderr (exit 6 for a trace that is not one, 9 past the memory limit)."""
-    from irtrace.core.errors import IrtraceError
+    from irtrace.base.errors import IrtraceError
     from tilelang_mcp.trace_copy import limit_memory
 
     limit_mb, trace_path, query = int(argv[0]), argv[1], json.loads(argv[2])

@@ -1,5 +1,5 @@
 """The MCP server's jobs for its worker, typed: one ``Request`` subtype per job, on the worker
-protocol the language server speaks too (``irtrace.core.worker_protocol``).
+protocol the language server speaks too (``irtrace.edge.worker_protocol``).
 
 Every job names a kernel spec (already checked against the allowed roots by the server) and the
 limits its forked child runs under. Unknown fields and values of the wrong type or range are
@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
-from irtrace.core.worker_protocol import Request, WorkerCodec
+from irtrace.edge.worker_protocol import Request, WorkerCodec
 
 Seconds = Annotated[float, msgspec.Meta(gt=0)]
 Megabytes = Annotated[int, msgspec.Meta(gt=0)]

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from irtrace.core.instances import instance_trace_files
+from irtrace.trace.instances import instance_trace_files
 from tilelang_mcp import backend
 from tilelang_mcp.protocol import Job, Record, Recorded, make_job
 from tilelang_mcp.roots import AllowedRoots

@@ -26,9 +26,9 @@ def limit_memory(megabytes: int) -> None:
 
 def main(argv: list[str]) -> int:
     limit_mb, trace_path, copy_path = int(argv[0]), argv[1], argv[2]
-    from irtrace.core.errors import IrtraceError
-    from irtrace.core.trace_reader import load_trace
-    from irtrace.core.trace_writer import write_merged
+    from irtrace.base.errors import IrtraceError
+    from irtrace.trace.reader import load_trace
+    from irtrace.trace.writer import write_merged
 
     limit_memory(limit_mb)
     try:

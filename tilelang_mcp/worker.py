@@ -44,7 +44,7 @@ RUNTIME: WorkerRuntime[JobRequest] = WorkerRuntime(
 
 
 def main() -> None:
-    from irtrace.recording.worker_start import prepare_process, warm_up
+    from irtrace.lowering.worker_start import prepare_process, warm_up
 
     RUNTIME.serve(prepare_process, lambda: warm_up(WARMUP_TARGET), warm_before_ready=True)
 

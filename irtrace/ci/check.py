@@ -2,9 +2,9 @@
 
 For every kernel x target it finds what a kernel library's CI cares about: pairs added, removed
 or now failing to lower; passes added, removed or reordered and the first pass whose normalized
-IR changed (passes aligned by the pipeline's tree, ``passdiff.compare``); whether the kernel
+IR changed (passes aligned by the pipeline's tree, ``irtrace.diff.compare``); whether the kernel
 source changed; lowering time against the baseline's, in total and per pass; the kernel's
-metrics (``irtrace.core.metrics``); and its latency and resources (``irtrace.ci.perf_gates``).
+metrics (``irtrace.perf.metrics``); and its latency and resources (``irtrace.ci.perf_gates``).
 A ``Policy`` says which findings fail the check. Rendering lives in ``irtrace.ci.check_report``.
 """
 
@@ -15,10 +15,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from irtrace.ci.coverage import error_headline, failing_pass
 from irtrace.ci.perf_gates import PerfCheck, perf_check, perf_findings
-from irtrace.core.coverage import error_headline, failing_pass
-from irtrace.core.metrics import METRIC_NAMES, METRIC_TITLES, KernelMetrics, run_metrics
-from irtrace.core.policy import (
+from irtrace.ci.policy import (
     ADDED,
     FAILURE_CHANGED,
     FIXED,
@@ -33,8 +32,7 @@ from irtrace.core.policy import (
     TOTAL_TIME,
     Policy,
 )
-from irtrace.core.trace import STATUS_OK, KernelRun, Trace
-from passdiff.compare import (
+from irtrace.diff.compare import (
     APPROXIMATE_NOTE,
     BOTH,
     ONLY_A,
@@ -45,7 +43,9 @@ from passdiff.compare import (
     iter_comparisons,
     label_in_run,
 )
-from passdiff.layouts import BufferLayoutDiff
+from irtrace.diff.layouts import BufferLayoutDiff
+from irtrace.perf.metrics import METRIC_NAMES, METRIC_TITLES, KernelMetrics, run_metrics
+from irtrace.trace.model import STATUS_OK, KernelRun, Trace
 
 UNCHANGED = "unchanged"
 CHANGED = "changed"
@@ -68,7 +68,7 @@ class Finding:
     """One change found in one kernel x target."""
 
     kind: str
-    """``irtrace.core.policy`` change kind (``newly_failing``, ``ir``, ``total_time``, ``metric`` ...)."""
+    """``irtrace.ci.policy`` change kind (``newly_failing``, ``ir``, ``total_time``, ``metric`` ...)."""
     message: str
     """One line saying what changed."""
     gated: bool
@@ -151,7 +151,7 @@ class RunCheck:
     failure: str | None = None
     """For a run failing now: ``PASS: error headline``."""
     layouts: tuple[BufferLayoutDiff, ...] = ()
-    """Buffers whose layout after layout inference differs (``passdiff.layouts``)."""
+    """Buffers whose layout after layout inference differs (``irtrace.diff.layouts``)."""
     layout_note: str | None = None
     """Why layouts were not compared (a run recorded none)."""
     perf: PerfCheck | None = None

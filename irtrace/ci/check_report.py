@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable
 from typing import Any
 
+from irtrace.base.safe_text import xml_safe
 from irtrace.ci.check import (
     FAILING,
     LAYOUT_WHERE,
@@ -19,14 +20,13 @@ from irtrace.ci.check import (
     TimeChange,
 )
 from irtrace.ci.perf_gates import PerfCheck
-from irtrace.core.metrics import METRIC_TITLES
-from irtrace.core.occupancy import Occupancy
-from irtrace.core.perf import latency_cell
-from irtrace.core.policy import REMOVED
-from irtrace.core.resources import format_bytes
-from irtrace.core.safe_text import xml_safe
-from irtrace.core.targets import TARGETS
-from passdiff.layouts import buffer_document
+from irtrace.ci.policy import REMOVED
+from irtrace.diff.layouts import buffer_document
+from irtrace.perf.latency import latency_cell
+from irtrace.perf.metrics import METRIC_TITLES
+from irtrace.perf.occupancy import Occupancy
+from irtrace.targets.backends import TARGETS
+from irtrace.trace.resources import format_bytes
 
 JSON_SCHEMA = 1
 """Version of the ``irtrace check --json`` document."""

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from irtrace.core.occupancy import Occupancy, function_occupancy
-from irtrace.core.perf import LatencyChange, latency_change
-from irtrace.core.policy import LATENCY, OCCUPANCY, REGISTERS, SMEM, SPILLS, Policy
-from irtrace.core.resources import BenchResult, KernelResources, format_bytes
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.ci.policy import LATENCY, OCCUPANCY, REGISTERS, SMEM, SPILLS, Policy
+from irtrace.perf.latency import LatencyChange, latency_change
+from irtrace.perf.occupancy import Occupancy, function_occupancy
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.resources import BenchResult, KernelResources, format_bytes
 
 
 class PerfFinding(NamedTuple):

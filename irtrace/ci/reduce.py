@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from irtrace.ci.coverage import error_headline
 from irtrace.ci.repro import (
     Reproducer,
     ReproError,
@@ -34,8 +35,7 @@ from irtrace.ci.repro import (
     require_rebuildable,
     run_alone,
 )
-from irtrace.core.coverage import error_headline
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.trace.model import KernelRun, Trace
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def reduce_failure(
     import tilelang  # noqa: F401  (TileLang's TVM)
     import tvm
 
-    from irtrace.recording.trace_configs import run_with_trace_configs
+    from irtrace.lowering.trace_configs import run_with_trace_configs
 
     kernel_file = require_rebuildable(run, kernel_file, "reduce")
     run, dropped = run_with_trace_configs(run, compile_flags=compile_flags)

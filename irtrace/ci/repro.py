@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from irtrace.core.compat import require_supported_tilelang
-from irtrace.core.coverage import error_headline
-from irtrace.core.errors import InputError, IrtraceError, NotInTraceError, UsageError
-from irtrace.core.specs import KernelSpec
-from irtrace.core.trace import PHASE_CODEGEN, STATUS_OK, KernelRun, PassRecord, Trace, text_sha256
-from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
+from irtrace.base.errors import InputError, IrtraceError, NotInTraceError, UsageError
+from irtrace.ci.coverage import error_headline
+from irtrace.lowering.instrumentation import compile_session, stacked_pass_instrument
+from irtrace.targets.compat import require_supported_tilelang
+from irtrace.targets.specs import KernelSpec
+from irtrace.trace.model import PHASE_CODEGEN, STATUS_OK, KernelRun, PassRecord, Trace, text_sha256
 
 CODEGEN_STEP = "codegen"
 """Name of the recorder's codegen step (its ``raw_name`` is the codegen function)."""
@@ -59,7 +59,7 @@ class Reproducer:
     """The headline of the error the pass raised when irtrace ran it alone."""
     script: str
     dropped_configs: tuple[str, ...] = ()
-    """The trace's pass configs left out (``irtrace.recording.trace_configs``), one line each."""
+    """The trace's pass configs left out (``irtrace.lowering.trace_configs``), one line each."""
 
 
 def failed_passes(run: KernelRun) -> list[PassRecord]:
@@ -89,7 +89,7 @@ def build_reproducer(
     pass configs are decoded against TileLang's registered types, and its compile flags kept only
     with ``compile_flags`` (``run_with_trace_configs``).
     """
-    from irtrace.recording.trace_configs import run_with_trace_configs
+    from irtrace.lowering.trace_configs import run_with_trace_configs
 
     kernel_file = require_rebuildable(run, kernel_file, "repro")
     run, dropped = run_with_trace_configs(run, compile_flags=compile_flags)
@@ -193,8 +193,8 @@ def reproducible_pass(run: KernelRun, kernel_file: str | Path, dropped: Sequence
 def rebuild_spec(run: KernelRun, kernel_file: str | Path) -> KernelSpec:
     """The run's kernel and call on ``kernel_file``: its arguments are the spec's literals only
     (numbers, strings, containers, ``T.float16``); an expression is refused, never evaluated."""
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.loader import resolve_kernel_file
+    from irtrace.lowering.loader import resolve_kernel_file
+    from irtrace.targets.specs import parse_spec
 
     file = resolve_kernel_file(kernel_file)
     try:
@@ -210,7 +210,7 @@ def rebuild_spec(run: KernelRun, kernel_file: str | Path) -> KernelSpec:
 def _why_different(run: KernelRun, spec: KernelSpec) -> str:
     """What likely changed since the recording: the kernel file (when the trace holds its hash)
     or tilelang."""
-    from irtrace.recording.loader import source_as_imported
+    from irtrace.lowering.loader import source_as_imported
 
     if (
         run.kernel_file_sha256
@@ -311,7 +311,7 @@ def capture_modules(run: KernelRun, spec: KernelSpec, indexes: Sequence[int]) ->
 def _prepare(run: KernelRun, spec: KernelSpec) -> Any:
     """The run's kernel built for its target from the user's kernel file, as ``irtrace record``
     built it."""
-    from irtrace.recording.api import RecordRequest, bind_unit, build_unit, lowering_units
+    from irtrace.lowering.api import RecordRequest, bind_unit, build_unit, lowering_units
 
     request = RecordRequest(spec, (run.target,), dict(run.pass_configs))
     try:
@@ -432,7 +432,7 @@ def run_alone(step: Step, module_json: str, run: KernelRun, target_detail: dict[
     will; the error it raised, or ``None`` when it ran through."""
     import tvm
 
-    from irtrace.recording.recorder import describe_error
+    from irtrace.lowering.recorder import describe_error
 
     module = tvm.ir.load_json(module_json)
     target = tvm.target.Target(target_detail)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from irtrace.core.bench_shapes import BENCH_REPEAT, BenchSettings, parse_bench_shapes
-from irtrace.core.errors import UsageError
+from irtrace.base.errors import UsageError
+from irtrace.perf.bench_shapes import BENCH_REPEAT, BenchSettings, parse_bench_shapes
 
 
 def add_bench_options(parser: argparse.ArgumentParser, bench_help: str) -> None:

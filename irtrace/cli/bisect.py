@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from irtrace.core.errors import ExitCode, InputError, UsageError, exit_codes_help
-from irtrace.core.trace import STATUS_OK, KernelRun, Trace
+from irtrace.base.errors import ExitCode, InputError, UsageError, exit_codes_help
+from irtrace.diff.compare import compare_runs
 from irtrace.edge.command import echo
-from passdiff.compare import compare_runs
+from irtrace.trace.model import STATUS_OK, KernelRun, Trace
 
 BISECT_EPILOG = """\
 configs: the kernel is lowered once as given (the base), then once per pass option with that
@@ -138,18 +138,18 @@ def cmd_bisect(args: argparse.Namespace) -> ExitCode:
 
 
 def bisect_configs(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.specs import parse_spec
-    from irtrace.core.targets import get_target
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import RecordRequest, record_kernels
-    from irtrace.recording.bisect import (
+    from irtrace.lowering.api import RecordRequest, record_kernels
+    from irtrace.lowering.bisect import (
         base_kernel_name,
         on_off_options,
         switchable_pass_options,
         switched,
         variant_name,
     )
-    from irtrace.recording.loader import parse_pass_config
+    from irtrace.lowering.loader import parse_pass_config
+    from irtrace.targets.backends import get_target
+    from irtrace.targets.specs import parse_spec
+    from irtrace.trace.writer import TraceWriter
 
     target = get_target(args.target).name
     spec = parse_spec(args.spec)
@@ -240,9 +240,9 @@ def _print_configs(base: KernelRun, rows: Sequence[tuple[str, bool, KernelRun, C
 
 
 def bisect_versions(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.targets import get_target
-    from irtrace.core.trace_reader import load_trace
-    from irtrace.recording.bisect import check_interpreters, record_in_environment, version_key
+    from irtrace.lowering.bisect import check_interpreters, record_in_environment, version_key
+    from irtrace.targets.backends import get_target
+    from irtrace.trace.reader import load_trace
 
     target = get_target(args.target).name
     check_interpreters(args.python)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from irtrace.core.errors import (
+from irtrace.base.errors import (
     CheckExit,
     ExitCode,
     IrtraceError,
@@ -23,7 +23,7 @@ from irtrace.core.errors import (
 )
 
 if TYPE_CHECKING:
-    from irtrace.core.trace import KernelRun, Trace
+    from irtrace.trace.model import KernelRun, Trace
 
 
 class CheckInputError(IrtraceError):
@@ -34,7 +34,7 @@ class CheckInputError(IrtraceError):
 
 def _default_policy_help() -> str:
     """Which policy applies, and what the default one fails on, from the default itself."""
-    from irtrace.core.policy import CHANGE_KINDS, DEFAULT_FAIL, LATENCY, PERF_KINDS
+    from irtrace.ci.policy import CHANGE_KINDS, DEFAULT_FAIL, LATENCY, PERF_KINDS
 
     kernels = [kind for kind in CHANGE_KINDS if kind in DEFAULT_FAIL and kind not in PERF_KINDS]
     machine = [kind for kind in PERF_KINDS if kind in DEFAULT_FAIL and kind != LATENCY]
@@ -132,7 +132,7 @@ def add_trace_compile_flags_option(parser: argparse.ArgumentParser) -> None:
 def note_dropped_configs(dropped: Sequence[str]) -> None:
     """Say on stderr which of the trace's pass configs were left out, and why."""
     from irtrace.edge.command import echo
-    from irtrace.recording.trace_configs import COMPILE_FLAG_KEYS
+    from irtrace.lowering.trace_configs import COMPILE_FLAG_KEYS
 
     for line in dropped:
         hint = " (--trace-compile-flags keeps it)" if line.startswith(tuple(COMPILE_FLAG_KEYS)) else ""
@@ -143,10 +143,10 @@ def note_dropped_configs(dropped: Sequence[str]) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from irtrace.base.output import write_atomically
     from irtrace.ci.check import check_traces
     from irtrace.ci.check_report import render_junit, render_markdown, render_text, report_document
-    from irtrace.core.output import write_atomically
-    from irtrace.core.policy import find_policy
+    from irtrace.ci.policy import find_policy
     from irtrace.edge.command import echo, load_trace_warning_if_cut
 
     try:
@@ -179,9 +179,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_bless(args: argparse.Namespace) -> int:
-    from irtrace.core.targets import canonical_target_name
-    from irtrace.core.trace_reader import load_trace
-    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.targets.backends import canonical_target_name
+    from irtrace.trace.reader import load_trace
+    from irtrace.trace.writer import TraceWriter
 
     new = load_trace(args.new)
     if new.truncated:
@@ -225,8 +225,8 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
+    from irtrace.base.output import write_atomically
     from irtrace.ci.repro import build_reproducer, default_script_name
-    from irtrace.core.output import write_atomically
     from irtrace.edge.command import echo, load_trace_warning_if_cut
 
     trace = load_trace_warning_if_cut(args.trace, "irtrace")
@@ -251,7 +251,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
 def pick_failed_run(trace: Trace, kernel: str | None, target: str | None, trace_name: str) -> KernelRun:
     """The one run that failed to lower matching ``kernel`` and ``target`` (repro, reduce)."""
-    from irtrace.core.trace import STATUS_OK
+    from irtrace.trace.model import STATUS_OK
 
     runs = [run for run in trace.select(kernel, target) if run.status != STATUS_OK]
     if not runs:

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from irtrace.core.errors import ExitCode, InputError, exit_codes_help
+from irtrace.base.errors import ExitCode, InputError, exit_codes_help
 from irtrace.edge.command import echo
 
 
@@ -28,7 +28,7 @@ def add_collect_command(commands: Any) -> None:
 
 
 def cmd_collect(args: argparse.Namespace) -> ExitCode:
-    from irtrace.recording.autocapture import collect_parts, describe_collected, parts_root, session_folders
+    from irtrace.lowering.autocapture import collect_parts, describe_collected, parts_root, session_folders
 
     output = Path(args.output)
     folders = session_folders(output)

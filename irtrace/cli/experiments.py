@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from irtrace.base.errors import ExitCode, exit_codes_help
 from irtrace.cli.ci import add_failed_run_arguments, add_trace_compile_flags_option, note_dropped_configs
-from irtrace.core.errors import ExitCode, exit_codes_help
 
 DEFAULT_BUDGET_S = 60.0
 """``irtrace reduce --budget``'s default, in seconds."""
@@ -69,10 +69,10 @@ def add_experiment_commands(commands: argparse._SubParsersAction[argparse.Argume
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from irtrace.core.trace import STATUS_OK
-    from irtrace.core.trace_writer import TraceWriter
     from irtrace.edge.command import echo, load_trace_warning_if_cut
-    from irtrace.recording.resume import read_edited_ir, resume_lowering, resume_pass
+    from irtrace.lowering.resume import read_edited_ir, resume_lowering, resume_pass
+    from irtrace.trace.model import STATUS_OK
+    from irtrace.trace.writer import TraceWriter
 
     trace = load_trace_warning_if_cut(args.trace, "irtrace")
     run = trace.find_run(args.kernel, args.target)
@@ -113,9 +113,9 @@ def _positive_seconds(text: str) -> float:
 def cmd_reduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from irtrace.base.output import write_atomically
     from irtrace.ci.reduce import reduce_failure
     from irtrace.cli.ci import pick_failed_run
-    from irtrace.core.output import write_atomically
     from irtrace.edge.command import echo, load_trace_warning_if_cut
 
     trace = load_trace_warning_if_cut(args.trace, "irtrace")

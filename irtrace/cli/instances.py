@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from irtrace.base.errors import ExitCode, UsageError, exit_codes_help
+from irtrace.base.safe_text import terminal_safe
 from irtrace.cli.resolved import RESOLVED_FORMAT, provenance_line
-from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
-from irtrace.core.instances import KernelInstance, instances_document, kernel_instances
-from irtrace.core.safe_text import terminal_safe
 from irtrace.edge.command import echo, load_trace_warning_if_cut
+from irtrace.trace.instances import KernelInstance, instances_document, kernel_instances
 
 
 def add_instances_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,8 +72,8 @@ def cmd_instances(args: argparse.Namespace) -> ExitCode:
 def _file_instances(files: list[str], args: argparse.Namespace) -> ExitCode:
     from irtrace.cli.main import check_kernel_file
     from irtrace.cli.resolved import cli_instance_sources
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest
+    from irtrace.lowering.api import RecordRequest
+    from irtrace.targets.specs import parse_spec
 
     requests = []
     for text in files:
@@ -97,7 +97,7 @@ def _kernel_names(path: str) -> list[str]:
     later, when it is loaded, with the loader's words."""
     from pathlib import Path
 
-    from irtrace.recording.resolve.source import scan_kernels
+    from irtrace.lowering.resolve.source import scan_kernels
 
     try:
         text = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
@@ -109,8 +109,8 @@ def _kernel_names(path: str) -> list[str]:
 def print_file_instances(requests: Sequence[Any], *, as_json: bool) -> ExitCode:
     """What the resolver finds for each kernel of each request's file (``file_instances``), as
     lines or as the ``irtrace-resolved/1`` document."""
-    from irtrace.recording.api import file_instances
-    from irtrace.recording.resolve.resolver import describe
+    from irtrace.lowering.api import file_instances
+    from irtrace.lowering.resolve.resolver import describe
 
     kernels: list[dict[str, Any]] = []
     for request in requests:

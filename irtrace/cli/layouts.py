@@ -8,8 +8,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from irtrace.core.errors import ExitCode, NotInTraceError, exit_codes_help
-from irtrace.core.layout_view import (
+from irtrace.base.errors import ExitCode, NotInTraceError, exit_codes_help
+from irtrace.edge.command import echo, load_trace_warning_if_cut
+from irtrace.facts.layout_view import (
     LAYOUTS_FORMAT,
     RunLayouts,
     elements_per_thread,
@@ -17,8 +18,7 @@ from irtrace.core.layout_view import (
     layouts_document,
     only_buffer,
 )
-from irtrace.core.schema import BufferLayout
-from irtrace.edge.command import echo, load_trace_warning_if_cut
+from irtrace.trace.schema import BufferLayout
 
 COLUMNS = ("buffer", "scope", "shape", "kind", "threads", "elem/thr", "replicate", "swizzle")
 

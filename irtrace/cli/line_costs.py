@@ -1,5 +1,5 @@
 """``irtrace show TRACE --lines KERNEL``: the kernel's Python lines with the SASS instructions each
-became, counted by class (``irtrace.core.instruction_classes``), one row per line in line order."""
+became, counted by class (``irtrace.facts.instruction_classes``), one row per line in line order."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from irtrace.base.errors import ExitCode, NotInTraceError
 from irtrace.cli.printing import console as _console
 from irtrace.cli.printing import escape
-from irtrace.core.errors import ExitCode, NotInTraceError
-from irtrace.core.instruction_classes import (
+from irtrace.edge.command import echo
+from irtrace.facts.instruction_classes import (
     CLASS_TITLES,
     CLASSES,
     MACHINE_CODE_HINT,
@@ -19,10 +20,9 @@ from irtrace.core.instruction_classes import (
     run_line_costs,
     total,
 )
-from irtrace.core.schema import InstructionCounts, LineInstructions, SassLineCosts
-from irtrace.core.source_map import kernel_files
-from irtrace.core.trace import KernelRun, Trace
-from irtrace.edge.command import echo
+from irtrace.facts.source_map import kernel_files
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.schema import InstructionCounts, LineInstructions, SassLineCosts
 
 LINES_FORMAT = "irtrace-line-costs/1"
 """The ``format`` of ``irtrace show TRACE --lines KERNEL --json``."""
@@ -140,7 +140,7 @@ def _cut(text: str) -> str:
 
 def lines_requested(args: argparse.Namespace, incompatible: Sequence[str]) -> bool:
     """Whether ``show`` was asked for ``--lines``; the options it does not go with are a usage error."""
-    from irtrace.core.errors import UsageError
+    from irtrace.base.errors import UsageError
 
     if getattr(args, "lines", None) is None:
         return False

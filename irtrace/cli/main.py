@@ -18,6 +18,9 @@ from dataclasses import replace
 from typing import Any
 
 from irtrace import __version__
+from irtrace.base.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
+from irtrace.base.native_log import hide_harmless_native_warnings
+from irtrace.base.safe_text import terminal_safe
 from irtrace.cli.bench_options import add_bench_options, bench_settings
 from irtrace.cli.bisect import BISECT_COMMANDS, add_bisect_command
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
@@ -40,11 +43,6 @@ from irtrace.cli.spans import (
     add_spans_command,
     cmd_ir_line,
 )
-from irtrace.core.errors import ExitCode, IrtraceError, NotInTraceError, UsageError, exit_codes_help
-from irtrace.core.native_log import hide_harmless_native_warnings
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.targets import target_names
-from irtrace.core.trace import STATUS_OK, KernelRun, Trace
 from irtrace.edge.command import (
     Interrupted,
     echo,
@@ -52,6 +50,8 @@ from irtrace.edge.command import (
     run_command,
     run_subcommand,
 )
+from irtrace.targets.backends import target_names
+from irtrace.trace.model import STATUS_OK, KernelRun, Trace
 
 DEFAULT_OUTPUT = "irtrace.jsonl"
 
@@ -259,14 +259,14 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
     from irtrace.cli.record_order import run_times_for
     from irtrace.cli.record_progress import recording_progress, run_warning_lines
     from irtrace.cli.resolved import cli_instance_sources, run_provenance_lines
-    from irtrace.core.specs import parse_spec
-    from irtrace.core.targets import check_target_name
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import RecordRequest, Shard, record_kernels
-    from irtrace.recording.bench import bench_for
-    from irtrace.recording.loader import parse_pass_config
-    from irtrace.recording.machine_code import machine_code_for
-    from irtrace.recording.manifest import load_manifest
+    from irtrace.lowering.api import RecordRequest, Shard, record_kernels
+    from irtrace.lowering.bench import bench_for
+    from irtrace.lowering.loader import parse_pass_config
+    from irtrace.lowering.machine_code import machine_code_for
+    from irtrace.lowering.manifest import load_manifest
+    from irtrace.targets.backends import check_target_name
+    from irtrace.targets.specs import parse_spec
+    from irtrace.trace.writer import TraceWriter
 
     if not args.specs and not args.manifest:
         raise UsageError("give a kernel spec (path.py::name(args)) or --manifest irtrace.toml")
@@ -368,11 +368,11 @@ def cmd_record(args: argparse.Namespace) -> ExitCode:
 def _check_machine_code_and_bench(args: argparse.Namespace) -> None:
     """A missing CUDA tool or GPU is said before anything is lowered."""
     if args.machine_code:
-        from irtrace.recording.machine_code import find_cuda_tools
+        from irtrace.lowering.machine_code import find_cuda_tools
 
         find_cuda_tools()
     if args.bench:
-        from irtrace.recording.bench import require_gpu
+        from irtrace.lowering.bench import require_gpu
 
         if args.isolate or args.timeout is not None:
             raise UsageError(
@@ -385,7 +385,7 @@ def check_kernel_file(request: Any) -> None:
     """A spec naming a file that is not there fails before anything is written."""
     from pathlib import Path
 
-    from irtrace.recording.loader import is_module_name, resolve_kernel_file
+    from irtrace.lowering.loader import is_module_name, resolve_kernel_file
 
     path = Path(request.spec.path).expanduser()
     if request.base_dir is not None and not path.is_absolute():
@@ -467,7 +467,7 @@ def print_summary(runs: Sequence[KernelRun], output: str | None) -> None:
 
 def _resource_cells(run: KernelRun) -> list[str]:
     """Registers, spilled bytes and shared memory; the largest over the run's kernel functions."""
-    from irtrace.core.resources import format_bytes
+    from irtrace.trace.resources import format_bytes
 
     if not run.resources:
         return ["-", "-", "-"]
@@ -484,7 +484,7 @@ def _latency(run: KernelRun) -> str:
         return "-"
     if run.bench.latency_ms is None:
         return "[red]failed[/red]"
-    from irtrace.core.perf import latency_cell
+    from irtrace.perf.latency import latency_cell
 
     return escape(latency_cell(run.bench))  # the median and the range of repetitions
 
@@ -493,16 +493,16 @@ def _latency(run: KernelRun) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.targets import PORTABLE, expand_target, get_target
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.capture import (
+    from irtrace.lowering.capture import (
         SOURCE_MAP_ENV,
         ScriptOutcome,
         lower_for_targets,
         run_script,
         split_command,
     )
-    from irtrace.recording.capture_extras import add_machine_code_and_benches
+    from irtrace.lowering.capture_extras import add_machine_code_and_benches
+    from irtrace.targets.backends import PORTABLE, expand_target, get_target
+    from irtrace.trace.writer import TraceWriter
 
     command = list(args.script)
     if command and command[0] == "--":
@@ -519,11 +519,11 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
             "bench on a machine with an NVIDIA GPU without --no-gpu"
         )
     if args.machine_code:
-        from irtrace.recording.machine_code import find_cuda_tools
+        from irtrace.lowering.machine_code import find_cuda_tools
 
         find_cuda_tools()  # a missing nvcc is said before the script runs
     if _RUN_IN_CHILD[0]:
-        from irtrace.core.output import partial_path
+        from irtrace.base.output import partial_path
         from irtrace.edge.supervise import run_in_child
 
         _RUN_IN_CHILD[0] = False  # the child runs the script itself
@@ -584,7 +584,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
 
 def _finish_run(args: argparse.Namespace, writer: Any, runs: list[KernelRun], outcome: Any) -> ExitCode:
     """Put the trace in place and say how the script went (7 when it failed or exited non-zero)."""
-    from irtrace.recording.capture import describe_script_failure
+    from irtrace.lowering.capture import describe_script_failure
 
     if runs:
         writer.close()
@@ -646,7 +646,7 @@ def cmd_ir(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
-    from irtrace.core.trace_writer import merge_warnings, stream_merged
+    from irtrace.trace.writer import merge_warnings, stream_merged
 
     # Every input scanned (and its texts checked) before the output is touched; runs are then
     # read one at a time, and the output replaced only once complete.
@@ -664,7 +664,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
 def cmd_targets(args: argparse.Namespace) -> ExitCode:
     from rich.table import Table
 
-    from irtrace.core.targets import aliases_of, target_patterns, targets_by_vendor
+    from irtrace.targets.backends import aliases_of, target_patterns, targets_by_vendor
 
     table = Table(box=None, pad_edge=False)
     for column in ("target", "family", "hardware", "source", "aliases"):
@@ -688,7 +688,7 @@ def cmd_targets(args: argparse.Namespace) -> ExitCode:
 
 def cmd_schema(args: argparse.Namespace) -> ExitCode:
 
-    from irtrace.core.schema_docs import json_schema, markdown
+    from irtrace.trace.schema_docs import json_schema, markdown
 
     text = json.dumps(json_schema(), indent=2) + "\n" if args.format == "json" else markdown()
     sys.stdout.write(text)
@@ -697,8 +697,8 @@ def cmd_schema(args: argparse.Namespace) -> ExitCode:
 
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:
 
+    from irtrace.ci.coverage import coverage_matrix, matrix_document, matrix_markdown
     from irtrace.cli.matrix import matrix_renderable
-    from irtrace.core.coverage import coverage_matrix, matrix_document, matrix_markdown
 
     trace = _load(args.trace)
     runs = [run for run in trace.runs if not args.kernel or run.kernel in args.kernel]

@@ -14,8 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from irtrace.core.coverage import CUT_SHORT, OK, CoverageMatrix
-from irtrace.core.targets import TARGETS
+from irtrace.ci.coverage import CUT_SHORT, OK, CoverageMatrix
+from irtrace.targets.backends import TARGETS
 
 NOT_RECORDED = "·"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from irtrace.core.errors import ExitCode, IrtraceError, UsageError
+from irtrace.base.errors import ExitCode, IrtraceError, UsageError
 from irtrace.edge.command import echo
 
 OVERRIDE_HELP = (
@@ -29,7 +29,7 @@ def with_overrides(
     def run(args: argparse.Namespace) -> ExitCode:
         if not getattr(args, "override", None):
             return command(args)
-        from irtrace.recording.override import overriding, parse_overrides
+        from irtrace.lowering.override import overriding, parse_overrides
 
         if getattr(args, "jobs", 1) > 1 or getattr(args, "isolate", False) or getattr(args, "timeout", None):
             raise UsageError(

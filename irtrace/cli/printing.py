@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from irtrace.core.trace import STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun
+from irtrace.trace.model import STOPPED_BY_CRASH, STOPPED_BY_TIMEOUT, KernelRun
 
 
 def escape(text: object) -> str:

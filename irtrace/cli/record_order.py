@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from irtrace.core.errors import IrtraceError
-from irtrace.core.schedule import RunKey, previous_run_times
+from irtrace.base.errors import IrtraceError
+from irtrace.perf.schedule import RunKey, previous_run_times
 
 
 def run_times_for(order_from: str | None, output: str, jobs: int) -> dict[RunKey, float] | None:

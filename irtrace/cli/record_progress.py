@@ -26,15 +26,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from irtrace.core.trace import KernelRun
 from irtrace.edge.console import SafeConsole
+from irtrace.trace.model import KernelRun
 
 REFRESH_S = 0.1
 """The progress line is drawn at most this often: the parent must stay free to feed workers."""
 
 
 class RecordingProgress:
-    """``irtrace.recording.api.RecordProgress`` drawn with rich: runs done of all, the run being
+    """``irtrace.lowering.api.RecordProgress`` drawn with rich: runs done of all, the run being
     lowered (and how many more are), time elapsed and the estimated time left."""
 
     def __init__(self, stream: IO[str]) -> None:

@@ -1,5 +1,5 @@
 """The instance a kernel named without arguments is recorded with, in the words the editor's hover
-and the MCP server use (``irtrace.recording.resolve``): for ``irtrace record``'s summary and
+and the MCP server use (``irtrace.lowering.resolve``): for ``irtrace record``'s summary and
 ``irtrace instances FILE.py``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from irtrace.core.trace import KernelRun
+from irtrace.trace.model import KernelRun
 
 RESOLVED_FORMAT = "irtrace-resolved/1"
 """The ``format`` of ``irtrace instances FILE.py --json``; a change that breaks readers gets a new number."""
@@ -51,7 +51,7 @@ def cli_instance_sources(pick: str | None) -> Any:
     entry point, as the editor finds them in its workspace."""
     from pathlib import Path
 
-    from irtrace.core.instances import instance_trace_files
-    from irtrace.recording.resolve.candidates import InstanceSources
+    from irtrace.lowering.resolve.candidates import InstanceSources
+    from irtrace.trace.instances import instance_trace_files
 
     return InstanceSources(traces=instance_trace_files(Path.cwd()), pick=pick)

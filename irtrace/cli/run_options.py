@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from irtrace.base.errors import exit_codes_help
 from irtrace.cli.bench_options import add_bench_options
 from irtrace.cli.override import add_override_option
 from irtrace.cli.spans import add_source_map_option
-from irtrace.core.errors import exit_codes_help
 
 RUN_EPILOG = """\
 The script's own compilations keep their target; -t adds targets. On a machine without

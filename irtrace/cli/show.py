@@ -9,20 +9,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.printing import console as _console
 from irtrace.cli.printing import escape
 from irtrace.cli.printing import first_line as _first_line
 from irtrace.cli.printing import run_status as _status
-from irtrace.core.errors import ExitCode
-from irtrace.core.summary import NEW_STAGE, PassRow
-from irtrace.core.trace import STATUS_OK, KernelRun, Trace
 from irtrace.edge.command import load_trace_warning_if_cut
+from irtrace.trace.model import STATUS_OK, KernelRun, Trace
+from irtrace.trace.summary import NEW_STAGE, PassRow
 
 
 def _load(path: str) -> Trace:
     """The trace, its runs read one at a time as they are printed; every run is read once first
     so that a bad record stops the command before it prints anything."""
-    from irtrace.core.trace_stream import validate_runs
+    from irtrace.trace.stream import validate_runs
 
     trace = load_trace_warning_if_cut(path, "irtrace", streamed=True)
     validate_runs(trace)
@@ -31,7 +31,7 @@ def _load(path: str) -> Trace:
 
 def cmd_show(args: argparse.Namespace) -> ExitCode:
     from irtrace.cli.line_costs import cmd_show_lines, lines_requested
-    from irtrace.core.summary import totals_by_pass
+    from irtrace.trace.summary import totals_by_pass
 
     if lines_requested(args, ("--kernel", "--by-pass", "--changed", "--top")):
         return cmd_show_lines(_load(args.trace), args.lines, args.target, args.json)
@@ -63,8 +63,8 @@ _RUNS = "\x00runs\x00"
 def _write_document(trace: Trace, runs: Sequence[KernelRun], by_pass: bool) -> None:
     """``json.dumps(trace_document(...), indent=2)``, written run by run: the document of a
     corpus is never whole in memory."""
-    from irtrace.core.summary import totals_by_pass, trace_document
-    from passdiff import count_line_changes
+    from irtrace.diff import count_line_changes
+    from irtrace.trace.summary import totals_by_pass, trace_document
 
     document: Any = trace_document(trace, [], count_line_changes)
     document["runs"] = _RUNS
@@ -97,8 +97,8 @@ def _count_cells(row: PassRow) -> tuple[str, str]:
 def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> None:
     from rich.table import Table
 
-    from irtrace.core.summary import pass_rows
-    from passdiff import count_line_changes
+    from irtrace.diff import count_line_changes
+    from irtrace.trace.summary import pass_rows
 
     console = _console()
     total = f"{run.total_s * 1000:.0f} ms" if run.total_s is not None else "?"
@@ -133,7 +133,7 @@ def _print_run(trace: Trace, run: KernelRun, changed_only: bool, label: str) -> 
             *_count_cells(row),
         )
     console.print(table)
-    from irtrace.core.perf import latency_text, resource_lines
+    from irtrace.perf.latency import latency_text, resource_lines
 
     source = trace.kernel_source(run) if run.resources else None
     for line in resource_lines(run.resources, source):

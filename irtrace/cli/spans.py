@@ -1,6 +1,6 @@
 """``irtrace spans TRACE`` (where spans stop: how many statements keep a span after each pass) and
 ``irtrace ir TRACE --line N`` (what a Python line became after every pass, or after one), from the
-trace's source maps (``irtrace.core.source_map``)."""
+trace's source maps (``irtrace.facts.source_map``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import argparse
 import json
 from typing import Any
 
-from irtrace.core.errors import ExitCode, UsageError, exit_codes_help
-from irtrace.core.instruction_classes import counts_document, describe_counts, line_instructions
-from irtrace.core.source_map import (
+from irtrace.base.errors import ExitCode, UsageError, exit_codes_help
+from irtrace.edge.command import echo, load_trace_warning_if_cut
+from irtrace.facts.instruction_classes import counts_document, describe_counts, line_instructions
+from irtrace.facts.source_map import (
     RunMaps,
     SpanRow,
     carried_kernel_lines,
@@ -24,8 +25,7 @@ from irtrace.core.source_map import (
     require_maps,
     span_rows,
 )
-from irtrace.core.trace import Trace
-from irtrace.edge.command import echo, load_trace_warning_if_cut
+from irtrace.trace.model import Trace
 
 SPANS_FORMAT = "irtrace-spans/1"
 """The ``format`` of ``irtrace spans --format json``."""

@@ -17,11 +17,11 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from irtrace.core import interrupts
-from irtrace.core.errors import ExitCode, IrtraceError
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.trace import STATUS_INCOMPLETE, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.base import interrupts
+from irtrace.base.errors import ExitCode, IrtraceError
+from irtrace.base.safe_text import terminal_safe
+from irtrace.trace.model import STATUS_INCOMPLETE, Trace
+from irtrace.trace.reader import load_trace
 
 
 class Interrupted(KeyboardInterrupt):
@@ -43,7 +43,7 @@ def run_command(
     """Run one command, turning errors a user can cause into a line on stderr and an exit code.
 
     With ``catch_signals``, SIGINT and SIGTERM are noted while the command runs
-    (``irtrace.core.interrupts``), so a Ctrl-C that TVM turns into an error still stops it, and
+    (``irtrace.base.interrupts``), so a Ctrl-C that TVM turns into an error still stops it, and
     SIGTERM is handled like Ctrl-C (exit 143 instead of 130).
     """
     signals = interrupts.catching() if catch_signals else contextlib.nullcontext()
@@ -117,9 +117,9 @@ def echo(text: str, *, stderr: bool = False, one_line: bool = False, end: str = 
 def load_trace_warning_if_cut(path: str, tool: str, *, streamed: bool = False) -> Trace:
     """Load a trace and check every IR text against its SHA-256; say on stderr when it was cut
     short, then go on with what it holds. ``streamed``: its runs are read one at a time when
-    iterated (``irtrace.core.trace_stream``), for commands that go through a corpus run by run."""
+    iterated (``irtrace.trace.stream``), for commands that go through a corpus run by run."""
     if streamed:
-        from irtrace.core.trace_stream import open_trace
+        from irtrace.trace.stream import open_trace
 
         trace = open_trace(path).verify()
     else:

@@ -14,7 +14,7 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from irtrace.core.safe_text import terminal_safe
+from irtrace.base.safe_text import terminal_safe
 
 
 class SafeConsole(Console):

@@ -17,10 +17,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from irtrace.core.errors import ExitCode, IrtraceError, UsageError
-from irtrace.core.layout_eval import LayoutExpressionError, forward_index, forward_thread
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.schema import BufferLayout
+from irtrace.base.errors import ExitCode, IrtraceError, UsageError
+from irtrace.base.safe_text import terminal_safe
+from irtrace.facts.layout_eval import LayoutExpressionError, forward_index, forward_thread
+from irtrace.trace.schema import BufferLayout
 
 MAX_CELLS = 65_536
 """The most cells one picture computes (a 256 x 256 crop); a larger crop is refused."""

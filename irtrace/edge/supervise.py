@@ -20,8 +20,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from irtrace.core import interrupts
-from irtrace.core.errors import ExitCode
+from irtrace.base import interrupts
+from irtrace.base.errors import ExitCode
 
 GRACE_S = 3.0
 """How long the child has to save its trace after the signal before it is killed (the issue's

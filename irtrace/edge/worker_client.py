@@ -1,7 +1,7 @@
 """A server's side of its long-lived worker: start it, send one request at a time, cut it off,
 restart it. The language server and the MCP server use this one client.
 
-Messages are ``irtrace.core.worker_protocol``'s, one per line: the only definition of what goes
+Messages are ``irtrace.edge.worker_protocol``'s, one per line: the only definition of what goes
 over the pipes; each server names its worker module and its requests. The worker leads a session
 of its own, so whatever a kernel file forks is found and killed with it. A request that outlives
 its time limit kills the worker; so does memory, when a limit is set: a watcher polls the resident
@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from irtrace.core.worker_protocol import (
+from irtrace.edge.worker_protocol import (
     Call,
     Cancel,
     Failure,

@@ -1,7 +1,7 @@
 """The one worker runtime both servers' workers run: the language server's analysis worker and the
 MCP server's lowering worker.
 
-A worker reads the protocol of ``irtrace.core.worker_protocol`` on stdin, one JSON object per line,
+A worker reads the protocol of ``irtrace.edge.worker_protocol`` on stdin, one JSON object per line,
 and answers on a copy of the original stdout (file descriptor 1 is pointed at stderr, so whatever
 TileLang, TVM or a kernel prints goes there). What differs between the two workers is only their
 requests and the handler of each: a ``WorkerRuntime`` is given a table from request type to
@@ -37,7 +37,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
-from irtrace.core.worker_protocol import (
+from irtrace.edge.worker_protocol import (
     Call,
     Cancel,
     Failure,

@@ -126,7 +126,7 @@ class SideBySideRows(RowSource):
     columns = 2
 
     def __init__(self, rows: Sequence[Any]) -> None:
-        from passdiff.textdiff import word_diff_skipped
+        from irtrace.diff.textdiff import word_diff_skipped
 
         items: list[Any] = []
         for row in rows:
@@ -162,7 +162,7 @@ class SideBySideRows(RowSource):
         old_spans: list[tuple[int, int]] = []
         new_spans: list[tuple[int, int]] = []
         if row.kind == "replace" and row.old_text is not None and row.new_text is not None:
-            from passdiff.textdiff import diff_words
+            from irtrace.diff.textdiff import diff_words
 
             old_at = new_at = 0
             words = diff_words(row.old_text, row.new_text)

@@ -18,11 +18,11 @@ from textual.app import ComposeResult
 from textual.containers import ScrollableContainer, Vertical
 from textual.widgets import DataTable, Static
 
-from irtrace.core.errors import IrtraceError
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.schema import BufferLayout, LayoutRecord
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.base.errors import IrtraceError
+from irtrace.base.safe_text import terminal_safe
 from irtrace.edge.layout_pictures import MAX_CELLS, grid_size, layout_grid, layout_svg
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.schema import BufferLayout, LayoutRecord
 from passviz.layout_text import ROW_LABEL, grid_text
 
 GRID_SPAN = 64
@@ -57,7 +57,7 @@ def svg_path(trace: Trace, run: KernelRun, layout: BufferLayout) -> Path:
 def write_svg(trace: Trace, run: KernelRun, layout: BufferLayout) -> tuple[Path, str]:
     """The whole layout as SVG beside the trace (at most ``MAX_CELLS`` cells: the top rows of a
     larger one); the path and what was drawn."""
-    from irtrace.core.output import write_atomically
+    from irtrace.base.output import write_atomically
 
     rows, cols = grid_size(layout)
     shown_rows = min(rows, max(1, MAX_CELLS // max(cols, 1)))

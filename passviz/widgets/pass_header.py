@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from irtrace.core.summary import NEW_STAGE, is_new_stage
-from irtrace.core.trace import KernelRun
+from irtrace.trace.model import KernelRun
+from irtrace.trace.summary import NEW_STAGE, is_new_stage
 from passviz.model import PassEntry, format_ms
 
 

@@ -10,8 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
-from irtrace.core.summary import NEW_STAGE, is_new_stage
-from irtrace.core.trace import PassRecord
+from irtrace.trace.model import PassRecord
+from irtrace.trace.summary import NEW_STAGE, is_new_stage
 from passviz.model import PassEntry, format_ms, time_bar
 from passviz.widgets.messages import PassChosen
 

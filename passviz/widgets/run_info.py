@@ -13,8 +13,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from irtrace.core.perf import latency_text, resource_lines
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.perf.latency import latency_text, resource_lines
+from irtrace.trace.model import KernelRun, Trace
 from passviz.model import format_ms
 from passviz.semantics import CATEGORIES
 

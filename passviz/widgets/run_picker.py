@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 from passviz.model import run_label
 from passviz.widgets.run_tree import RunRef
 

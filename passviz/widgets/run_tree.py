@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 from passviz.model import run_label
 from passviz.widgets.messages import RunChosen
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import sys
 
-from irtrace.core.resources import BenchResult
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording import capture_extras
-from irtrace.recording.capture import run_script
+from irtrace.lowering import capture_extras
+from irtrace.lowering.capture import run_script
+from irtrace.trace.resources import BenchResult
+from irtrace.trace.writer import TraceWriter
 
 
 def main() -> None:

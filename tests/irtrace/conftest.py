@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import PHASE_CODEGEN, KernelRun, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import prepare_request
-from irtrace.recording.manifest import load_manifest
-from irtrace.recording.recorder import (
+from irtrace.lowering.api import prepare_request
+from irtrace.lowering.manifest import load_manifest
+from irtrace.lowering.recorder import (
     CaptureOptions,
     LoweringOptions,
     RunHeader,
     record_failure,
     record_lowering,
 )
+from irtrace.trace.model import PHASE_CODEGEN, KernelRun, Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import EXAMPLES, ROOT
 
@@ -42,8 +42,8 @@ _UNTRACED = """
 import json, sys
 from dataclasses import replace
 import tilelang, tvm
-from irtrace.recording.api import prepare_request
-from irtrace.recording.manifest import load_manifest
+from irtrace.lowering.api import prepare_request
+from irtrace.lowering.manifest import load_manifest
 
 sources = {}
 for request in load_manifest(sys.argv[1]):
@@ -192,8 +192,8 @@ def coverage(tmp_path_factory: pytest.TempPathFactory) -> Coverage:
 @cache  # two test files parametrize over it at collection, in every xdist worker
 def coverage_cases() -> list[tuple[str, str]]:
     """(kernel, target) for every example and every target of its dialect, without lowering."""
-    from irtrace.core.targets import resolve_targets
-    from irtrace.recording.loader import load_spec_module, select_kernels
+    from irtrace.lowering.loader import load_spec_module, select_kernels
+    from irtrace.targets.backends import resolve_targets
 
     cases = []
     for request in load_manifest(MANIFEST):

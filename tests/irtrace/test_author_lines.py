@@ -2,7 +2,7 @@
 with Python's ``ast`` (tests/source_lines_oracle.py; ORACLES.md, "Source maps"), not against the
 lines TileLang happened to span. The reductions are the case in point: ``T.reduce_*`` is a macro
 whose statements TileLang spans with lines of its own ``reduce_op.py``; the frontend hook
-(``irtrace.recording.frontend_lines``) gives them the kernel's calling line.
+(``irtrace.lowering.frontend_lines``) gives them the kernel's calling line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 from tests.conftest import DATA, EXAMPLES
 from tests.source_lines_oracle import author_lines, mentions, run_coverage
 
@@ -69,9 +69,9 @@ def test_macro_statements_carry_the_calling_line_and_keep_the_library_frame() ->
     import tilelang
     import tvm
 
-    from irtrace.recording import frontend_lines
-    from irtrace.recording.loader import load_kernel_module
-    from irtrace.recording.spans import statement_spans
+    from irtrace.lowering import frontend_lines
+    from irtrace.lowering.loader import load_kernel_module
+    from irtrace.lowering.spans import statement_spans
 
     assert frontend_lines.install()
     path = DATA / "row_reduce.py"
@@ -128,7 +128,7 @@ def test_the_trace_keeps_the_macro_line_as_the_inner_frame(traces: dict[str, Pat
     that the map gives to a ``T.reduce_*`` line of the kernel; ``ir --line FILE:LINE`` finds it."""
     import tilelang
 
-    from irtrace.core.source_map import LineQuery, line_through_passes
+    from irtrace.facts.source_map import LineQuery, line_through_passes
 
     path = KERNELS["row_reduce"][0]
     trace = load_trace(traces["row_reduce"])
@@ -155,7 +155,7 @@ def test_the_trace_keeps_the_macro_line_as_the_inner_frame(traces: dict[str, Pat
 def test_the_hook_leaves_tilelang_alone_outside_its_range(version: str) -> None:
     """In a fresh process told another release is installed: nothing is wrapped."""
     code = (
-        "import irtrace.recording.frontend_lines as f\n"
+        "import irtrace.lowering.frontend_lines as f\n"
         f"f.installed_tilelang = lambda: {version!r}\n"
         "import tilelang.ir as ir\n"
         "from tilelang.language.eager import builder as b\n"

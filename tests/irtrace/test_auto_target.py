@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.trace import STATUS_OK
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import STATUS_OK
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, ROOT
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.instances import kernel_instances
-from irtrace.core.trace import STATUS_OK, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.instances import kernel_instances
+from irtrace.trace.model import STATUS_OK, Trace
+from irtrace.trace.reader import load_trace
 from tests.conftest import DATA, ROOT
 
 HOOK = ROOT / "irtrace-autocapture.pth"

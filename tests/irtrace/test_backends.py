@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode, UsageError
+from irtrace.ci.coverage import coverage_matrix, failing_pass, matrix_markdown
 from irtrace.cli.main import main
-from irtrace.core.coverage import coverage_matrix, failing_pass, matrix_markdown
-from irtrace.core.errors import ExitCode, UsageError
-from irtrace.core.targets import ALIASES, TARGETS, get_target, resolve_targets
-from irtrace.core.trace import STATUS_OK
+from irtrace.targets.backends import ALIASES, TARGETS, get_target, resolve_targets
+from irtrace.trace.model import STATUS_OK
 
 from ..conftest import EXAMPLES
 from .conftest import Coverage
@@ -76,7 +76,7 @@ def test_record_and_run_take_a_backend_pattern_for_its_targets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`-t 'hip:*'` is listed as valid: it stands for every HIP target in `record` and `run`."""
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     kernel = tmp_path / "broken.py"
     kernel.write_text("def broken():\n    raise ValueError('no kernel here')\n")

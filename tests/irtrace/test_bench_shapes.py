@@ -14,8 +14,13 @@ from typing import Any
 import pytest
 from msgspec.structs import replace as struct_replace
 
+from irtrace.base.errors import ExitCode, UsageError
 from irtrace.cli.main import main
-from irtrace.core.bench_shapes import (
+from irtrace.lowering.api import PreparedLowering, record_kernels
+from irtrace.lowering.bench import BenchPlan, bench_run, parse_gpu_query, plan_inputs, symbolic_dims
+from irtrace.lowering.jit_calls import tensor_arg
+from irtrace.lowering.manifest import load_manifest
+from irtrace.perf.bench_shapes import (
     NO_SHAPES,
     BenchSettings,
     MissingShapeError,
@@ -23,15 +28,10 @@ from irtrace.core.bench_shapes import (
     parse_bench_shapes,
     resolve_shape,
 )
-from irtrace.core.errors import ExitCode, UsageError
-from irtrace.core.resources import BenchResult
-from irtrace.core.schema import Instance
-from irtrace.core.trace import KernelRun
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import PreparedLowering, record_kernels
-from irtrace.recording.bench import BenchPlan, bench_run, parse_gpu_query, plan_inputs, symbolic_dims
-from irtrace.recording.jit_calls import tensor_arg
-from irtrace.recording.manifest import load_manifest
+from irtrace.trace.model import KernelRun
+from irtrace.trace.resources import BenchResult
+from irtrace.trace.schema import Instance
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import DATA, EXAMPLES
 
@@ -228,7 +228,7 @@ def test_prepare_bench_compiles_with_the_bound_sizes(lowered: Lowered) -> None:
     import tilelang
     from tilelang.profiler import Profiler
 
-    from irtrace.recording.bench import cuda_device, launch_bench, prepare_bench
+    from irtrace.lowering.bench import cuda_device, launch_bench, prepare_bench
 
     bench = prepare_bench(lowered.prepared, parse_bench_shapes(["tokens=1024"]))
     assert bench.source_sha256 == lowered.run.source_sha256
@@ -253,10 +253,10 @@ def test_bench_gives_a_kernel_that_returns_its_output_only_its_inputs() -> None:
 
     import tilelang
 
-    from irtrace.core.bench_shapes import NO_SHAPES
-    from irtrace.core.targets import first_target
-    from irtrace.recording.bench import compile_for_bench, kernel_inputs
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.bench import compile_for_bench, kernel_inputs
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.perf.bench_shapes import NO_SHAPES
+    from irtrace.targets.backends import first_target
 
     example = importlib.import_module("tests.data.tilelang_example_gemm")
     func = example.matmul.get_tir(M=256, N=256, K=256, block_M=64, block_N=64, block_K=32)

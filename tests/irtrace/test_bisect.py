@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import text_sha256
+from irtrace.trace.model import text_sha256
 
 from ..conftest import EXAMPLES, ROOT, SMALL_GEMM
 
@@ -125,7 +125,7 @@ def test_bisect_versions_reports_the_release_that_changes_the_source(tmp_path: P
     versions = [env["tilelang_version"] for env in document["environments"]]
     assert versions == sorted(versions) and len(set(versions)) == 2
     # the oracle: each environment's own trace, read back
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     shas = {load_trace(path).runs[0].source_sha256 for path in tmp_path.glob("env-*.jsonl")}
     if len(shas) == 1:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import PHASE_CODEGEN, STATUS_OK, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.trace.model import PHASE_CODEGEN, STATUS_OK, Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import DATA, ROOT
 
@@ -164,7 +164,7 @@ def test_typed_tvm_config_values_are_stored_as_json_values(tmp_path: Path) -> No
     the JSON values that went in, in a recorded run's header too."""
     from tilelang import tvm
 
-    from irtrace.recording.recorder import begin_run_record
+    from irtrace.lowering.recorder import begin_run_record
 
     given = {
         "tl.disable_warp_specialized": True,
@@ -192,7 +192,7 @@ def test_jit_hooks_are_tilelang_own_outside_a_capture() -> None:
     from tilelang.jit import JITImpl
     from tilelang.language.eager.builder import TirTemplate
 
-    from irtrace.recording.jit_calls import observe_jit_calls
+    from irtrace.lowering.jit_calls import observe_jit_calls
 
     before = (JITImpl.compile, TirTemplate.get_tir)
     with observe_jit_calls():
@@ -268,7 +268,7 @@ def test_irtrace_run_hooks_tilelang_only_while_the_script_runs(tmp_path: Path) -
     script.write_text(_HOOK_PROBE)
     before = (JITImpl.compile, TirTemplate.get_tir)
     main(["run", "-q", "-o", str(tmp_path / "t.jsonl"), "--", "python", str(script), str(seen)])
-    assert seen.read_text() == "irtrace.recording.jit_calls irtrace.recording.jit_calls"
+    assert seen.read_text() == "irtrace.lowering.jit_calls irtrace.lowering.jit_calls"
     assert (JITImpl.compile, TirTemplate.get_tir) == before
 
 

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
+from irtrace.base.errors import UsageError
 from irtrace.ci.check import check_traces
+from irtrace.ci.policy import PASS_TIME, PERF_KINDS, TOTAL_TIME, Policy, load_policy
 from irtrace.cli.main import main
-from irtrace.core.errors import UsageError
-from irtrace.core.policy import PASS_TIME, PERF_KINDS, TOTAL_TIME, Policy, load_policy
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 
@@ -113,8 +113,8 @@ def _finish_order_oracle(configs: dict[str, Any]) -> list[OraclePass]:
     import tvm
     from tvm.ir.instrument import pass_instrument
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     from ..passdiff.oracle import load_kernel_module
 
@@ -365,7 +365,7 @@ def test_implicit_policy_file_in_the_current_folder(traces: Traces, tmp_path: Pa
 def test_check_help_names_every_kind_the_default_policy_fails_on() -> None:
     """The help said the default failed "on removed and newly failing kernels only"; it gates
     latency and resources too. Oracle: ``Policy()`` deciding each kind."""
-    from irtrace.core.policy import CHANGE_KINDS
+    from irtrace.ci.policy import CHANGE_KINDS
 
     done = irtrace("check", "--help", cwd=ROOT)
     assert done.returncode == 0, done.stderr

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from irtrace.ci.check import check_traces
+from irtrace.ci.policy import load_policy
 from irtrace.cli.main import build_parser
-from irtrace.core.policy import load_policy
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import ROOT
 from .conftest import Coverage
@@ -117,7 +117,7 @@ def test_the_gpu_workflow_records_machine_code_and_latency_and_checks_them(tmp_p
     --bench, and check with a policy file whose performance gates load."""
     import tomllib
 
-    from irtrace.core.policy import LATENCY, OCCUPANCY, SPILLS, load_policy
+    from irtrace.ci.policy import LATENCY, OCCUPANCY, SPILLS, load_policy
 
     workflow = _doc_workflow("irtrace performance")
     (job,) = workflow["jobs"].values()

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
+from irtrace.base.native_log import hide_harmless_native_warnings
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.native_log import hide_harmless_native_warnings
-from irtrace.core.trace import STATUS_FAILED, STATUS_OK, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import STATUS_FAILED, STATUS_OK, Trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, ROOT, SMALL_GEMM
 

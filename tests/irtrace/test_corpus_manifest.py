@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from irtrace.core.specs import KernelSpec
-from irtrace.core.targets import dialect_of_source, expand_target
-from irtrace.recording.manifest import load_manifest
+from irtrace.lowering.manifest import load_manifest
+from irtrace.targets.backends import dialect_of_source, expand_target
+from irtrace.targets.specs import KernelSpec
 
 from ..conftest import EXAMPLES, ROOT
 

@@ -19,12 +19,12 @@ import pytest
 from msgspec.structs import replace
 
 from irtrace.ci.check import check_traces
-from irtrace.core import digest_index
-from irtrace.core.digest_index import DigestIndex
-from irtrace.core.trace import Trace, text_sha256
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_stream import open_trace
-from irtrace.core.trace_writer import TraceWriter, stream_merged, write_merged
+from irtrace.trace import digest_index
+from irtrace.trace.digest_index import DigestIndex
+from irtrace.trace.model import Trace, text_sha256
+from irtrace.trace.reader import load_trace
+from irtrace.trace.stream import open_trace
+from irtrace.trace.writer import TraceWriter, stream_merged, write_merged
 
 
 def test_answers_as_a_dict_across_the_move_to_its_file() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from irtrace.recording.manifest import load_manifest
+from irtrace.lowering.manifest import load_manifest
 
 from ..conftest import EXAMPLES
 from .conftest import MANIFEST, Coverage, coverage_cases

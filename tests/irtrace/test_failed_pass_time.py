@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.targets import resolve_targets
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import RecordRequest, record_kernels
-from irtrace.recording.manifest import load_manifest
+from irtrace.lowering.api import RecordRequest, record_kernels
+from irtrace.lowering.manifest import load_manifest
+from irtrace.targets.backends import resolve_targets
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import DATA, EXAMPLES, ROOT
 from .test_parallel import irtrace
@@ -73,7 +73,7 @@ def test_target_order_jobs_and_company_do_not_change_a_run(tmp_path: Path) -> No
 
 def test_in_process_recording_builds_a_fresh_kernel_for_each_target() -> None:
     # the --bench path lowers in this process, one target after the other
-    from irtrace.core.specs import parse_spec
+    from irtrace.targets.specs import parse_spec
 
     def in_process(targets: tuple[str, ...]) -> dict[tuple[str, str], tuple[Any, ...]]:
         writer = TraceWriter()
@@ -88,8 +88,8 @@ _UNTRACED = """
 import sys, tilelang, tvm
 sys.path.insert(0, sys.argv[1])
 from two_workspaces import row_stats
-from irtrace.recording.tvm_targets import make_tvm_target
-from irtrace.core.targets import resolve_targets
+from irtrace.lowering.tvm_targets import make_tvm_target
+from irtrace.targets.backends import resolve_targets
 (target,) = resolve_targets((sys.argv[2],), "tilelang")
 with make_tvm_target(target) as tvm_target:
     sys.stdout.write(tilelang.lower(row_stats(), target=tvm_target).kernel_source)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from irtrace.core.trace import STATUS_OK, text_sha256
+from irtrace.trace.model import STATUS_OK, text_sha256
 
 from .conftest import Coverage, coverage_cases
 

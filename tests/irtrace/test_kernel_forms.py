@@ -20,16 +20,16 @@ from typing import Any
 
 import pytest
 
+from irtrace.base.errors import ExitCode, InputError, KernelSourceError, UsageError
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode, InputError, KernelSourceError, UsageError
-from irtrace.core.kernel_kinds import KernelKind
-from irtrace.core.specs import Expression, parse_spec
-from irtrace.core.trace import STATUS_FAILED, STATUS_OK, KernelRun, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import RecordRequest, record_kernels
-from irtrace.recording.loader import find_kernels, load_kernel_module, parse_pass_config
-from irtrace.recording.manifest import load_manifest
+from irtrace.lowering.api import RecordRequest, record_kernels
+from irtrace.lowering.kernel_kinds import KernelKind
+from irtrace.lowering.loader import find_kernels, load_kernel_module, parse_pass_config
+from irtrace.lowering.manifest import load_manifest
+from irtrace.targets.specs import Expression, parse_spec
+from irtrace.trace.model import STATUS_FAILED, STATUS_OK, KernelRun, Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import DATA, ROOT, SMALL_GEMM
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.layout_eval import MAX_EXPRESSION_CHARS, LayoutExpressionError, evaluate, forward_index
-from irtrace.core.schema import BufferLayout
+from irtrace.facts.layout_eval import MAX_EXPRESSION_CHARS, LayoutExpressionError, evaluate, forward_index
+from irtrace.trace.schema import BufferLayout
 
 
 def attacks(marker: Path) -> list[tuple[str, str]]:

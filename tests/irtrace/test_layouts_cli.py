@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.layout_eval import LayoutExpressionError, forward_index, forward_thread
-from irtrace.core.layout_view import LAYOUTS_FORMAT
-from irtrace.core.trace_reader import load_trace
+from irtrace.facts.layout_eval import LayoutExpressionError, forward_index, forward_thread
+from irtrace.facts.layout_view import LAYOUTS_FORMAT
+from irtrace.trace.reader import load_trace
 from tests.conftest import DATA, ROOT, SMALL_GEMM
 
 RAISING_FACTORY = """

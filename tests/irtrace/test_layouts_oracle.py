@@ -3,7 +3,7 @@
 A plain TVM instrument in the same lowering reads every block's ``layout_map`` on the spot after
 each pass (ORACLES.md): TileLang's class, shapes, thread size, replication, thread range and text,
 and, for sampled elements, ``Layout.map_forward_index`` / ``Fragment.map_forward_thread``. The
-trace's records, and ``irtrace.core.layout_eval`` on their text, must say the same. A module
+trace's records, and ``irtrace.facts.layout_eval`` on their text, must say the same. A module
 lowered untraced in another process gives the same layout texts.
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.layout_eval import elements, forward_index, forward_thread
-from irtrace.core.layout_view import gather
-from irtrace.core.schema import BufferLayout, KernelRun
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.facts.layout_eval import elements, forward_index, forward_thread
+from irtrace.facts.layout_view import gather
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.schema import BufferLayout, KernelRun
+from irtrace.trace.writer import TraceWriter
 from tests.conftest import DATA, EXAMPLES, ROOT
 
 TARGETS = ("cuda:sm_90", "cuda:sm_80", "hip:gfx942", "metal")
@@ -167,9 +167,9 @@ class Lowered:
         return run
 
     def _lower(self, kernel: str, target: str) -> tuple[Trace, Truth]:
-        from irtrace.core.specs import parse_spec
-        from irtrace.recording.api import RecordRequest, prepare_request
-        from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
+        from irtrace.lowering.api import RecordRequest, prepare_request
+        from irtrace.lowering.recorder import LoweringOptions, RunHeader, record_lowering
+        from irtrace.targets.specs import parse_spec
 
         spec = KERNELS[kernel][0]
         path = self.folder / f"{kernel}-{target.replace(':', '_')}.jsonl"
@@ -269,8 +269,8 @@ import json, sys
 import tilelang, tvm
 from tvm.ir.instrument import pass_instrument
 from tvm.tirx.stmt_functor import post_order_visit
-from irtrace.core.specs import parse_spec
-from irtrace.recording.api import RecordRequest, prepare_request
+from irtrace.targets.specs import parse_spec
+from irtrace.lowering.api import RecordRequest, prepare_request
 
 class Enough(Exception):
     pass
@@ -339,7 +339,7 @@ def test_every_case_equals_an_untraced_lowering(lowered: Lowered) -> None:
 
 def test_cli_json_is_the_trace(lowered: Lowered, tmp_path: Path) -> None:
     """``irtrace layouts --json`` gives every recorded field of every buffer, and its threads."""
-    from irtrace.core.layout_view import layouts_document
+    from irtrace.facts.layout_view import layouts_document
 
     trace, case_truth = lowered.case("flash_attention", "cuda:sm_90")
     document = layouts_document(gather(trace, "flash_attention", "cuda:sm_90"))

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.instruction_classes import instruction_class, opcode_of
-from irtrace.core.trace import Trace
+from irtrace.facts.instruction_classes import instruction_class, opcode_of
+from irtrace.trace.model import Trace
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ import re
 import pytest
 from rich.console import Console
 
+from irtrace.ci.coverage import coverage_matrix
 from irtrace.cli.matrix import matrix_renderable
-from irtrace.core.coverage import coverage_matrix
-from irtrace.core.trace import STATUS_OK
+from irtrace.trace.model import STATUS_OK
 
 from .conftest import Coverage
 

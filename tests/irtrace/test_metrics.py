@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.metrics import SHARED_SCOPE, SYNC_OPS, run_metrics
-from irtrace.core.trace_reader import load_trace
+from irtrace.perf.metrics import SHARED_SCOPE, SYNC_OPS, run_metrics
+from irtrace.trace.reader import load_trace
 
 from ..conftest import EXAMPLES, SMALL_GEMM, record_to_file
 from ..passdiff.oracle import load_kernel_module
@@ -54,8 +54,8 @@ def _oracle(file: str, factory: tuple[str, tuple[Any, ...]], target_name: str) -
     from tilelang.instrumentation import compile_pass_instrumentation
     from tvm.s_tir.analysis import calculate_allocated_bytes
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     target = make_tvm_target(get_target(target_name))
     name, args = factory

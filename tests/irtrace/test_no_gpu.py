@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, ROOT
 
@@ -139,7 +139,7 @@ def test_irtrace_no_gpu_1_beside_irtrace_captures_on_stand_ins(tmp_path: Path) -
         [
             sys.executable,
             "-c",
-            f"import irtrace.recording.autocapture as a; a.start_from_environment(); "
+            f"import irtrace.lowering.autocapture as a; a.start_from_environment(); "
             f"import runpy; runpy.run_path({str(PROGRAM)!r}, run_name='__main__')",
         ],
         capture_output=True,
@@ -164,7 +164,7 @@ def test_only_irtrace_no_gpu_1_turns_stand_ins_on(value: str, tmp_path: Path) ->
         [
             sys.executable,
             "-c",
-            "import irtrace.recording.autocapture as a; a.start_from_environment(); "
+            "import irtrace.lowering.autocapture as a; a.start_from_environment(); "
             f"import runpy; runpy.run_path({str(PROGRAM)!r}, run_name='__main__')",
         ],
         capture_output=True,

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import KernelRun, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, EXAMPLES, ROOT
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import PHASE_CODEGEN, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import PHASE_CODEGEN, Trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA
 
@@ -93,7 +93,7 @@ def test_nvcc_compiles_the_override(tmp_path: Path) -> None:
     """--machine-code: the PTX holds the override's 42.0f; TileLang's own compile returns the file."""
     import tilelang
 
-    from irtrace.recording.override import overriding, parse_overrides
+    from irtrace.lowering.override import overriding, parse_overrides
 
     path = tmp_path / "mc.jsonl"
     argv = ["record", SPECS[0], "-t", "cuda:sm_90", "-o", str(path), "-q", "--machine-code"]

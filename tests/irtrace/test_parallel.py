@@ -17,10 +17,10 @@ import pytest
 from msgspec.structs import replace
 
 from irtrace.cli.main import main
-from irtrace.core.trace import KernelRun, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import Shard, WorkItem, fastest_times
+from irtrace.lowering.api import Shard, WorkItem, fastest_times
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import DATA, EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 
@@ -160,8 +160,8 @@ def test_shards_cover_every_item_once_in_order() -> None:
 
 
 def test_repeat_keeps_the_fastest_time_of_each_pass(tmp_path: Path) -> None:
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, record_kernels
+    from irtrace.lowering.api import RecordRequest, record_kernels
+    from irtrace.targets.specs import parse_spec
 
     runs: list[KernelRun] = []
     for _ in range(3):

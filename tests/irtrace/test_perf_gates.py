@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
+from irtrace.base.errors import UsageError
 from irtrace.ci.check import check_traces
 from irtrace.ci.check_report import render_junit, render_markdown, render_text, report_document
-from irtrace.core.errors import UsageError
-from irtrace.core.occupancy import ARCH_LIMITS, occupancy
-from irtrace.core.policy import LATENCY, OCCUPANCY, REGISTERS, SMEM, Policy, load_policy
-from irtrace.core.resources import BenchResult
-from irtrace.core.specs import parse_spec
-from irtrace.core.trace import KernelRun, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.ci.policy import LATENCY, OCCUPANCY, REGISTERS, SMEM, Policy, load_policy
+from irtrace.perf.occupancy import ARCH_LIMITS, occupancy
+from irtrace.targets.specs import parse_spec
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.resources import BenchResult
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import DATA, EXAMPLES
 
@@ -49,8 +49,8 @@ class Recorded:
 def machine(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc on PATH")
-    from irtrace.recording.api import RecordRequest, record_kernels
-    from irtrace.recording.machine_code import machine_code_for
+    from irtrace.lowering.api import RecordRequest, record_kernels
+    from irtrace.lowering.machine_code import machine_code_for
 
     path = tmp_path_factory.mktemp("perf") / "machine.jsonl"
     requests = [RecordRequest(parse_spec(spec), (TARGET,), {}) for spec in (SMALL, WIDE)]

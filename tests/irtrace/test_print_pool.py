@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording import snapshots
-from irtrace.recording.executor import run_tasks
-from irtrace.recording.snapshots import ModuleState, print_workers, share_cores
+from irtrace.lowering import snapshots
+from irtrace.lowering.executor import run_tasks
+from irtrace.lowering.snapshots import ModuleState, print_workers, share_cores
+from irtrace.trace.writer import TraceWriter
 
 
 def small_modules(count: int) -> list[Any]:

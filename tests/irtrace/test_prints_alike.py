@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording import snapshots
-from irtrace.recording.api import prepare_request
-from irtrace.recording.manifest import load_manifest
-from irtrace.recording.recorder import CaptureOptions
-from irtrace.recording.snapshots import ModuleState, prints_alike
+from irtrace.lowering import snapshots
+from irtrace.lowering.api import prepare_request
+from irtrace.lowering.manifest import load_manifest
+from irtrace.lowering.recorder import CaptureOptions
+from irtrace.lowering.snapshots import ModuleState, prints_alike
+from irtrace.trace.writer import TraceWriter
 
 from .conftest import MANIFEST, record_against_oracle
 

@@ -1,4 +1,4 @@
-"""The GIL-keeping reads the snapshot code makes after every pass (``irtrace.recording.quick_ffi``).
+"""The GIL-keeping reads the snapshot code makes after every pass (``irtrace.lowering.quick_ffi``).
 
 Each read is checked against TVM's own Python API on the same real objects (the oracle), through
 the GIL-keeping handles and through the fallback a TVM without them gets, and the handles are
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from irtrace.recording import quick_ffi
+from irtrace.lowering import quick_ffi
 
 
 def two_function_module() -> Any:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.errors import InputError, KernelSourceError, NotInTraceError, TraceFormatError
-from irtrace.core.specs import parse_spec
-from irtrace.core.trace import (
+from irtrace.base.errors import InputError, KernelSourceError, NotInTraceError, TraceFormatError
+from irtrace.lowering.api import RecordRequest, prepare_request, record_kernels, record_prepared
+from irtrace.lowering.recorder import RecordedLowering
+from irtrace.targets.specs import parse_spec
+from irtrace.trace.model import (
     PHASE_CHECK,
     PHASE_CODEGEN,
     PHASE_FINALIZE,
@@ -21,15 +23,8 @@ from irtrace.core.trace import (
     Trace,
     text_sha256,
 )
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter, merge_traces
-from irtrace.recording.api import (
-    RecordRequest,
-    prepare_request,
-    record_kernels,
-    record_prepared,
-)
-from irtrace.recording.recorder import RecordedLowering
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter, merge_traces
 
 from ..conftest import DATA, EXAMPLES, SMALL_GEMM, record_to_file
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 GEMM = f"{ROOT / 'tests' / 'data' / 'gemm_k_by_n.py'}::matmul(1024, 1024, 1024)"  # warns on HIP

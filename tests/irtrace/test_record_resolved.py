@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import EXAMPLES, ROOT
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from irtrace.ci.coverage import error_headline
 from irtrace.ci.repro import mask_targets
 from irtrace.cli.main import main
-from irtrace.core.coverage import error_headline
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 
 from ..conftest import EXAMPLES, SMALL_GEMM, record_to_file
 from ..passdiff.oracle import load_kernel_module
@@ -53,8 +53,8 @@ def _plain_lowering(case: str) -> tuple[Any, str]:
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     _, target_name, file, (name, args), failing = CASES[case]
     received: list[Any] = []

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from irtrace.ci.coverage import error_headline
 from irtrace.ci.repro import mask_targets
-from irtrace.core.coverage import error_headline
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import EXAMPLES, ROOT, SMALL_GEMM, record_to_file
 from ..passdiff.oracle import load_kernel_module
@@ -51,8 +51,8 @@ def _plain_lowering_error(file: str, factory: tuple[str, tuple[Any, ...]], targe
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     target = make_tvm_target(get_target(target_name))
     name, args = factory

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from irtrace.core.schedule import longest_first, previous_run_times
-from irtrace.core.specs import parse_spec
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import RecordRequest, record_kernels
+from irtrace.lowering.api import RecordRequest, record_kernels
+from irtrace.perf.schedule import longest_first, previous_run_times
+from irtrace.targets.specs import parse_spec
+from irtrace.trace.writer import TraceWriter
 
 from ..conftest import DATA, ROOT
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.schema_docs import BEGIN, END, markdown
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.schema_docs import BEGIN, END, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 

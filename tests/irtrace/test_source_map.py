@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.source_map import (
+from irtrace.facts.source_map import (
     LineQuery,
     carried_ir_lines,
     changed_rows,
@@ -29,9 +29,9 @@ from irtrace.core.source_map import (
     span_rows,
     wanted_files,
 )
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 from tests.conftest import DATA, EXAMPLES
 from tests.source_lines_oracle import author_lines, mentions
 
@@ -140,9 +140,9 @@ def lower_watched(path: Path, cases: list[tuple[str, str]], on_the_pipeline: tup
     """Each case lowered once, traced with prints held back, the oracle watching the lowering;
     kernels in ``on_the_pipeline`` print (and read spans) on the pipeline's thread instead, as
     ``irtrace record`` in one process does."""
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
+    from irtrace.lowering.api import RecordRequest, prepare_request
+    from irtrace.lowering.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
+    from irtrace.targets.specs import parse_spec
 
     truths: dict[tuple[str, str], list[PassTruth]] = {}
     with TraceWriter(path) as writer:

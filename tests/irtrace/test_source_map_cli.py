@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.source_map import LineQuery, line_through_passes, span_rows
-from irtrace.core.trace import Trace
-from irtrace.recording.spans import place_marks
+from irtrace.facts.source_map import LineQuery, line_through_passes, span_rows
+from irtrace.lowering.spans import place_marks
+from irtrace.trace.model import Trace
 
 from ..conftest import EXAMPLES
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode
-from irtrace.core.source_map import LineQuery, generated_lines, kernel_source_map
-from irtrace.core.trace import Trace
-from irtrace.recording.spans import place_line_directives
+from irtrace.facts.source_map import LineQuery, generated_lines, kernel_source_map
+from irtrace.lowering.spans import place_line_directives
+from irtrace.trace.model import Trace
 
 from ..conftest import EXAMPLES, SMALL_GEMM
 
@@ -35,8 +35,8 @@ def tilelang_with_directives(target: str) -> str:
     import tilelang
     import tvm
 
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, prepare_request
+    from irtrace.lowering.api import RecordRequest, prepare_request
+    from irtrace.targets.specs import parse_spec
 
     (prepared,) = prepare_request(RecordRequest(parse_spec(SMALL_GEMM), (target,), {}))
     assert prepared.built is not None

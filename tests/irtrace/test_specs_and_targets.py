@@ -5,9 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from irtrace.core.errors import UsageError
-from irtrace.core.specs import DtypeName, parse_spec
-from irtrace.core.targets import (
+from irtrace.base.errors import UsageError
+from irtrace.targets.backends import (
     ASCEND,
     PORTABLE,
     TARGETS,
@@ -17,6 +16,7 @@ from irtrace.core.targets import (
     resolve_targets,
     target_names,
 )
+from irtrace.targets.specs import DtypeName, parse_spec
 
 
 def test_plain_path_means_every_primfunc() -> None:
@@ -76,8 +76,8 @@ def test_all_expands_per_dialect() -> None:
 def test_every_target_is_named_back_from_its_tvm_target() -> None:
     """The oracle is TileLang's own ``Target`` for each spec: its kind and arch/mcpu name the
     spec again, as ``irtrace run`` names what a script lowered for."""
-    from irtrace.recording.capture import short_target_name
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.capture import short_target_name
+    from irtrace.lowering.tvm_targets import make_tvm_target
 
     for spec in TARGETS.values():
         assert short_target_name(make_tvm_target(spec)) == spec.name
@@ -109,7 +109,7 @@ def test_known_target_name_reads_names_aliases_and_tvm_text(text: str | None, ex
 
 def test_dialect_from_the_text_agrees_with_the_imported_module() -> None:
     """Two routes to a file's dialect: its import statements, and the modules it holds once run."""
-    from irtrace.recording.loader import load_kernel_module
+    from irtrace.lowering.loader import load_kernel_module
 
     from ..conftest import EXAMPLES
 
@@ -132,8 +132,8 @@ def test_the_default_target_is_the_one_tilelang_picks_for_a_hopper_gpu() -> None
     server, the MCP server, the ``cuda`` alias) is that target."""
     from tilelang.contrib import nvcc
 
-    from irtrace.core.targets import DEFAULT_TARGET, default_target, get_target
-    from irtrace.recording.capture import GPU_SCRIPT_TARGET
+    from irtrace.lowering.capture import GPU_SCRIPT_TARGET
+    from irtrace.targets.backends import DEFAULT_TARGET, default_target, get_target
     from tilelang_lsp.options import InitializationOptions
     from tilelang_lsp.protocol import DocumentRequest
 

@@ -22,9 +22,9 @@ from msgspec.structs import replace
 
 from irtrace.ci.check import check_traces
 from irtrace.cli.main import main as irtrace_main
-from irtrace.core.trace import Trace
-from irtrace.core.trace_stream import open_trace
-from irtrace.core.trace_writer import TraceWriter, stream_merged
+from irtrace.trace.model import Trace
+from irtrace.trace.stream import open_trace
+from irtrace.trace.writer import TraceWriter, stream_merged
 from passviz.report import write_report
 
 SHARDS = 4

@@ -15,8 +15,8 @@ import pytest
 from msgspec.structs import replace
 
 from irtrace.cli.main import main as irtrace_main
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 from tests.passdiff.test_long_alignment import make_run, pipeline_tree
 
 

@@ -43,8 +43,8 @@ def gemm_line_oracle(target: str = "cuda:sm_90a") -> LineOracle:
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     line = next(n for n, text in enumerate(GEMM_FILE.read_text().splitlines(), start=1) if "T.gemm(" in text)
     truths: list[PassTruth] = []
@@ -69,8 +69,8 @@ def gemm_source_lines_by_directive(line: int, target: str = "cuda:sm_90a") -> tu
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     tvm_target = make_tvm_target(get_target(target))
     sources = []

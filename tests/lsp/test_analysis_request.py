@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from irtrace.recording.warmup import WARMUP_KERNEL
+from irtrace.lowering.warmup import WARMUP_KERNEL
 
 
 def test_one_request_parses_the_document_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,12 +25,12 @@ def compiler_facts() -> dict[str, tuple[str, str, str, str | None]]:
     import tilelang  # noqa: F401  (makes tvm importable)
     from tvm.tirx.stmt_functor import post_order_visit
 
-    from irtrace.core.specs import KernelSpec
-    from irtrace.core.targets import get_target
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.loader import build_primfunc, find_kernels, load_kernel_module
-    from irtrace.recording.recorder import LoweringOptions, RunHeader, record_lowering
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.loader import build_primfunc, find_kernels, load_kernel_module
+    from irtrace.lowering.recorder import LoweringOptions, RunHeader, record_lowering
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
+    from irtrace.targets.specs import KernelSpec
+    from irtrace.trace.writer import TraceWriter
 
     path = EXAMPLES / "gemm.py"
     target = get_target("cuda:sm_90a")
@@ -299,7 +299,7 @@ async def test_kernel_summary_names_symbolic_sizes(client: LanguageClient) -> No
 
 
 async def test_trace_kernel_command_writes_a_trace_of_the_whole_pipeline(client: LanguageClient) -> None:
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     path = DATA / "styles" / "eager_gemm.py"
     uri, version = open_fresh(client, path)

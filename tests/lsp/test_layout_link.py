@@ -1,7 +1,7 @@
 """The hover links to a picture of the buffer's layout, drawn by the server from the worker's record,
 and the picture's cells are the layout the trace records for the same kernel (``irtrace record``
 in the test's own process, apart from the server and its worker, read back with
-``irtrace.core.layout_eval``)."""
+``irtrace.facts.layout_eval``)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from irtrace.core.layout_eval import forward_index, forward_thread
-from irtrace.core.schema import BufferLayout
-from irtrace.core.trace_reader import load_trace
+from irtrace.facts.layout_eval import forward_index, forward_thread
+from irtrace.trace.reader import load_trace
+from irtrace.trace.schema import BufferLayout
 from tests.lsp.conftest import EXAMPLES, open_fresh, wait_published, whole_file_server
 from tilelang_lsp.pictures import LayoutPictures
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from irtrace.recording.resolve.source import scan_kernels
+from irtrace.lowering.resolve.source import scan_kernels
 
 CONFIGS = """
 import tilelang.language as T

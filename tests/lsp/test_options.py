@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from irtrace.core.targets import TARGETS
+from irtrace.targets.backends import TARGETS
 from tilelang_lsp.options import InitializationOptions, InlayHintOptions, parse_options
 
 

@@ -6,16 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from irtrace.core.specs import DtypeName, Expression
-from irtrace.core.targets import TARGETS
-from irtrace.recording.resolve.arguments import (
+from irtrace.lowering.resolve.arguments import (
     ArgumentChoice,
     ProjectConfig,
     read_project_config,
     resolve_arguments,
     resolve_target,
 )
-from irtrace.recording.resolve.source import scan_kernels
+from irtrace.lowering.resolve.source import scan_kernels
+from irtrace.targets.backends import TARGETS
+from irtrace.targets.specs import DtypeName, Expression
 from tilelang_lsp.source.buffers import SourceBuffer, source_buffers
 from tilelang_lsp.source.text import imports_tilelang, looks_like_tilelang, syntax_problem, uses_tilelang
 
@@ -102,11 +102,11 @@ def test_source_buffers_read_half_typed_text() -> None:
 
 
 def test_server_process_never_imports_tilelang() -> None:
-    """Nor irtrace.recording, nor the worker side of tilelang_lsp (its nvcc work included)."""
+    """Nor irtrace.lowering, nor the worker side of tilelang_lsp (its nvcc work included)."""
     code = (
         "import sys, tilelang_lsp.app as s; s.create_server(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tilelang', 'tvm') "
-        "or m.startswith(('irtrace.recording', 'tilelang_lsp.worker.')) or m == 'tilelang_lsp.worker'))"
+        "or m.startswith(('irtrace.lowering', 'tilelang_lsp.worker.')) or m == 'tilelang_lsp.worker'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -224,7 +224,7 @@ def test_source_hints_read_eager_declarations() -> None:
 
 def test_a_kernel_recorded_in_irtrace_toml_takes_its_spec_arguments() -> None:
     """examples/fp8_quant.py has no call; examples/irtrace.toml records it with expressions."""
-    from irtrace.recording.resolve.resolver import manifest_call
+    from irtrace.lowering.resolve.resolver import manifest_call
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     recorded = manifest_call(examples / "fp8_quant.py", "per_token_quant")

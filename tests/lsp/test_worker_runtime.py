@@ -12,7 +12,7 @@ import time
 
 import msgspec
 
-from irtrace.core.worker_protocol import Call, Cancel, Failure, Ready, Result, decode_from_worker, encode
+from irtrace.edge.worker_protocol import Call, Cancel, Failure, Ready, Result, decode_from_worker, encode
 from tests.lsp.conftest import EXAMPLES
 from tilelang_lsp.protocol import AnalysisResult, Analyze
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import EXAMPLES, ROOT
 
@@ -39,8 +39,8 @@ CASES = [
 _PLAIN_LOWER = """
 import json, sys
 import tilelang, tvm
-from irtrace.recording.api import RecordRequest, prepare_request
-from irtrace.core.specs import parse_spec
+from irtrace.lowering.api import RecordRequest, prepare_request
+from irtrace.targets.specs import parse_spec
 
 out = {}
 for item in json.loads(sys.argv[1]):

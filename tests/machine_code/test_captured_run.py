@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import PHASE_MACHINE, STATUS_OK, text_sha256
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import PHASE_MACHINE, STATUS_OK, text_sha256
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, ROOT
 from .conftest import oracle_resources, ptxas_verbose

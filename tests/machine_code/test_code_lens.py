@@ -70,7 +70,7 @@ async def test_an_nvcc_error_in_the_lens_keeps_what_to_do(client: LanguageClient
     import subprocess
     import sys
 
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     out = tmp_path / "sm90.jsonl"
     spec = f"{EXAMPLES / 'gemm.py'}::matmul()"

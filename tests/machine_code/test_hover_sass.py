@@ -13,7 +13,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 from tests.lsp.conftest import EXAMPLES, open_fresh, wait_published, whole_file_server
 
 from .conftest import oracle_nvcc, record_machine_code

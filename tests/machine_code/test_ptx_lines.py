@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.source_map import LineQuery, generated_lines, kernel_source_map
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.recording.machine_code import find_cuda_tools
+from irtrace.facts.source_map import LineQuery, generated_lines, kernel_source_map
+from irtrace.lowering.machine_code import find_cuda_tools
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import EXAMPLES
 from .conftest import oracle_nvcc, record_machine_code, tilelang_includes
@@ -95,8 +95,8 @@ def directive_build(tmp_path_factory: pytest.TempPathFactory) -> DirectiveBuild:
     import tilelang
     import tvm
 
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, prepare_request
+    from irtrace.lowering.api import RecordRequest, prepare_request
+    from irtrace.targets.specs import parse_spec
 
     spec, target = CASE
     (prepared,) = prepare_request(RecordRequest(parse_spec(f"{EXAMPLES / spec}"), (target,), {}))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irtrace.recording.machine_lines import ptx_source_lines
+from irtrace.lowering.machine_lines import ptx_source_lines
 
 PTX = """
 .visible .entry k(

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.targets import DEFAULT_TARGET
-from irtrace.core.trace import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, STATUS_OK, text_sha256
-from irtrace.core.trace_reader import load_trace
-from irtrace.recording.machine_code import find_cuda_tools
+from irtrace.lowering.machine_code import find_cuda_tools
+from irtrace.targets.backends import DEFAULT_TARGET
+from irtrace.trace.model import PHASE_CODEGEN, PHASE_MACHINE, STATUS_FAILED, STATUS_OK, text_sha256
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, EXAMPLES, ROOT
 from .conftest import CASES, Recorded, oracle_resources, ptxas_verbose
@@ -116,7 +116,7 @@ def test_show_prints_resources_and_json_holds_them(recorded: Recorded) -> None:
 
 
 def test_merge_keeps_machine_code(recorded: Recorded, tmp_path: Path) -> None:
-    from irtrace.core.trace_writer import merge_traces
+    from irtrace.trace.writer import merge_traces
 
     merged = merge_traces([recorded.path], tmp_path / "merged.jsonl")
     again = load_trace(tmp_path / "merged.jsonl")
@@ -159,7 +159,7 @@ def test_missing_tools_are_named_with_the_way_to_get_them(tmp_path: Path) -> Non
     that sees no site-packages (so no nvidia-cuda-* package) and an empty PATH."""
     code = (
         "import sys\n"
-        "from irtrace.recording.machine_code import MachineCodeError, find_cuda_tools\n"
+        "from irtrace.lowering.machine_code import MachineCodeError, find_cuda_tools\n"
         "try:\n    print(find_cuda_tools())\nexcept MachineCodeError as error:\n    print(error.message)\n"
     )
     import shutil
@@ -219,7 +219,7 @@ def test_record_stops_before_lowering_without_tools(tmp_path: Path) -> None:
 
 
 def test_bench_without_a_gpu_says_so_before_lowering(tmp_path: Path) -> None:
-    from irtrace.recording.bench import cuda_device
+    from irtrace.lowering.bench import cuda_device
 
     if cuda_device() is not None:
         pytest.skip("this machine has a GPU")
@@ -238,9 +238,9 @@ def test_bench_without_a_gpu_says_so_before_lowering(tmp_path: Path) -> None:
 def test_bench_does_everything_up_to_the_launch(recorded: Recorded) -> None:
     """tilelang.compile with the run's target and configs and TileLang's profiler on random inputs:
     all of --bench but the launch, which needs the GPU CI does not have."""
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.bench import cuda_device, launch_bench, prepare_bench
+    from irtrace.lowering.api import RecordRequest, prepare_request
+    from irtrace.lowering.bench import cuda_device, launch_bench, prepare_bench
+    from irtrace.targets.specs import parse_spec
 
     spec, target = CASES[0]
     (prepared,) = prepare_request(RecordRequest(parse_spec(spec), (target,), base_dir=EXAMPLES))
@@ -261,8 +261,8 @@ _TILELANG_COMPILE = """
 import json, sys
 from pathlib import Path
 import tilelang
-from irtrace.recording.api import RecordRequest, prepare_request
-from irtrace.core.specs import parse_spec
+from irtrace.lowering.api import RecordRequest, prepare_request
+from irtrace.targets.specs import parse_spec
 
 configs = json.loads(sys.argv[2])
 (prepared,) = prepare_request(RecordRequest(parse_spec(sys.argv[1]), ("cuda:sm_80",), configs))
@@ -275,7 +275,7 @@ print(json.dumps({"target_detail": str(prepared.tvm_target), "pass_configs": pre
 def test_nvcc_command_is_tilelangs_own(tmp_path: Path) -> None:
     """The command TileLang's compile step logs (TILELANG_VERBOSE) is ours, but for what we add:
     -keep (the PTX), --time (phase times) and our file names."""
-    from irtrace.recording.machine_code import plan_compile
+    from irtrace.lowering.machine_code import plan_compile
 
     configs = {"tl.enable_fast_math": True, "tl.ptxas_register_usage_level": 5}
     env = {**os.environ, "TILELANG_VERBOSE": "1", "TILELANG_DISABLE_CACHE": "1"}
@@ -315,7 +315,7 @@ def test_the_perf_gate_names_the_resources_that_grew(recorded: Recorded) -> None
     for each of registers and spills that grew, gated by the default policy, none for the same run,
     and none gated once the policy allows the growth."""
     from irtrace.ci.perf_gates import FunctionResources, PerfCheck, perf_findings
-    from irtrace.core.policy import REGISTERS, SPILLS, PerfTable, Policy
+    from irtrace.ci.policy import REGISTERS, SPILLS, PerfTable, Policy
 
     sm_80, sm_90a = _run_of(recorded, *CASES[1]), _run_of(recorded, *CASES[0])
     (before,), (after,) = sm_80.resources, sm_90a.resources
@@ -342,7 +342,7 @@ def test_the_perf_gate_names_the_resources_that_grew(recorded: Recorded) -> None
 def test_the_same_source_gives_the_same_ptx(recorded: Recorded) -> None:
     """nvcc names internal symbols after the folder it compiles in; two builds of one source must
     still give one PTX, or `irtrace check` reports a change between identical recordings."""
-    from irtrace.recording.machine_code import compile_source, plan_compile
+    from irtrace.lowering.machine_code import compile_source, plan_compile
 
     run = _run_of(recorded, *CASES[0])
     plan = plan_compile(run.target_detail, run.pass_configs)

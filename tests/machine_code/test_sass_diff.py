@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace_reader import load_trace
-from irtrace.recording.machine_code import find_cuda_tools
+from irtrace.lowering.machine_code import find_cuda_tools
+from irtrace.trace.reader import load_trace
 
 from .conftest import (
     CASES,

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.instruction_classes import CLASSES, run_line_costs
-from irtrace.core.source_map import kernel_source_map, machine_line_map
-from irtrace.core.trace import KernelRun, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.recording.machine_code import find_cuda_tools
+from irtrace.facts.instruction_classes import CLASSES, run_line_costs
+from irtrace.facts.source_map import kernel_source_map, machine_line_map
+from irtrace.lowering.machine_code import find_cuda_tools
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import DATA, EXAMPLES
 from .conftest import oracle_nvcc, record_machine_code, tilelang_includes

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from irtrace.core.errors import TraceFormatError
-from irtrace.core.trace import PHASE_MACHINE
-from irtrace.core.trace_reader import load_trace, parse_trace_lines
+from irtrace.base.errors import TraceFormatError
+from irtrace.trace.model import PHASE_MACHINE
+from irtrace.trace.reader import load_trace, parse_trace_lines
 
 from .conftest import Recorded
 
@@ -61,8 +61,8 @@ def test_mistyped_resources_are_a_format_error(
 
 
 def test_bench_record_round_trip(recorded: Recorded, tmp_path: Path) -> None:
-    from irtrace.core.resources import BenchResult
-    from irtrace.core.trace_writer import TraceWriter
+    from irtrace.trace.resources import BenchResult
+    from irtrace.trace.writer import TraceWriter
 
     run = recorded.trace.runs[0]
     bench = BenchResult(0.0123, "NVIDIA H200", run.source_sha256, "tvm_ffi", 25, 100)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 
 from ..conftest import EXAMPLES
 from ..machine_code.conftest import oracle_nvcc

@@ -172,8 +172,8 @@ def _plain_lower_error(func: Any, target: str) -> str:
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     tvm_target = make_tvm_target(get_target(target))
     try:
@@ -336,8 +336,8 @@ def test_machine_code_is_what_ptxas_reports(mcp_server: McpServer, tmp_path: Pat
     import tilelang
     import tvm
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     from ..machine_code.conftest import oracle_resources, ptxas_verbose
 

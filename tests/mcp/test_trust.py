@@ -345,7 +345,7 @@ def test_the_worker_refuses_a_job_outside_its_schema_naming_the_field() -> None:
     """What reaches the worker is typed: an unknown field (an option smuggled in), a value of the
     wrong type or range, an unknown job or a missing field is refused, naming it, before anything
     runs; a line without a readable id gets no answer."""
-    from irtrace.core.worker_protocol import Failure, decode_from_worker, encode
+    from irtrace.edge.worker_protocol import Failure, decode_from_worker, encode
     from irtrace.edge.worker_runtime import StdinLines
     from tilelang_mcp.protocol import Facts, InvalidJob, make_job
     from tilelang_mcp.worker import RUNTIME

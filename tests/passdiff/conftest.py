@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 
 from ..conftest import SMALL_GEMM, record_to_file
 

@@ -55,8 +55,8 @@ def live_fragment(
     from tvm.ir.instrument import pass_instrument
     from tvm.tirx.stmt_functor import post_order_visit
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     found: dict[str, Any] = {}
 

@@ -42,8 +42,8 @@ def oracle_passes(func: Any, target: str, configs: dict[str, Any] | None = None)
     import tvm
     from tvm.ir.instrument import pass_instrument
 
-    from irtrace.core.targets import get_target
-    from irtrace.recording.tvm_targets import make_tvm_target
+    from irtrace.lowering.tvm_targets import make_tvm_target
+    from irtrace.targets.backends import get_target
 
     seen: list[OraclePass] = []
     running: list[OraclePass] = []

@@ -13,15 +13,8 @@ from collections import Counter
 
 import pytest
 
-from irtrace.core.trace import PHASE_CODEGEN, KernelRun, PassRecord, Trace
-from passdiff import (
-    MOVED,
-    NOT_REACHED,
-    ONLY_A,
-    SHARED,
-    NormalizeRules,
-    compare_runs,
-)
+from irtrace.diff import MOVED, NOT_REACHED, ONLY_A, SHARED, NormalizeRules, compare_runs
+from irtrace.trace.model import PHASE_CODEGEN, KernelRun, PassRecord, Trace
 
 from ..conftest import EXAMPLES
 from .oracle import OraclePass, load_kernel_module, oracle_passes

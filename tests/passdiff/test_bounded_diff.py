@@ -19,16 +19,10 @@ import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from irtrace.core.trace import Trace
-from passdiff import NormalizeRules, diff_texts
+from irtrace.diff import NormalizeRules, diff_texts
+from irtrace.diff.textdiff import WORD_PAIR_BUDGET, WORD_PAIR_LIMIT, diff_words, split_lines, word_diff
+from irtrace.trace.model import Trace
 from passdiff.render import html_table, terminal_lines
-from passdiff.textdiff import (
-    WORD_PAIR_BUDGET,
-    WORD_PAIR_LIMIT,
-    diff_words,
-    split_lines,
-    word_diff,
-)
 from passviz.widgets.code_view import CodeView, SideBySideRows
 
 RAW = NormalizeRules.none()

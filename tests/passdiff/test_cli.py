@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.errors import ExitCode
-from irtrace.core.summary import is_new_stage
-from irtrace.core.trace import Trace
-from passdiff import DiffOutcome, NormalizeRules, compare_runs, diff_pass
+from irtrace.base.errors import ExitCode
+from irtrace.diff import DiffOutcome, NormalizeRules, compare_runs, diff_pass
+from irtrace.trace.model import Trace
+from irtrace.trace.summary import is_new_stage
 from passdiff.cli import main
 from passdiff.render import terminal_lines
 

@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from irtrace.core.errors import NotInTraceError
-from irtrace.core.trace import KernelRun, Trace
-from passdiff import (
+from irtrace.base.errors import NotInTraceError
+from irtrace.diff import (
     NormalizeRules,
     PassdiffError,
     align_passes,
@@ -18,6 +17,7 @@ from passdiff import (
     diff_pass,
     diff_span,
 )
+from irtrace.trace.model import KernelRun, Trace
 
 RAW = NormalizeRules.none()
 TARGETS_ONLY = NormalizeRules(mask_addresses=False, mask_metadata=False)

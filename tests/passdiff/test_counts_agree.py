@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli import main as irtrace_main
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import record_kernels
-from irtrace.recording.manifest import load_manifest
-from passdiff import NormalizeRules, normalize_ir, report_document
+from irtrace.diff import NormalizeRules, normalize_ir, report_document
+from irtrace.diff.summary import MODE_PASS, DiffReport, pass_diff
+from irtrace.lowering.api import record_kernels
+from irtrace.lowering.manifest import load_manifest
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 from passdiff.cli import main as passdiff_main
-from passdiff.summary import MODE_PASS, DiffReport, pass_diff
 from passviz.model import line_counts
 from tests.conftest import EXAMPLES
 

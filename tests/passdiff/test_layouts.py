@@ -1,4 +1,4 @@
-"""Layouts compared between runs (``passdiff.layouts``), checked against TileLang's live fragments.
+"""Layouts compared between runs (``irtrace.diff.layouts``), checked against TileLang's live fragments.
 
 The oracle lowers the same kernel with ``tilelang.lower`` and reads the ``Fragment`` objects of the
 module after ``tl.LayoutInference`` (``layout_oracle``): their thread count, elements per thread,
@@ -18,15 +18,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from irtrace.core.schema import BufferLayout
-from irtrace.core.trace import Trace
-from passdiff.layouts import (
-    DIFFERS,
-    NOT_COMPARED,
-    SAME,
-    compare_layouts,
-    compare_mapping,
-)
+from irtrace.diff.layouts import DIFFERS, NOT_COMPARED, SAME, compare_layouts, compare_mapping
+from irtrace.trace.model import Trace
+from irtrace.trace.schema import BufferLayout
 
 from ..conftest import EXAMPLES, ROOT
 from .layout_oracle import live_fragment

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli.main import main as irtrace_main
-from irtrace.core.trace import KernelRun, PassRecord
-from irtrace.core.trace_writer import TraceWriter
-from passdiff import ONLY_A, ONLY_B, SHARED, align_passes
-from passdiff.align import AlignLimits
+from irtrace.diff import ONLY_A, ONLY_B, SHARED, align_passes
+from irtrace.diff.align import AlignLimits
+from irtrace.diff.compare import APPROXIMATE_NOTE
+from irtrace.trace.model import KernelRun, PassRecord
+from irtrace.trace.writer import TraceWriter
 from passdiff.cli import main as passdiff_main
-from passdiff.compare import APPROXIMATE_NOTE
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = {hashlib.sha256(text.encode()).hexdigest(): text for text in (f"# module {k}\n" for k in range(7))}
@@ -146,7 +146,7 @@ LONG_RUNS = textwrap.dedent(
     import resource, sys, time
     sys.path.insert(0, {root!r})
     from tests.passdiff.test_long_alignment import make_run, pipeline_tree, random
-    from passdiff import SHARED, align_passes
+    from irtrace.diff import SHARED, align_passes
     tree = pipeline_tree(800)
     rng = random.Random(7)
     other = list(tree)

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.diff.textdiff import EQUAL, grouped_opcodes
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 from passdiff.cli import main as passdiff_main
-from passdiff.textdiff import EQUAL, grouped_opcodes
 from tests.conftest import EXAMPLES
 from tests.irtrace.test_source_map import printed_first_lines, tile_op_lines
 
@@ -96,9 +96,9 @@ def span_oracle(watched: Watched) -> Any:
 
 
 def record_watched(path: Path, configs: dict[str, Any]) -> tuple[Trace, Watched]:
-    from irtrace.core.specs import parse_spec
-    from irtrace.recording.api import RecordRequest, prepare_request
-    from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
+    from irtrace.lowering.api import RecordRequest, prepare_request
+    from irtrace.lowering.recorder import CaptureOptions, LoweringOptions, RunHeader, record_lowering
+    from irtrace.targets.specs import parse_spec
 
     watched = Watched()
     with TraceWriter(path) as writer:
@@ -144,7 +144,7 @@ def check_hunks(
 ) -> int:
     """Each hunk's attribution, on tile operation lines, against the oracle; returns how many
     hunk sides name a tile operation line."""
-    from passdiff import NormalizeRules, diff_texts
+    from irtrace.diff import NormalizeRules, diff_texts
 
     assert before.text == before_text and after.text == after_text, "the oracle saw other modules"
     diff = diff_texts(before_text, after_text, NormalizeRules())

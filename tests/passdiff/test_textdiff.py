@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from irtrace.core.trace import Trace
-from passdiff import NormalizeRules, diff_texts, normalize_ir, word_diff
-from passdiff.textdiff import split_lines
+from irtrace.diff import NormalizeRules, diff_texts, normalize_ir, word_diff
+from irtrace.diff.textdiff import split_lines
+from irtrace.trace.model import Trace
 
 RAW = NormalizeRules.none()
 

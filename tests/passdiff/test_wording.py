@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli import main as irtrace_main
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 from passdiff.cli import main
 
 SM90, GFX942 = "cuda:sm_90", "hip:gfx942"

@@ -10,7 +10,7 @@ from msgspec.structs import replace as replace_struct
 from textual.reactive import reactive
 from textual.widgets import Input
 
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 from tests.conftest import EXAMPLES, SMALL_GEMM, record_to_file
 
 

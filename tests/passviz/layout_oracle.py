@@ -37,7 +37,7 @@ def oracle_layouts(kernel: str, target: str) -> dict[str, Any]:
                 kept.append(mod)
                 raise _Stop
 
-    from irtrace.core.targets import get_target
+    from irtrace.targets.backends import get_target
 
     spec_of = get_target(target).tvm_target  # the target's TVM spec (dict or string), not a layout
     tvm_target = determine_target(dict(spec_of) if isinstance(spec_of, dict) else spec_of, return_object=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from irtrace.core.trace import Trace, text_sha256
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from passdiff import diff_texts
+from irtrace.diff import diff_texts
+from irtrace.trace.model import Trace, text_sha256
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 from passviz.app import KEYS, PassvizApp, key_help
 from passviz.widgets.code_view import CodeView
 from passviz.widgets.help_screen import HelpScreen

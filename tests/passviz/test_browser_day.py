@@ -10,9 +10,9 @@ from pathlib import Path
 from textual import events
 from textual.widgets import Input
 
-from irtrace.core.trace import KernelRun, PassRecord, Trace
-from irtrace.core.trace_reader import load_trace
-from passdiff import diff_texts
+from irtrace.diff import diff_texts
+from irtrace.trace.model import KernelRun, PassRecord, Trace
+from irtrace.trace.reader import load_trace
 from passviz.app import PassvizApp
 from passviz.semantics import BY_NAME
 from passviz.widgets.code_view import CodeView, IrRows

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 from passviz.drawing import drawable, failed_id, fold_id, node_id, pipe, pipeline_graph, render
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -132,7 +132,7 @@ def test_the_legend_names_every_colour(three_target_trace: Trace) -> None:
 
 
 def test_node_counts_are_the_diff_s_counts(three_target_trace: Trace) -> None:
-    from passdiff import diff_texts
+    from irtrace.diff import diff_texts
 
     run = three_target_trace.runs[0]
     drawn = nodes(laid_out(pipeline_graph(three_target_trace, [run])))
@@ -145,7 +145,7 @@ def test_node_counts_are_the_diff_s_counts(three_target_trace: Trace) -> None:
 def test_lanes_of_two_configs_line_up_at_the_same_pipeline_point(
     three_target_trace: Trace, no_ws_trace: Trace, tmp_path
 ) -> None:
-    from irtrace.core.trace_writer import merge_traces
+    from irtrace.trace.writer import merge_traces
 
     assert three_target_trace.path and no_ws_trace.path
     merged = merge_traces([three_target_trace.path, no_ws_trace.path], tmp_path / "both.jsonl")
@@ -166,7 +166,7 @@ def test_lanes_of_two_configs_line_up_at_the_same_pipeline_point(
 def test_dot_draws_one_file_per_kernel_and_exits_5_when_nothing_can_be_drawn(
     factory_failure_trace: Trace, tmp_path, capsys
 ) -> None:
-    from irtrace.core.errors import ExitCode
+    from irtrace.base.errors import ExitCode
     from passviz.cli import main
 
     assert factory_failure_trace.path

@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from irtrace.core.errors import UsageError
-from irtrace.core.schema import BufferLayout
-from irtrace.core.trace import KernelRun, Trace
+from irtrace.base.errors import UsageError
 from irtrace.edge.layout_pictures import (
     LayoutDrawingError,
     bank_of,
@@ -26,6 +24,8 @@ from irtrace.edge.layout_pictures import (
     layout_grid,
     layout_svg,
 )
+from irtrace.trace.model import KernelRun, Trace
+from irtrace.trace.schema import BufferLayout
 from passviz.cli import main as passviz_main
 from passviz.layout_text import layout_text
 from tests.passviz.layout_oracle import int_of, oracle_layouts

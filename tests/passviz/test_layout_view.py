@@ -13,8 +13,8 @@ import msgspec
 import pytest
 from textual.pilot import Pilot
 
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 from passviz.app import PassvizApp, key_help
 from passviz.widgets.layout_view import LayoutView, svg_path
 from tests.passviz.layout_oracle import int_of, oracle_layouts
@@ -184,8 +184,8 @@ def test_svg_names_from_hostile_trace_text_stay_beside_the_trace(layouts_trace: 
 
 
 def test_w_draws_at_most_max_cells_of_a_large_layout(layouts_trace: Trace, tmp_path: Path) -> None:
-    from irtrace.core.schema import BufferLayout
     from irtrace.edge.layout_pictures import MAX_CELLS
+    from irtrace.trace.schema import BufferLayout
     from passviz.widgets.layout_view import write_svg
 
     wide = BufferLayout(

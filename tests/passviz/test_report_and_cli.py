@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import Trace
+from irtrace.base.errors import ExitCode
+from irtrace.trace.model import Trace
 from passviz.cli import main
 from tests.passviz.report_page import stored_html, stored_texts
 
@@ -133,7 +133,7 @@ def test_report_shows_a_failed_pass_s_input_and_links_drawings_to_diffs(
 
 
 def test_browse_is_accepted_as_the_browsers_name(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from irtrace.core.errors import ExitCode
+    from irtrace.base.errors import ExitCode
     from passviz.cli import main as passviz_main
 
     missing = tmp_path / "missing.jsonl"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import KernelRun, Trace
-from passdiff import NormalizeRules, diff_texts
+from irtrace.diff import NormalizeRules, diff_texts
+from irtrace.trace.model import KernelRun, Trace
 from passviz.report import pass_anchor, write_report
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
@@ -127,7 +127,7 @@ def coverage_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, flo
     import sys
     import time
 
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     named = os.environ.get("PASSVIZ_COVERAGE_TRACE")
     folder = tmp_path_factory.mktemp("coverage-report")

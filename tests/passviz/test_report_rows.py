@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from irtrace.core.trace import KernelRun, PassRecord, Trace
-from passdiff import align_passes
+from irtrace.diff import align_passes
+from irtrace.trace.model import KernelRun, PassRecord, Trace
 from passviz.report import pass_anchor, report_html
 from passviz.report_grid import aligned_rows
 from tests.conftest import ROOT, SMALL_GEMM, record_to_file
@@ -97,7 +97,7 @@ BIG_REPORT = """
 import sys, time
 sys.path.insert(0, {root!r})
 from tests.passdiff.test_long_alignment import TEXTS, make_run, pipeline_tree
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 from passviz.report import report_html
 tree = pipeline_tree(500)
 other = list(tree)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_stream import RunFile, open_trace
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.stream import RunFile, open_trace
 from passviz.report import report_html, write_report
 
 

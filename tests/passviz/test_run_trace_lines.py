@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 from passviz.report import write_report
 from tests.conftest import DATA
 

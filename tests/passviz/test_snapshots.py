@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from textual.pilot import Pilot
 
-from irtrace.core.trace import Trace
+from irtrace.trace.model import Trace
 from passviz.app import PassvizApp
 from passviz.widgets.code_view import CodeView
 from passviz.widgets.pass_table import PassTable

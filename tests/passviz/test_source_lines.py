@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from irtrace.core.trace import KernelRun, PassRecord, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import KernelRun, PassRecord, Trace
+from irtrace.trace.reader import load_trace
 from passviz.app import PassvizApp
 from passviz.report import pass_anchor, report_html, write_report
 from passviz.widgets.code_view import CodeView, IrRows, UnifiedRows

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.targets import DEFAULT_TARGET
-from irtrace.core.trace import UNFINISHED, KernelRun, PassRecord, Trace
+from irtrace.targets.backends import DEFAULT_TARGET
+from irtrace.trace.model import UNFINISHED, KernelRun, PassRecord, Trace
 from tests.conftest import DATA, ROOT, record_to_file
 
 MISBEHAVING = DATA / "misbehaving.py"

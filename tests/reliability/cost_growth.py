@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from irtrace.core.resources import BenchResult, KernelResources
-from irtrace.core.schema import (
+from irtrace.trace.model import STATUS_OK
+from irtrace.trace.resources import BenchResult, KernelResources
+from irtrace.trace.schema import (
     RECORD_TYPES,
     BufferLayout,
     Instance,
@@ -33,8 +34,7 @@ from irtrace.core.schema import (
     PassRecord,
     SourceMapRecord,
 )
-from irtrace.core.trace import STATUS_OK
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.trace.writer import TraceWriter
 
 KERNEL_FILE = "import tilelang.language as T\n\n\ndef kernel(A, B):\n" + "".join(
     f"    T.copy(A[{i}], B[{i}])\n" for i in range(40)

@@ -15,11 +15,11 @@ import msgspec
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.layout_eval import LayoutExpressionError, evaluate
-from irtrace.core.schema import BufferLayout
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import MAX_RATIO
-from passdiff.layouts import NOT_COMPARED, compare_mapping
+from irtrace.diff.layouts import NOT_COMPARED, compare_mapping
+from irtrace.facts.layout_eval import LayoutExpressionError, evaluate
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import MAX_RATIO
+from irtrace.trace.schema import BufferLayout
 from tests.conftest import DATA, ROOT
 
 HEADER = b'{"record":"header","format":"irtrace","schema":1,"created":"2026-12-03T08:30:22+00:00"}\n'

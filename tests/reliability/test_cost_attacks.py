@@ -15,11 +15,11 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from irtrace.cli.main import main as irtrace_main
-from irtrace.core.schema import KernelRun, PassRecord, SourceMapRecord
-from irtrace.core.trace import STATUS_OK, text_sha256
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.resolve.arguments import read_project_config
+from irtrace.lowering.resolve.arguments import read_project_config
+from irtrace.trace.model import STATUS_OK, text_sha256
+from irtrace.trace.reader import load_trace
+from irtrace.trace.schema import KernelRun, PassRecord, SourceMapRecord
+from irtrace.trace.writer import TraceWriter
 from passviz.cli import main as passviz_main
 from tests.reliability.conftest import run_tool
 from tests.reliability.cost_growth import KERNEL_FILE, measure
@@ -280,7 +280,7 @@ def test_a_helper_forked_by_main_dies_with_the_resolver_run(tmp_path: Path) -> N
     main() wrote files 28 s after the MCP call returned."""
     import time
 
-    from irtrace.recording.resolve.entry_point import run_entry_point
+    from irtrace.lowering.resolve.entry_point import run_entry_point
 
     beat = tmp_path / "beat.txt"
     program = tmp_path / "program.py"

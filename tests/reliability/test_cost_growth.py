@@ -20,9 +20,9 @@ import anyio
 import pytest
 
 from irtrace.cli.main import main as irtrace_main
-from irtrace.core.instances import kernel_instances
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import write_merged
+from irtrace.trace.instances import kernel_instances
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import write_merged
 from passdiff.cli import main as passdiff_main
 from passviz.cli import main as passviz_main
 from tests.reliability.cost_growth import GROWS, ONE_PER_FILE, Cost, grown_shape, kinds, measure, write_trace

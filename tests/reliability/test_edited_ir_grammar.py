@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.recording.edited_ir import EditedIrError, parse_edited_ir, script_names
+from irtrace.lowering.edited_ir import EditedIrError, parse_edited_ir, script_names
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 
 HIP, CUDA = "hip:gfx942", "cuda:sm_90"
 HIP_PASS = "tl.LayoutInference"

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from irtrace.base.errors import ExitCode, TraceFormatError
 from irtrace.cli.main import main as irtrace_main
-from irtrace.core.errors import ExitCode, TraceFormatError
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 from passdiff.cli import main as passdiff_main
 from passviz.cli import main as passviz_main
 from tests.conftest import record_to_file

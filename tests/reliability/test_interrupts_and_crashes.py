@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, STOPPED_BY_CRASH, Trace
-from irtrace.core.trace_reader import load_trace, parse_trace_lines
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.base.errors import ExitCode
+from irtrace.trace.model import STATUS_FAILED, STATUS_INCOMPLETE, STATUS_OK, STOPPED_BY_CRASH, Trace
+from irtrace.trace.reader import load_trace, parse_trace_lines
+from irtrace.trace.writer import TraceWriter
 from tests.conftest import DATA, SMALL_GEMM
 
 from .conftest import (

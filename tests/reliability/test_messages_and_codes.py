@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import Trace
+from irtrace.base.errors import ExitCode
+from irtrace.trace.model import Trace
 from tests.conftest import ROOT
 
 from .conftest import cli_command, one_line, run_tool

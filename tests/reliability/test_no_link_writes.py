@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 from passviz.cli import main as passviz_main
 
 VICTIM_TEXT = "the user's own file\n"

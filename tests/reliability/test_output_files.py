@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.errors import ExitCode
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.base.errors import ExitCode
+from irtrace.base.safe_text import terminal_safe
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 
 from .conftest import one_line, run_tool
 
@@ -144,7 +144,7 @@ def test_kernels_whose_names_clash_as_file_names_get_a_drawing_each(
 
 def test_a_reproducer_named_after_a_long_hostile_kernel_name_is_a_valid_file_name() -> None:
     from irtrace.ci.repro import default_script_name
-    from irtrace.core.trace import KernelRun
+    from irtrace.trace.model import KernelRun
 
     run = KernelRun(
         run_id=0,

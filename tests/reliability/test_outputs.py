@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main as irtrace_main
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.core.trace_writer import TraceWriter
+from irtrace.trace.model import STATUS_INCOMPLETE, STATUS_OK, Trace
+from irtrace.trace.reader import load_trace
+from irtrace.trace.writer import TraceWriter
 from passviz.cli import main as passviz_main
 
 from .conftest import (

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core.errors import ExitCode
-from irtrace.core.trace import STATUS_INCOMPLETE, STATUS_OK, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.base.errors import ExitCode
+from irtrace.trace.model import STATUS_INCOMPLETE, STATUS_OK, Trace
+from irtrace.trace.reader import load_trace
 from tests.conftest import DATA, EXAMPLES
 
 from .conftest import one_line, run_tool

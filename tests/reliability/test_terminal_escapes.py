@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from irtrace.core.errors import ExitCode
-from irtrace.core.safe_text import terminal_safe
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.base.errors import ExitCode
+from irtrace.base.safe_text import terminal_safe
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 
 from .conftest import run_tool
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from irtrace.cli.main import main
-from irtrace.core.trace import Trace
-from irtrace.core.trace_reader import load_trace
-from irtrace.recording.trace_configs import TraceConfigError, decode_trace_configs
+from irtrace.lowering.trace_configs import TraceConfigError, decode_trace_configs
+from irtrace.trace.model import Trace
+from irtrace.trace.reader import load_trace
 from tests.conftest import EXAMPLES
 
 CODEGEN = "target.build.tilelang_cuda"

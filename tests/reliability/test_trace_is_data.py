@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from irtrace.base.errors import ExitCode, TraceFormatError
 from irtrace.ci.repro import ReproError, SavedModule, failing_step, pass_factory, render_script, target_json
 from irtrace.cli.main import main
-from irtrace.core.errors import ExitCode, TraceFormatError
-from irtrace.core.trace import KernelRun, PassRecord, Trace
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.model import KernelRun, PassRecord, Trace
+from irtrace.trace.reader import load_trace
 from tests.conftest import EXAMPLES, ROOT, record_to_file
 
 from .conftest import one_line, run_tool
@@ -137,7 +137,7 @@ def test_repro_refuses_an_argument_that_is_not_a_literal(
 _REFUSED_BEFORE_TILELANG = """
 import sys
 from irtrace.ci.repro import ReproError, require_rebuildable
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 trace, kernel = load_trace(sys.argv[1]), sys.argv[2]
 (run,) = [run for run in trace.runs if run.status != "ok"]
 try:
@@ -343,12 +343,12 @@ def test_merge_keeps_the_recorded_source(recorded_then_deleted: tuple[Trace, str
 def test_the_recorded_source_is_the_text_imported_unsaved_editor_text_included(tmp_path: Path) -> None:
     """The language server lowers an editor's unsaved text: the trace holds that text, not the
     file on disk, since that is what the IR came from."""
-    from irtrace.core.specs import parse_spec
-    from irtrace.core.targets import get_target
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import analyze_kernel
-    from irtrace.recording.loader import load_kernel_module, select_kernels
-    from irtrace.recording.recorder import LoweringOptions
+    from irtrace.lowering.api import analyze_kernel
+    from irtrace.lowering.loader import load_kernel_module, select_kernels
+    from irtrace.lowering.recorder import LoweringOptions
+    from irtrace.targets.backends import get_target
+    from irtrace.targets.specs import parse_spec
+    from irtrace.trace.writer import TraceWriter
 
     kernel = kernel_copy(tmp_path)
     unsaved = kernel.read_text() + "\n# an edit not saved yet\n"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from irtrace.core import compat
-from irtrace.core.errors import ExitCode
-from irtrace.recording import instrumentation
+from irtrace.base.errors import ExitCode
+from irtrace.lowering import instrumentation
+from irtrace.targets import compat
 
 from ..conftest import DATA, EXAMPLES, ROOT
 
@@ -36,8 +36,8 @@ GEMM = f"{EXAMPLES / 'gemm.py'}::matmul(256, 256, 256)"
 
 _UNTRACED = """
 import hashlib, json, sys
-from irtrace.recording.api import RecordRequest, prepare_request
-from irtrace.core.specs import parse_spec
+from irtrace.lowering.api import RecordRequest, prepare_request
+from irtrace.targets.specs import parse_spec
 import tilelang, tvm
 out = {"version": tilelang.__version__}
 for prepared in prepare_request(RecordRequest(parse_spec(sys.argv[1]), tuple(sys.argv[2:]), {})):
@@ -92,10 +92,10 @@ def test_a_release_outside_the_range_is_refused_in_one_line(tmp_path: Path) -> N
 
 @in_range
 def test_recording_matches_the_oracles_on_this_release(tmp_path: Path) -> None:
-    from irtrace.core.specs import parse_spec
-    from irtrace.core.trace_reader import load_trace
-    from irtrace.core.trace_writer import TraceWriter
-    from irtrace.recording.api import RecordRequest, prepare_request
+    from irtrace.lowering.api import RecordRequest, prepare_request
+    from irtrace.targets.specs import parse_spec
+    from irtrace.trace.reader import load_trace
+    from irtrace.trace.writer import TraceWriter
 
     from ..irtrace.conftest import record_against_oracle
 
@@ -124,7 +124,7 @@ def test_jit_kernels_of_both_styles_record_on_this_release(tmp_path: Path) -> No
     )
     done = irtrace("record", lazy, eager, "-t", "cuda:sm_90", "-o", "jit.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     runs = {run.kernel: run for run in load_trace(tmp_path / "jit.jsonl").runs}
     assert runs["lazy_add"].pass_configs.get("tl.disable_warp_specialized") is True
@@ -147,7 +147,7 @@ def test_irtrace_run_captures_a_script_or_says_it_needs_0_1_14(tmp_path: Path) -
         )
         return
     assert done.returncode == 0, done.stderr
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     runs = load_trace(tmp_path / "run.jsonl").runs
     assert [run.status for run in runs] == ["ok", "ok"]

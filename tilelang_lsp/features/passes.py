@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from irtrace.core.trace import occurrence_labels
+from irtrace.trace.model import occurrence_labels
 from tilelang_lsp.requests import document_of, field_of
 
 if TYPE_CHECKING:

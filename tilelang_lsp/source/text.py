@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from irtrace.core.source_tree import parse_source
+from irtrace.facts.source_tree import parse_source
 
 _USES_TILELANG = re.compile(r"^[ \t]*(?:import|from)[ \t]+tilelang\b", re.MULTILINE)
 

@@ -16,12 +16,9 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from irtrace.core.errors import IrtraceError, KernelSourceError
-from irtrace.core.targets import TargetSpec, get_target
-from irtrace.core.trace import PassRecord
-from irtrace.core.trace_writer import TraceWriter
-from irtrace.recording.api import AnalyzedKernel, analyze_kernel
-from irtrace.recording.facts import (
+from irtrace.base.errors import IrtraceError, KernelSourceError
+from irtrace.lowering.api import AnalyzedKernel, analyze_kernel
+from irtrace.lowering.facts import (
     CompilerDiagnostic,
     buffer_facts,
     capture_native_stderr,
@@ -30,17 +27,20 @@ from irtrace.recording.facts import (
     native_log_diagnostics,
     reached,
 )
-from irtrace.recording.loader import KernelDefinition, LoadedModule, find_kernels, load_kernel_module
-from irtrace.recording.recorder import CaptureOptions, LoweringOptions, RecordedLowering
-from irtrace.recording.resolve.arguments import ProjectConfig, read_project_config, resolve_target
-from irtrace.recording.resolve.candidates import Candidate, InstanceSources
-from irtrace.recording.resolve.resolver import (
+from irtrace.lowering.loader import KernelDefinition, LoadedModule, find_kernels, load_kernel_module
+from irtrace.lowering.recorder import CaptureOptions, LoweringOptions, RecordedLowering
+from irtrace.lowering.resolve.arguments import ProjectConfig, read_project_config, resolve_target
+from irtrace.lowering.resolve.candidates import Candidate, InstanceSources
+from irtrace.lowering.resolve.resolver import (
     NEEDS_VALUES,
     ResolvedInstance,
     instance_candidates,
     resolve_instance,
 )
-from irtrace.recording.resolve.source import KernelSource, scan_kernels
+from irtrace.lowering.resolve.source import KernelSource, scan_kernels
+from irtrace.targets.backends import TargetSpec, get_target
+from irtrace.trace.model import PassRecord
+from irtrace.trace.writer import TraceWriter
 from tilelang_lsp.protocol import (
     FAILED,
     AnalysisResult,
@@ -71,7 +71,7 @@ _TVM_TARGETS: dict[str, Any] = {}
 def tvm_target(target: TargetSpec) -> Any:
     """TileLang's target object for ``target``, made once per process."""
     if target.name not in _TVM_TARGETS:
-        from irtrace.recording.tvm_targets import make_tvm_target
+        from irtrace.lowering.tvm_targets import make_tvm_target
 
         _TVM_TARGETS[target.name] = make_tvm_target(target)
     return _TVM_TARGETS[target.name]
@@ -483,7 +483,7 @@ def ir_after_pass(request: IrAfterPass) -> IrText:
     """The IR after ``pass_name`` (``name`` or ``name#2`` for a later occurrence) of a full lowering."""
     import tempfile
 
-    from irtrace.core.trace_reader import load_trace
+    from irtrace.trace.reader import load_trace
 
     with tempfile.TemporaryDirectory() as folder:
         trace_file = str(Path(folder) / "ir.jsonl")

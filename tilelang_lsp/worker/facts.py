@@ -1,6 +1,6 @@
 """The facts only the language server shows, and irtrace's facts as protocol messages.
 
-Buffer facts and diagnostics themselves are read by ``irtrace.recording.facts`` (the MCP server
+Buffer facts and diagnostics themselves are read by ``irtrace.lowering.facts`` (the MCP server
 reads them too); here they become the ``tilelang_lsp.protocol`` messages the server receives, with
 symbolic sizes under the source's names. tilelang is imported lazily.
 """
@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from irtrace.core.buffer_facts import BufferFact
-from irtrace.recording.facts import CompilerDiagnostic, byte_size
-from irtrace.recording.layouts import dims_of, module_functions
+from irtrace.facts.buffer_facts import BufferFact
+from irtrace.lowering.facts import CompilerDiagnostic, byte_size
+from irtrace.lowering.layouts import dims_of, module_functions
 from tilelang_lsp.protocol import Buffer, Diagnostic
 
 

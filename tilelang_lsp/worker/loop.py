@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from irtrace.core.targets import DEFAULT_TARGET
 from irtrace.edge.worker_runtime import CallContext, CallFailed, Handler, WorkerRuntime
+from irtrace.targets.backends import DEFAULT_TARGET
 from tilelang_lsp.protocol import (
     CODEC,
     Analyze,
@@ -88,7 +88,7 @@ RUNTIME: WorkerRuntime[WorkerRequest] = WorkerRuntime(
 
 
 def main() -> None:
-    from irtrace.recording.worker_start import prepare_process, warm_up
+    from irtrace.lowering.worker_start import prepare_process, warm_up
 
     target = os.environ.get("TILELANG_LSP_WARMUP_TARGET", DEFAULT_TARGET)
     RUNTIME.serve(prepare_process, lambda: warm_up(target), warm_before_ready=False)

@@ -1,7 +1,7 @@
 """The resource lens's nvcc work: the worker plans it, a short-lived job runs it.
 
 ``compile_input`` runs in the worker after a full CUDA lowering: TileLang's nvcc command for the
-run (``irtrace.recording.machine_code.plan_compile``, which needs tilelang) and the kernel source.
+run (``irtrace.lowering.machine_code.plan_compile``, which needs tilelang) and the kernel source.
 ``python -m tilelang_lsp.worker.machine_code`` compiles those the server sends it, one kernel at a
 time, and answers each with a ``CompiledKernel`` line; the server starts it with its own
 interpreter and kills it when the document changes, so neither the server process nor the worker
@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from irtrace.core.instruction_classes import sass_line_costs
-from irtrace.recording.machine_code import (
+from irtrace.facts.instruction_classes import sass_line_costs
+from irtrace.lowering.machine_code import (
     CompilePlan,
     CudaTools,
     MachineCodeError,

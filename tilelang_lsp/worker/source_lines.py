@@ -1,5 +1,5 @@
 """What each line of a kernel's file became, pass by pass: the kernel's full lowering recorded with
-source maps (``irtrace.recording.spans``), read back with ``irtrace.core.source_map``. Runs inside
+source maps (``irtrace.lowering.spans``), read back with ``irtrace.facts.source_map``. Runs inside
 the worker only, on the first hover of a tile operation (maps print each module twice, so they are
 not computed on every edit).
 """
@@ -10,8 +10,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from irtrace.core.errors import NotInTraceError
-from irtrace.core.source_map import (
+from irtrace.base.errors import NotInTraceError
+from irtrace.facts.source_map import (
     LineQuery,
     generated_lines,
     kernel_source_map,
@@ -19,9 +19,9 @@ from irtrace.core.source_map import (
     pass_maps,
     wanted_files,
 )
-from irtrace.core.targets import TARGETS
-from irtrace.core.trace_reader import load_trace
-from irtrace.recording.machine_code import compiles_to_machine_code
+from irtrace.lowering.machine_code import compiles_to_machine_code
+from irtrace.targets.backends import TARGETS
+from irtrace.trace.reader import load_trace
 from tilelang_lsp.protocol import LineMaps, LineStage, LineThroughPasses, SourceLines
 from tilelang_lsp.worker.analysis import AnalysisJob, analyze
 from tilelang_lsp.worker.machine_code import sass_input

@@ -8,7 +8,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from irtrace.core.buffer_facts import BufferFact
+from irtrace.facts.buffer_facts import BufferFact
 from tilelang_mcp import fields
 from tilelang_mcp.answers import Answer
 from tilelang_mcp.fields import Instance, Spec, Target, Timeout

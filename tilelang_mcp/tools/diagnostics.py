@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from irtrace.recording.facts import CompilerDiagnostic
 from tilelang_mcp import fields
 from tilelang_mcp.answers import Answer
+from tilelang_mcp.backend import CompilerDiagnostic
 from tilelang_mcp.fields import Spec, Target, Timeout
 from tilelang_mcp.protocol import Diagnostics
 from tilelang_mcp.session import Session

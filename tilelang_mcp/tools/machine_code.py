@@ -8,7 +8,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from irtrace.core.targets import DEFAULT_TARGET
+from irtrace.targets.backends import DEFAULT_TARGET
 from tilelang_mcp import backend, fields
 from tilelang_mcp.answers import Answer
 from tilelang_mcp.fields import Configs, RunSummary, Spec, Timeout

@@ -1,0 +1,226 @@
+"""``irtrace run --no-gpu`` and ``IRTRACE_NO_GPU=1``: a GPU program runs to its end on a machine
+without a GPU, and every kernel it builds is lowered for real and captured.
+
+Each compilation runs TileLang's own pipeline up to and including codegen (so the captured passes
+and kernel source are those a GPU machine gives), but the device compiler is not called and the
+compiled kernel is a stand-in: calling it launches nothing and returns outputs of the declared
+shapes on PyTorch's ``meta`` device. The program's other GPU work is made harmless with the
+language server's stand-ins (``irtrace.lowering.resolve.entry_point``): tensors asked for on
+``cuda`` are made on ``meta``, ``torch.cuda`` answers for the target, comparisons of meta tensors
+pass. That also makes the program's references cheap: ``a @ b`` on meta tensors computes nothing,
+where a CPU fallback can take minutes. An ``@autotune`` kernel is built with its first config
+only (nothing can be timed). Every run captured this way says ``stand_in`` in its instance, and
+``--bench`` refuses it: no result of a stand-in is ever shown as a real one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+from irtrace.targets.backends import TargetSpec
+
+NO_GPU_ENV = "IRTRACE_NO_GPU"
+"""Set to ``1`` (``irtrace run --no-gpu`` sets it for the script and the processes it starts),
+captures in this process run the program's GPU work on stand-ins."""
+
+STAND_IN_LATENCY_MS = 1.0
+"""What a stand-in's bench or a CUDA event's timing answers: not 0, which programs divide by."""
+STAND_IN_SMS = {80: 108, 90: 132, 100: 148}
+"""SMs the stand-in GPU reports per compute capability (A100, H100 SXM, B200): persistent kernels
+size their grid by it (``driver.get_num_sms()``), so it must match the GPU a trace is compared with."""
+DEFAULT_SMS = 132
+
+_ACTIVE: list[bool] = []
+"""Non-empty while this process's GPU work runs on stand-ins."""
+
+
+def requested() -> bool:
+    """Whether this process's environment asks for stand-ins (``IRTRACE_NO_GPU=1``)."""
+    return os.environ.get(NO_GPU_ENV) == "1"
+
+
+def active() -> bool:
+    """Whether kernels compiled now are stand-ins (their runs are marked ``stand_in``)."""
+    return bool(_ACTIVE)
+
+
+class StandInAdapter:
+    """What a compiled kernel runs through under ``--no-gpu``: the lowered artifact's facts (source,
+    parameters) are real, the launch is a stand-in returning meta tensors."""
+
+    def __init__(self, func: Any, out_idx: Any, artifact: Any) -> None:
+        from irtrace.lowering.resolve.entry_point import StandInKernel
+
+        self.stand_in = StandInKernel(func, out_idx)
+        self.func = self.stand_in
+        self.result_idx = self.stand_in.outputs
+        self.params = artifact.params
+        self.artifact = artifact
+
+    def get_kernel_source(self, kernel_only: bool = True) -> str:
+        return str(self.artifact.kernel_source or "")
+
+    def get_host_source(self) -> str:
+        return str(self.artifact.host_mod) if self.artifact.host_mod is not None else ""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.stand_in(*args, **kwargs)
+
+
+def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
+    """Tensors on ``cuda`` made on ``meta`` and ``torch.cuda``'s device queries answered (the
+    language server's stand-ins); then ``torch.cuda.is_available()`` says yes, so a program that
+    picks its device by it takes the cheap meta path rather than a CPU reference."""
+    import torch
+
+    from irtrace.lowering.resolve.entry_point import _harmless_gpu_work  # the resolver's stand-ins
+
+    if torch.cuda.is_available():
+        return  # a real GPU answers for itself; only the kernels are stand-ins
+    _harmless_gpu_work(stack, target.name)
+
+    def nothing(*_args: Any, **_kwargs: Any) -> None:
+        return None
+
+    major, minor = torch.cuda.get_device_capability()  # the stand-in's answer for ``target``
+    properties = types.SimpleNamespace(
+        name=f"stand-in for {target.name}",
+        major=major,
+        minor=minor,
+        multi_processor_count=STAND_IN_SMS.get(major * 10 + minor, DEFAULT_SMS),
+        total_memory=80 << 30,
+        L2_cache_size=50 << 20,
+        warp_size=32,
+        max_threads_per_multi_processor=2048,
+        is_integrated=False,
+        is_multi_gpu_board=False,
+    )
+
+    class Event:
+        """Timings of nothing: 1 ms each, so a program dividing by one goes on."""
+
+        def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+            pass
+
+        record = synchronize = wait = nothing
+
+        def elapsed_time(self, _other: Any) -> float:
+            return STAND_IN_LATENCY_MS
+
+    answers: list[tuple[str, Any]] = [
+        ("is_available", lambda: True),
+        ("device_count", lambda: 1),
+        ("get_device_properties", lambda *_a, **_k: properties),
+        ("Event", Event),
+        ("set_device", nothing),
+        ("empty_cache", nothing),
+        ("manual_seed", nothing),
+        ("manual_seed_all", nothing),
+    ]
+    for attr, value in answers:
+        stack.callback(setattr, torch.cuda, attr, getattr(torch.cuda, attr))
+        setattr(torch.cuda, attr, value)
+    # TileLang's driver asks ``torch.device(0)`` first, which fails where torch has no accelerator
+    with contextlib.suppress(ImportError):
+        from tilelang.carver.arch.driver import cuda_driver
+
+        stack.callback(
+            setattr, cuda_driver, "get_cuda_device_properties", cuda_driver.get_cuda_device_properties
+        )
+        cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
+
+
+def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
+    """``AutoTuner.run`` under ``--no-gpu``: compile (and so capture) the first config only."""
+    from tilelang.autotuner.tuner import AutotuneResult
+
+    if callable(tuner.configs):
+        kernel_args, kernel_kwargs = tuner._kernel_parameters
+        tuner.configs = tuner.configs(*kernel_args, **dict(kernel_kwargs))
+    configs = list(tuner.configs or [])
+    first = dict(configs[0]) if configs else {}
+    compile_func, _elaborate = tuner._ensure_jit_functions()
+    if _tunables_given(tuner, first):  # as TileLang does: no tuning, the call's own values
+        kernel = compile_func()
+        return AutotuneResult(libcode=kernel.get_kernel_source(), func=kernel.prim_func, kernel=kernel)
+    kernel = compile_func(**first)
+    with contextlib.suppress(AttributeError):  # programs read ``kernel.config`` as the tuner sets it
+        kernel.update_tuner_result(latency=STAND_IN_LATENCY_MS, config=first, ref_latency=STAND_IN_LATENCY_MS)
+    return AutotuneResult(
+        latency=STAND_IN_LATENCY_MS,
+        config=first,
+        ref_latency=STAND_IN_LATENCY_MS,
+        libcode=kernel.get_kernel_source(),
+        func=kernel.prim_func,
+        kernel=kernel,
+    )
+
+
+def _tunables_given(tuner: Any, config: dict[str, Any]) -> bool:
+    """Whether the call already gave a tunable value (by keyword or position): TileLang's
+    ``AutoTuner.run`` then compiles the call as it is, without tuning."""
+    if tuner._kernel_parameters is None:
+        return False
+    given_args, given_kwargs = tuner._kernel_parameters
+    names = list(tuner._function_parameters or {})
+    tunables = [key for key in config if key != "pass_configs"]
+    by_keyword = {key for key, _value in given_kwargs}
+    return any(key in by_keyword for key in tunables) or any(
+        key in names and names.index(key) < len(given_args) for key in tunables
+    )
+
+
+@contextlib.contextmanager
+def gpu_stand_ins(target: TargetSpec) -> Iterator[None]:
+    """While active, kernels compile without the device compiler into stand-ins, and the program's
+    GPU work is answered (see the module's docstring). ``target`` is what ``torch.cuda`` answers for."""
+    import tilelang.engine.lower
+    from tilelang.autotuner.tuner import AutoTuner
+    from tilelang.jit.kernel import JITKernel
+
+    from irtrace.lowering.resolve.entry_point import StandInProfiler
+
+    def create_stand_in_adapter(
+        kernel: Any, func: Any, out_idx: Any, artifact: Any, *_args: Any, **_kwargs: Any
+    ) -> StandInAdapter:
+        return StandInAdapter(func, out_idx, artifact)
+
+    class TimedStandInProfiler(StandInProfiler):
+        def do_bench(self, *_args: Any, **_kwargs: Any) -> float:
+            return STAND_IN_LATENCY_MS
+
+    def stand_in_profiler(*_args: Any, **_kwargs: Any) -> StandInProfiler:
+        return TimedStandInProfiler()
+
+    def no_bench(*_args: Any, **_kwargs: Any) -> float:
+        return STAND_IN_LATENCY_MS
+
+    # the module by name: the attribute ``tilelang.engine.lower`` is the function
+    engine_lower = sys.modules["tilelang.engine.lower"]
+    with contextlib.ExitStack() as stack:
+        patches: list[tuple[Any, str, Any]] = [
+            # codegen runs as TileLang runs it, minus nvcc/hipcc (``*_without_compile``)
+            (engine_lower, "device_codegen", engine_lower.device_codegen_without_compile),
+            (JITKernel, "_create_adapter_from_artifact", create_stand_in_adapter),
+            (JITKernel, "get_profiler", stand_in_profiler),
+            (AutoTuner, "run", _first_config_only),
+        ]
+        import tilelang.profiler
+
+        patches.append((tilelang.profiler, "do_bench", no_bench))
+        bench_module = sys.modules.get("tilelang.profiler.bench")
+        if bench_module is not None and hasattr(bench_module, "do_bench"):
+            patches.append((bench_module, "do_bench", no_bench))
+        for owner, attr, value in patches:
+            stack.callback(setattr, owner, attr, getattr(owner, attr))
+            setattr(owner, attr, value)
+        with contextlib.suppress(ImportError):
+            _answer_torch_cuda(stack, target)
+        _ACTIVE.append(True)
+        stack.callback(_ACTIVE.pop)
+        yield
