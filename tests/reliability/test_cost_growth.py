@@ -64,9 +64,11 @@ def _mcp_tool(tool: str, **arguments: object) -> Reader:
         async def load_here(path: Path) -> backend.Trace:
             return load_trace(path)
 
-        app.load_file = load_here  # type: ignore[method-assign]
+        app.session.load_file = load_here  # type: ignore[method-assign]
         given = {name: str(trace) if value is _TRACE else value for name, value in arguments.items()}
-        return anyio.run(functools.partial(getattr(app, tool), **given))
+        answer = anyio.run(app.call_tool, tool, given)
+        assert not answer.isError, answer.content
+        return answer
 
     return read
 
