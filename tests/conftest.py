@@ -14,6 +14,10 @@ from irtrace.trace.model import Trace
 from irtrace.trace.reader import load_trace
 from irtrace.trace.writer import TraceWriter
 
+collect_ignore_glob = ["data/*"]
+"""Test data: kernel files and a project's own test suite (``no_gpu_suite``) that tests run, never
+collect."""
+
 # A suite started in the background (`make test &`) inherits an ignored SIGINT, and so would every
 # command a test starts: the Ctrl-C tests need it as a terminal has it.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:

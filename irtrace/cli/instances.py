@@ -70,7 +70,6 @@ def cmd_instances(args: argparse.Namespace) -> ExitCode:
 
 
 def _file_instances(files: list[str], args: argparse.Namespace) -> ExitCode:
-    from irtrace.cli.main import check_kernel_file
     from irtrace.cli.resolved import cli_instance_sources
     from irtrace.lowering.api import RecordRequest
     from irtrace.targets.specs import parse_spec
@@ -210,3 +209,16 @@ def python_spelling(value: Any) -> str:
             return f"<tensor {value['dtype']}[{', '.join(str(d) for d in value['shape'])}]>"
         return "{" + ", ".join(f"{key!r}: {python_spelling(item)}" for key, item in value.items()) + "}"
     return repr(value)
+
+
+def check_kernel_file(request: Any) -> None:
+    """A spec naming a file that is not there fails before anything is written."""
+    from pathlib import Path
+
+    from irtrace.lowering.loader import is_module_name, resolve_kernel_file
+
+    path = Path(request.spec.path).expanduser()
+    if request.base_dir is not None and not path.is_absolute():
+        path = request.base_dir / path
+    if path.exists() or not is_module_name(request.spec.path):
+        resolve_kernel_file(path)

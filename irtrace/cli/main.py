@@ -26,7 +26,7 @@ from irtrace.cli.bisect import BISECT_COMMANDS, add_bisect_command
 from irtrace.cli.ci import CI_COMMANDS, add_ci_commands
 from irtrace.cli.collect import COLLECT_COMMANDS, add_collect_command
 from irtrace.cli.experiments import EXPERIMENT_COMMANDS, add_experiment_commands
-from irtrace.cli.instances import add_instances_command, cmd_instances
+from irtrace.cli.instances import add_instances_command, check_kernel_file, cmd_instances
 from irtrace.cli.layouts import add_layouts_command, cmd_layouts
 from irtrace.cli.line_costs import add_lines_option
 from irtrace.cli.override import add_override_option, with_overrides
@@ -379,19 +379,6 @@ def _check_machine_code_and_bench(args: argparse.Namespace) -> None:
                 "--bench launches the kernels in this process; leave out --isolate and --timeout"
             )
         require_gpu()
-
-
-def check_kernel_file(request: Any) -> None:
-    """A spec naming a file that is not there fails before anything is written."""
-    from pathlib import Path
-
-    from irtrace.lowering.loader import is_module_name, resolve_kernel_file
-
-    path = Path(request.spec.path).expanduser()
-    if request.base_dir is not None and not path.is_absolute():
-        path = request.base_dir / path
-    if path.exists() or not is_module_name(request.spec.path):
-        resolve_kernel_file(path)
 
 
 def _note_stale_partial(writer: Any) -> None:
