@@ -295,7 +295,7 @@ class PassRecorder:
             if spans.lines is not None:
                 found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
                 index = {name: number for number, name in enumerate(files)}
-                for ir_line, file, line in found:
+                for ir_line, file, line in [*found, *spans.owned]:
                     carried.append((ir_line, index.setdefault(file, len(files)), line))
                     if len(files) < len(index):
                         files.append(file)

@@ -39,6 +39,9 @@ class ModuleSpans:
     inner: tuple[tuple[int, int, int], ...] = ()
     """``(ir_line, file_index, line)``: the macro's own line (the inner frame) of a statement whose
     span names the kernel line that called the macro (``irtrace.recording.frontend_lines``)"""
+    owned: tuple[tuple[int, str, int], ...] = ()
+    """``(ir_line, file, line)``: statements without a span inside a block that has one and whose
+    body carries no span at all (``owned_block_lines``); views mark them as carried"""
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,9 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
             for ir_line, file, line in block_allocation_lines(stmt, text_lines, first_line[number]):
                 placed.add((ir_line, files.setdefault(file, len(files)), line))
     facts: tuple[StatementFacts, ...] = ()
+    owned: tuple[tuple[int, str, int], ...] = ()
     if carry:
+        owned = owned_block_lines(found, first_line)
         facts = tuple(
             StatementFacts(first_line.get(number), (file, line) if file is not None and line else None, stmt)
             for number, (stmt, file, line) in enumerate(spanned)
@@ -165,7 +170,44 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
         with_span=with_span,
         facts=facts,
         inner=inner,
+        owned=owned,
     )
+
+
+def _statements_in(node: Any) -> list[Any]:
+    """Every statement under ``node`` (itself excluded, statement sequences left out)."""
+    from tvm.tirx.stmt_functor import ir_transform
+
+    found: list[Any] = []
+    ir_transform(node, None, found.append, _statement_type_keys())
+    return [stmt for stmt in found if not stmt.same_as(node)]
+
+
+def owned_block_lines(
+    found: list[tuple[Any, str | None, int | None]], first_line: dict[int, int]
+) -> tuple[tuple[int, str, int], ...]:
+    """``(ir_line, file, line)`` for each statement inside a block whose own span names a line of a
+    file, when no statement of the block's body names another line of that file: the whole block is
+    that line's (``tl.LowerTileOp`` lowers a ``T.gemm`` into ``with T.sblock("_gemm_ssr")`` spanned
+    with the call's line, its body without spans or spanned with lines of TileLang's own macro
+    files). A block holding a statement of another line of its file owns nothing: its unspanned
+    statements could come from that line."""
+    from tilelang.ir import get_stmt_span
+
+    number_of = {stmt: number for number, (stmt, _, _) in enumerate(found)}
+    owned: set[tuple[int, str, int]] = set()
+    for stmt, file, line in found:
+        if _kind(stmt) not in _BLOCKS or file is None or line is None:
+            continue
+        inside = _statements_in((stmt.block if _kind(stmt) == "SBlockRealize" else stmt).body)
+        spans = [get_stmt_span(each) for each in inside]
+        if any(s is not None and str(s.source_name.name) == file and int(s.line) != line for s in spans):
+            continue
+        for each, span in zip(inside, spans, strict=True):
+            ir_line = first_line.get(number_of.get(each, -1))
+            if ir_line is not None and (span is None or str(span.source_name.name) != file):
+                owned.add((ir_line, file, line))
+    return tuple(sorted(owned))
 
 
 def _inner_frames(
