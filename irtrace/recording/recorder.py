@@ -38,7 +38,7 @@ from irtrace.core.trace_writer import TraceWriter
 from irtrace.recording.instrumentation import compile_session, stacked_pass_instrument
 from irtrace.recording.layouts import buffer_layout, layout_maps
 from irtrace.recording.snapshots import MUTATES_IN_PLACE, ModuleState, Snapshot, SnapshotPrinter
-from irtrace.recording.spans import CarrySource, carry_spans
+from irtrace.recording.spans import CarrySource, Storage, carry_allocations, carry_spans
 from irtrace.recording.tvm_targets import make_tvm_target
 
 _crash_safe = True
@@ -208,6 +208,8 @@ class PassRecorder:
         )
         self._carry: list[CarrySource] = []
         """the statements of the last module mapped that had a line (``carry_spans``)"""
+        self._storage: Storage = {}
+        """the spanned allocations of the modules mapped so far, by storage (``carry_allocations``)"""
         self.should_stop = should_stop
         self.cancelled = False
         self.stop_after = set(stop_after)
@@ -295,7 +297,8 @@ class PassRecorder:
             if spans.lines is not None:
                 found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
                 index = {name: number for number, name in enumerate(files)}
-                for ir_line, file, line in [*found, *spans.owned]:
+                remapped = carry_allocations(self._storage, spans.allocations)
+                for ir_line, file, line in [*found, *spans.owned, *remapped]:
                     carried.append((ir_line, index.setdefault(file, len(files)), line))
                     if len(files) < len(index):
                         files.append(file)

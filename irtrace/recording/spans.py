@@ -42,6 +42,26 @@ class ModuleSpans:
     owned: tuple[tuple[int, str, int], ...] = ()
     """``(ir_line, file, line)``: statements without a span inside a block that has one and whose
     body carries no span at all (``owned_block_lines``); views mark them as carried"""
+    allocations: tuple[Allocation, ...] = ()
+    """the buffers the module's blocks allocate (and its buffer declarations), placed on their
+    printed lines, for ``carry_allocations``"""
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A buffer a block allocates (or a statement declares), on the line that prints it."""
+
+    ir_line: int
+    name: str
+    data: Any = field(compare=False, repr=False)
+    """the buffer's data variable (its storage): held, so its identity stays unique"""
+    span: tuple[str, int] | None = None
+    kind: tuple[str, str, tuple[str, ...]] = ("", "", ())
+    """the buffer's dtype, scope and shape (printed)"""
+
+
+def _buffer_kind(buffer: Any) -> tuple[str, str, tuple[str, ...]]:
+    return str(buffer.dtype), str(buffer.scope()), tuple(str(extent) for extent in buffer.shape)
 
 
 @dataclass(frozen=True)
@@ -151,10 +171,28 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
         if mark < len(marked):
             first_line.setdefault(marked[mark], ir_line)
     text_lines = text.split("\n")
-    for number, (stmt, _, _) in enumerate(found):
-        if _kind(stmt) == "SBlock" and number in first_line:
-            for ir_line, file, line in block_allocation_lines(stmt, text_lines, first_line[number]):
-                placed.add((ir_line, files.setdefault(file, len(files)), line))
+    allocations: list[Allocation] = []
+    blocks_done: set[int] = set()
+    for number, (stmt, file, line) in enumerate(spanned):
+        block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
+        if _kind(stmt) in _BLOCKS and number in first_line and block.__chandle__() not in blocks_done:
+            blocks_done.add(block.__chandle__())
+            for allocation in block_allocations(block, text_lines, first_line[number]):
+                allocations.append(allocation)
+                if allocation.span is not None:
+                    placed.add(
+                        (
+                            allocation.ir_line,
+                            files.setdefault(allocation.span[0], len(files)),
+                            allocation.span[1],
+                        )
+                    )
+        elif _kind(stmt) == "DeclBuffer" and number in first_line:
+            span = (file, line) if file is not None and line is not None else None
+            buffer = stmt.buffer
+            allocations.append(
+                Allocation(first_line[number], str(buffer.name), buffer.data, span, _buffer_kind(buffer))
+            )
     facts: tuple[StatementFacts, ...] = ()
     owned: tuple[tuple[int, str, int], ...] = ()
     if carry:
@@ -171,6 +209,7 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
         facts=facts,
         inner=inner,
         owned=owned,
+        allocations=tuple(allocations),
     )
 
 
@@ -246,23 +285,22 @@ def _declared_buffer_line(stmt: Any) -> tuple[str | None, int | None]:
 
 
 _BLOCK_HEADER = re.compile(
-    r"T\.(reads|writes|sblock_attr)\(.*|(?P<name>\w+) = T\.(sblock_alloc_buffer|match_buffer)\(.*"
+    r"T\.(reads|writes|sblock_attr)\(.*|\w+ = T\.(handle|Buffer)\(.*"
+    r"|(?P<name>\w+) = T\.(sblock_alloc_buffer|match_buffer)\(.*"
 )
 
 
-def block_allocation_lines(block: Any, text_lines: list[str], with_line: int) -> list[tuple[int, str, int]]:
-    """``(ir_line, file, line)`` for each buffer ``block`` allocates whose span names a line: the
-    printer writes a block's allocations in its header, ``NAME = T.sblock_alloc_buffer(...)``, right
-    after its ``with`` line (at ``with_line``). A buffer is placed only when exactly one header line
-    allocates its name (a renamed or missing one is left out)."""
+def block_allocations(block: Any, text_lines: list[str], with_line: int) -> list[Allocation]:
+    """Each buffer ``block`` allocates, on its printed line: the printer writes a block's
+    allocations in its header, ``NAME = T.sblock_alloc_buffer(...)``, right after its ``with`` line
+    (at ``with_line``). A buffer is placed only when exactly one header line allocates its name and
+    one buffer of the block has that name (a renamed or missing one is left out)."""
     from tilelang.ir import get_buffer_span
 
-    wanted: dict[str, tuple[str, int]] = {}
+    buffers: dict[str, list[Any]] = {}
     for buffer in block.alloc_buffers:
-        span = get_buffer_span(buffer)
-        if span is not None:
-            wanted[str(buffer.name)] = (str(span.source_name.name), int(span.line))
-    if not wanted or not 1 <= with_line <= len(text_lines):
+        buffers.setdefault(str(buffer.name), []).append(buffer)
+    if not buffers or not 1 <= with_line <= len(text_lines):
         return []
     indent = len(text_lines[with_line - 1]) - len(text_lines[with_line - 1].lstrip(" "))
     allocated: dict[str, list[int]] = {}
@@ -271,13 +309,65 @@ def block_allocation_lines(block: Any, text_lines: list[str], with_line: int) ->
         header = _BLOCK_HEADER.fullmatch(line.strip())
         if len(line) - len(line.lstrip(" ")) <= indent or header is None:
             break
-        if header.group("name") and "sblock_alloc_buffer" in line:
-            allocated.setdefault(header.group("name"), []).append(number)
-    return [
-        (numbers[0], *wanted[name])
-        for name, numbers in allocated.items()
-        if name in wanted and len(numbers) == 1
-    ]
+        printed = header.group("name")
+        if printed and "sblock_alloc_buffer" in line:
+            # the printer renames a buffer whose name another one took: ``A_shared_5``
+            name = printed if printed in buffers else re.sub(r"_[0-9]+$", "", printed)
+            allocated.setdefault(name, []).append(number)
+    found: list[Allocation] = []
+    for name, numbers in allocated.items():
+        if len(numbers) != 1 or len(buffers.get(name, [])) != 1:
+            continue
+        (buffer,) = buffers[name]
+        span = get_buffer_span(buffer)
+        where = None if span is None else (str(span.source_name.name), int(span.line))
+        found.append(Allocation(numbers[0], name, buffer.data, where, _buffer_kind(buffer)))
+    return found
+
+
+Storage = dict[int, tuple[Allocation, tuple[str, int]]]
+"""data variable's handle -> an allocation of it and the line it carries (its span or carried)"""
+
+
+def carry_allocations(known: Storage, allocations: Sequence[Allocation]) -> list[tuple[int, str, int]]:
+    """``(ir_line, file, line)`` for each allocation without a span that is provably a buffer an
+    earlier module allocated with a line (spanned or carried), by one of two rules:
+
+    - **same storage**: the same name and the very same data variable (TVM's buffer remap rebuilds
+      a buffer, with a new shape or layout, over the same storage variable);
+    - **multi-versioned**: the same name, dtype and scope, its shape the earlier one's with one
+      leading dimension added (software pipelining gives a buffer one version per stage), the
+      earlier buffer's storage no longer allocated here, and no other earlier buffer matching.
+
+    ``known`` is updated with this module's allocations that have a line; it holds the data
+    variables, so a handle is never reused."""
+    carried: list[tuple[int, str, int]] = []
+    here = {allocation.data.__chandle__() for allocation in allocations}
+    previous = dict(known)
+    for allocation in allocations:
+        handle = allocation.data.__chandle__()
+        line = allocation.span
+        if line is None:
+            earlier = previous.get(handle)
+            if earlier is not None and earlier[0].name == allocation.name:
+                line = earlier[1]
+            else:
+                dtype, scope, shape = allocation.kind
+                versioned = {
+                    old[1]
+                    for key, old in previous.items()
+                    if key not in here
+                    and old[0].name == allocation.name
+                    and old[0].kind[:2] == (dtype, scope)
+                    and shape[1:] == old[0].kind[2]
+                }
+                if len(versioned) == 1:
+                    (line,) = versioned
+            if line is not None:
+                carried.append((allocation.ir_line, *line))
+        if line is not None:
+            known[handle] = (allocation, line)
+    return carried
 
 
 _SCOPE = re.compile(r"with (?P<expr>.+?)(?: as (?P<var>[^:=]+))?:")
