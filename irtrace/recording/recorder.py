@@ -280,11 +280,13 @@ class PassRecorder:
         run_id = self._run_id()
         self.printer.write(lambda: self.writer.add_pass(run_id, build()))
         if after is not None and self.printer.source_map:
-            self._note_spans(after, frame.index)
+            self._note_spans(after, frame.index, nested=bool(self.open))
 
-    def _note_spans(self, snapshot: Snapshot, after: int | None) -> None:
+    def _note_spans(self, snapshot: Snapshot, after: int | None, nested: bool = False) -> None:
         """Queue the source map of a module the first time a pass (or the pipeline's input) has it:
-        its spans were read with its text, so the record waits for the text like the pass's."""
+        its spans were read with its text, so the record waits for the text like the pass's. The
+        module of a pass nested in another (``tl.LetInline`` inside ``tl.LowerTileOp``) is a part
+        of the pipeline's: it carries nothing and leaves the carry to the outer pass's module."""
         run_id = self._run_id()
 
         def write() -> None:  # in the order the modules were made: the carry follows them
@@ -295,14 +297,17 @@ class PassRecorder:
             files = list(spans.files) if spans.lines is not None else []
             carried: list[tuple[int, int, int]] = []
             if spans.lines is not None:
-                found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                found: list[tuple[int, str, int]] = []
+                remapped: list[tuple[int, str, int]] = []
+                if not nested:
+                    found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                    remapped = carry_allocations(self._storage, spans.allocations)
                 index = {name: number for number, name in enumerate(files)}
-                remapped = carry_allocations(self._storage, spans.allocations)
                 for ir_line, file, line in [*found, *spans.owned, *remapped]:
                     carried.append((ir_line, index.setdefault(file, len(files)), line))
                     if len(files) < len(index):
                         files.append(file)
-            else:
+            elif not nested:
                 self._carry = []  # an unplaced map proves nothing for the next pass
             self.writer.add_source_map(
                 run_id,

@@ -547,6 +547,33 @@ def _copy_source(stmt: Any) -> tuple[str, int] | None:
     return name, hash((_hash(region, map_free_vars=True), buffer.__chandle__()))
 
 
+def _tma_load_source(stmt: Any) -> int | None:
+    """The data variable's handle of the global buffer a ``T.tma_load`` statement reads (the
+    ``A.data`` its TMA descriptor names); ``None`` for any other statement or when not exactly one
+    variable is named."""
+    value: Any = getattr(stmt, "value", None)
+    if str(getattr(getattr(value, "op", None), "name", "")) != "tl.tma_load" or not value.args:
+        return None
+    descriptor = value.args[0]
+    if str(getattr(getattr(descriptor, "op", None), "name", "")) != "tl.create_tma_descriptor":
+        return None
+    handles = {arg.__chandle__() for arg in descriptor.args if type(arg).__name__ == "Var"}
+    return handles.pop() if len(handles) == 1 else None
+
+
+def _copy_global_source(stmt: Any) -> int | None:
+    """The data variable's handle of the buffer a ``T.tma_copy`` statement reads."""
+    copy = _copy_source(stmt)
+    if copy is None or copy[0] != "tma_copy":
+        return None
+    return int(stmt.value.args[0].args[0].buffer.data.__chandle__())
+
+
+def _loop_key(stmt: Any) -> int:
+    """A loop's variable name and range: a loop split into several keeps them."""
+    return hash(("loop", str(stmt.loop_var.name), _hash(stmt.min), _hash(stmt.extent)))
+
+
 def _kind(stmt: Any) -> str:
     return type(stmt).__name__
 
@@ -574,6 +601,10 @@ def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
     copy = _copy_source(stmt)
     if copy is not None and copy[0] == ("tma_copy" if source.carried else "copy"):
         keys.add(("copy", copy[1]))
+    if copy is not None and source.carried and copy[0] == "tma_copy":
+        keys.add(("tma_load", _copy_global_source(stmt) or 0))
+    if _kind(stmt) == "For":
+        keys.add(("split", _loop_key(stmt)))
     if not source.carried and _kind(stmt) in _BLOCKS:
         block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
         body = block.body
@@ -590,6 +621,11 @@ def _is_keys(stmt: Any, kinds: set[str], copies: bool, bodies: bool) -> set[tupl
         copy = _copy_source(stmt)
         if copy is not None and copy[0] == "tma_copy":
             keys.add(("copy", copy[1]))
+        load = _tma_load_source(stmt)
+        if load is not None:
+            keys.add(("tma_load", load))
+    if "For" in kinds and _kind(stmt) == "For":
+        keys.add(("split", _loop_key(stmt)))
     body = getattr(stmt, "body", None)
     if bodies and _is_sequence(body):
         keys.add(("body", _hash(body)))
@@ -628,8 +664,10 @@ def carry_spans(
     chosen: dict[int, set[tuple[str, int]]] = {}
     for key, spans in offered.items():
         found = targets.get(key, [])
-        if len(spans) == 1 and None not in spans and len(found) == 1:
-            chosen.setdefault(found[0], set()).update(s for s in spans if s is not None)
+        # a loop split carries to every part; any other key, to its one statement
+        if len(spans) == 1 and None not in spans and (len(found) == 1 or (key[0] == "split" and found)):
+            for number in found:
+                chosen.setdefault(number, set()).update(s for s in spans if s is not None)
     carried: list[tuple[int, str, int]] = []
     for number, claims in sorted(chosen.items()):
         if len(claims) != 1:

@@ -366,9 +366,26 @@ def test_the_pipelined_copies_are_carried_from_warp_specialization_to_lower_tile
     assert trace_path is not None
     assert main(["spans", trace_path, "-k", "gemm", "-t", "cuda:sm_90a", "--all", "--format", "json"]) == 0
     rows = {row["pass"]: row for row in json.loads(capsys.readouterr().out)["runs"][0]["passes"]}
-    assert rows["tl.ProducerConsumerWarpSpecialized"]["carried"] == copies
-    assert not set(copies) & set(rows["tl.ProducerConsumerWarpSpecialized"]["lost"])
-    assert set(copies) <= set(rows["tl.LowerTileOp"]["lost"])
+    (loop,) = [n for n in AUTHOR_LINES["gemm"] if source[n - 1].strip().startswith("for ko in T.Pipelined(")]
+    assert rows["tl.ProducerConsumerWarpSpecialized"]["carried"] == sorted([*copies, loop])
+    assert not {*copies, loop} & set(rows["tl.ProducerConsumerWarpSpecialized"]["lost"])
+    # tl.LowerTileOp lowers each T.tma_copy into one T.tma_load whose descriptor names the copy's
+    # global buffer (read from the kernel's line with ast: A or B), and keeps the split loops
+    lower = run.find_pass("tl.LowerTileOp")
+    item = maps[lower.index]
+    assert item.source_map is not None
+    text = lowered.trace.ir_after(lower)
+    assert not {*copies, loop} & set(rows["tl.LowerTileOp"]["lost"])
+    for line in copies:
+        (carried,) = carried_ir_lines(item.source_map, files, line, text)
+        printed = text.split("\n")[carried - 1].strip()
+        assert line not in truths[lower.index].first_lines
+        (global_buffer,) = AUTHOR_LINES["gemm"][line] - {"A_shared", "B_shared"}
+        assert (
+            printed.startswith("T.tma_load(T.create_tma_descriptor(") and f" {global_buffer}.data," in printed
+        )
+    loops = carried_ir_lines(item.source_map, files, loop, text)
+    assert len(loops) == 2 and all(text.split("\n")[n - 1].strip() == "for ko in range(8):" for n in loops)
     assert (
         main(
             [
