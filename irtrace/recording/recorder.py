@@ -301,6 +301,7 @@ class PassRecorder:
                 remapped: list[tuple[int, str, int]] = []
                 if not nested:
                     found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                    self._carry.extend(spans.owned_statements)
                     remapped = carry_allocations(self._storage, spans.allocations)
                 index = {name: number for number, name in enumerate(files)}
                 for ir_line, file, line in [*found, *spans.owned, *remapped]:
@@ -546,13 +547,22 @@ class PassRecorder:
         its backend writes them; after the codegen's ``pass`` record, before the run's ``end``."""
         from irtrace.recording.spans import kernel_source_spans
 
+        self.printer.barrier()  # the maps of every pass written: the carry is the last module's
+        carried = {item.stmt.__chandle__(): item.span for item in self._carry if item.carried}
         try:
-            spans = kernel_source_spans(event.mod, event.target, str(event.name), source)
+            spans = kernel_source_spans(event.mod, event.target, str(event.name), source, carried)
         except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
             return
         if spans is None:
             return
         run_id = self._run_id()
+        files = list(spans.files) if spans.lines is not None else []
+        index = {name: number for number, name in enumerate(files)}
+        carried_lines: list[tuple[int, int, int]] = []
+        for source_line, file, line in spans.owned if spans.lines is not None else ():
+            carried_lines.append((source_line, index.setdefault(file, len(files)), line))
+            if len(files) < len(index):
+                files.append(file)
         record = SourceMapRecord(
             run=run_id,
             after=after,
@@ -560,8 +570,9 @@ class PassRecorder:
             statements=spans.statements,
             with_span=spans.with_span,
             placed=spans.lines is not None,
-            files=list(spans.files) if spans.lines is not None else [],
+            files=files,
             lines=list(spans.lines or ()),
+            carried=carried_lines,
             by="line_directives",
         )
 

@@ -42,6 +42,8 @@ class ModuleSpans:
     owned: tuple[tuple[int, str, int], ...] = ()
     """``(ir_line, file, line)``: statements without a span inside a block that has one and whose
     body carries no span at all (``owned_block_lines``); views mark them as carried"""
+    owned_statements: tuple[CarrySource, ...] = ()
+    """the statements behind ``owned``, followed into the next pass as carried ones"""
     allocations: tuple[Allocation, ...] = ()
     """the buffers the module's blocks allocate (and its buffer declarations), placed on their
     printed lines, for ``carry_allocations``"""
@@ -195,8 +197,9 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
             )
     facts: tuple[StatementFacts, ...] = ()
     owned: tuple[tuple[int, str, int], ...] = ()
+    owned_statements: tuple[CarrySource, ...] = ()
     if carry:
-        owned = owned_block_lines(found, first_line)
+        owned, owned_statements = owned_block_lines(found, first_line)
         facts = tuple(
             StatementFacts(first_line.get(number), (file, line) if file is not None and line else None, stmt)
             for number, (stmt, file, line) in enumerate(spanned)
@@ -209,6 +212,7 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
         facts=facts,
         inner=inner,
         owned=owned,
+        owned_statements=owned_statements,
         allocations=tuple(allocations),
     )
 
@@ -224,7 +228,7 @@ def _statements_in(node: Any) -> list[Any]:
 
 def owned_block_lines(
     found: list[tuple[Any, str | None, int | None]], first_line: dict[int, int]
-) -> tuple[tuple[int, str, int], ...]:
+) -> tuple[tuple[tuple[int, str, int], ...], tuple[CarrySource, ...]]:
     """``(ir_line, file, line)`` for each statement inside a block whose own span names a line of a
     file, when no statement of the block's body names another line of that file: the whole block is
     that line's (``tl.LowerTileOp`` lowers a ``T.gemm`` into ``with T.sblock("_gemm_ssr")`` spanned
@@ -235,6 +239,7 @@ def owned_block_lines(
 
     number_of = {stmt: number for number, (stmt, _, _) in enumerate(found)}
     owned: set[tuple[int, str, int]] = set()
+    statements: list[CarrySource] = []
     for stmt, file, line in found:
         if _kind(stmt) not in _BLOCKS or file is None or line is None:
             continue
@@ -244,9 +249,11 @@ def owned_block_lines(
             continue
         for each, span in zip(inside, spans, strict=True):
             ir_line = first_line.get(number_of.get(each, -1))
-            if ir_line is not None and (span is None or str(span.source_name.name) != file):
-                owned.add((ir_line, file, line))
-    return tuple(sorted(owned))
+            if span is None or str(span.source_name.name) != file:
+                statements.append(CarrySource((file, line), each, carried=True))
+                if ir_line is not None:
+                    owned.add((ir_line, file, line))
+    return tuple(sorted(owned)), tuple(statements)
 
 
 def _inner_frames(
@@ -483,7 +490,9 @@ def place_line_directives(
     return tuple(files), lines
 
 
-def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> ModuleSpans | None:
+def kernel_source_spans(
+    mod: Any, target: Any, codegen: str, source: str, carried: dict[int, tuple[str, int]] | None = None
+) -> ModuleSpans | None:
     """Which lines of ``source`` (what codegen ``codegen`` wrote for ``mod``) come from which Python
     line, by TileLang's own ``#line`` directives: ``None`` when the backend has no codegen without
     compiling or writes no directives; ``lines`` is ``None`` when the source with directives, the
@@ -492,6 +501,10 @@ def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> Mod
     The codegen writes a directive only for a statement with a span, so the lines of a statement
     without one would pass for the last one's: a copy of the module gives every such statement a
     span of a file of its own (a random name), whose lines are then left out. ``mod`` is unchanged.
+
+    ``carried`` (a statement's handle -> file and line) names the statements of ``mod`` that the
+    last pass's map carried a line to (``carry_spans``): their source lines are listed under
+    ``owned`` (views mark them as carried) instead of being left out.
     """
     import tvm
     from tilelang.ir import make_span, set_stmt_span
@@ -503,17 +516,43 @@ def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> Mod
     statements, with_span = len(found), sum(1 for _, file, _ in found if file is not None)
     copy = tvm.ir.load_json(tvm.ir.save_json(mod))
     unnamed = f"irtrace-unnamed-{secrets.token_hex(6)}"
-    for number, (stmt, file, _) in enumerate(statement_spans(copy), start=1):
-        if file is None:
+    aliases: dict[str, tuple[str, int]] = {}
+    """a file name of its own for each carried line: its directives are told apart"""
+    for number, ((original, _, _), (stmt, file, _)) in enumerate(
+        zip(found, statement_spans(copy), strict=True), start=1
+    ):
+        if file is not None:
+            continue
+        carried_line = (carried or {}).get(original.__chandle__())
+        if carried_line is None:
             set_stmt_span(stmt, make_span(unnamed, number))
+        else:
+            alias = f"{unnamed}-carried-{len(aliases)}"
+            aliases[alias] = carried_line
+            set_stmt_span(stmt, make_span(alias, carried_line[1]))
     annotated = source_with_line_directives(copy, target, name)
     if "#line " not in annotated:
         return None  # a backend whose codegen does not write them
     placed = place_line_directives(annotated, source, unnamed)
     if placed is None:
         return ModuleSpans(files=(), lines=None, statements=statements, with_span=with_span)
-    files, lines = placed
-    return ModuleSpans(files=files, lines=tuple(lines), statements=statements, with_span=with_span)
+    named, placed_lines = placed
+    files_found: dict[str, int] = {}
+    lines: list[tuple[int, int, int]] = []
+    owned: set[tuple[int, str, int]] = set()
+    for source_line, file_index, line in placed_lines:
+        name = named[file_index]
+        if name in aliases:
+            owned.add((source_line, *aliases[name]))
+        else:
+            lines.append((source_line, files_found.setdefault(name, len(files_found)), line))
+    return ModuleSpans(
+        files=tuple(files_found),
+        lines=tuple(lines),
+        statements=statements,
+        with_span=with_span,
+        owned=tuple(sorted(owned)),
+    )
 
 
 # ----------------------------------------------------------------------------- carrying spans over
