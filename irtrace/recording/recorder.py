@@ -178,6 +178,10 @@ class LoweringOptions:
     capture: CaptureOptions = CaptureOptions()
 
 
+_CARRIES_KEPT = 4
+"""how many modules' carries are kept: a pass takes the last module or one a few passes back"""
+
+
 class PassRecorder:
     """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``.
 
@@ -208,6 +212,8 @@ class PassRecorder:
         )
         self._carry: list[CarrySource] = []
         """the statements of the last module mapped that had a line (``carry_spans``)"""
+        self._carries: dict[str, list[CarrySource]] = {}
+        """the carry of the last modules mapped, by their text's hash (``_CARRIES_KEPT``)"""
         self._storage: Storage = {}
         """the spanned allocations of the modules mapped so far, by storage (``carry_allocations``)"""
         self.should_stop = should_stop
@@ -280,19 +286,27 @@ class PassRecorder:
         run_id = self._run_id()
         self.printer.write(lambda: self.writer.add_pass(run_id, build()))
         if after is not None and self.printer.source_map:
-            self._note_spans(after, frame.index, nested=bool(self.open))
+            self._note_spans(after, frame.index, nested=bool(self.open), received=before)
 
-    def _note_spans(self, snapshot: Snapshot, after: int | None, nested: bool = False) -> None:
+    def _note_spans(
+        self, snapshot: Snapshot, after: int | None, nested: bool = False, received: Snapshot | None = None
+    ) -> None:
         """Queue the source map of a module the first time a pass (or the pipeline's input) has it:
         its spans were read with its text, so the record waits for the text like the pass's. The
         module of a pass nested in another (``tl.LetInline`` inside ``tl.LowerTileOp``) is a part
-        of the pipeline's: it carries nothing and leaves the carry to the outer pass's module."""
+        of the pipeline's: it carries nothing and leaves the carry to the outer pass's module. A
+        pass is matched against the module it ``received`` (two passes may each take the same
+        module: ``tirx.Filter`` keeps the host part, then the device part)."""
         run_id = self._run_id()
 
         def write() -> None:  # in the order the modules were made: the carry follows them
             spans = snapshot.spans
+            if snapshot.mapped and snapshot.sha in self._carries and not nested:
+                self._carry = self._carries[snapshot.sha]
             if snapshot.mapped or spans is None or snapshot.sha is None:
                 return
+            if received is not None and received.sha in self._carries:
+                self._carry = self._carries[received.sha]
             snapshot.mapped = True
             files = list(spans.files) if spans.lines is not None else []
             carried: list[tuple[int, int, int]] = []
@@ -302,6 +316,9 @@ class PassRecorder:
                 if not nested:
                     found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
                     self._carry.extend(spans.owned_statements)
+                    self._carries[snapshot.sha] = self._carry
+                    while len(self._carries) > _CARRIES_KEPT:
+                        del self._carries[next(iter(self._carries))]
                     remapped = carry_allocations(self._storage, spans.allocations)
                 index = {name: number for number, name in enumerate(files)}
                 for ir_line, file, line in [*found, *spans.owned, *remapped]:
