@@ -246,3 +246,32 @@ def test_a_buffer_is_carried_by_its_storage_or_as_one_version_per_stage() -> Non
     twin = decl((128, 32), "float16", "A_shared", scope="shared.dyn")
     carry_allocations(known, [allocation(twin, 4, ("k.py", 40))])
     assert carry_allocations(known, [allocation(versioned, 5)]) == []  # two candidates
+
+
+def test_the_kernel_source_names_the_loop_carried_through_the_pipeline(traces: dict[str, Path]) -> None:
+    """On Hopper the pipelined loop (read with ``ast``: ``for ko in T.Pipelined``) loses its span in
+    warp specialization, so TileLang's ``#line`` directives never name it: the kernel source's map
+    lists it as carried, on the loops codegen writes for the producer and the consumer, and never
+    among the lines a directive names."""
+    from irtrace.core.source_map import kernel_files
+
+    path = KERNELS["gemm"][0]
+    source = path.read_text(encoding="utf-8").splitlines()
+    (loop,) = [
+        n
+        for n in author_lines("\n".join(source))
+        if source[n - 1].strip().startswith("for ko in T.Pipelined")
+    ]
+    trace = load_trace(traces["gemm"])
+    (run,) = trace.runs
+    (kernel_map,) = [m for m in run.source_maps if m.by == "line_directives"]
+    text = trace.text(kernel_map.ir)
+    assert text is not None
+    files = kernel_files(run)
+    kernel = {n for n, name in enumerate(kernel_map.files) if name in files}
+    spanned = {ir for ir, file, line in kernel_map.lines if file in kernel and line == loop}
+    carried = {ir for ir, file, line in kernel_map.carried if file in kernel and line == loop}
+    assert not spanned
+    rows = text.split("\n")
+    loops = [n for n in carried if re.match(r"\s*for \(int (ko\w*) = 0; \1 < \d+; \+\+\1\) \{", rows[n - 1])]
+    assert len(loops) == 2, [rows[n - 1] for n in sorted(carried)]
