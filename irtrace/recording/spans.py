@@ -490,6 +490,27 @@ def place_line_directives(
     return tuple(files), lines
 
 
+def _buffer_line(buffer: Any) -> tuple[str, int] | None:
+    from tilelang.ir import get_buffer_span
+
+    span = get_buffer_span(buffer)
+    return None if span is None else (str(span.source_name.name), int(span.line))
+
+
+def _allocated_buffer_line(
+    stmt: Any, storage: dict[tuple[int, str], tuple[str, int]]
+) -> tuple[str, int] | None:
+    """The line of the buffer an ``AllocBuffer`` or ``DeclBuffer`` statement without a span of
+    its own allocates: the buffer's span (the frontend spans a buffer with the line that allocated
+    it), else that of a buffer of the same name over the same storage (``storage``: a flattened
+    buffer is rebuilt without a span, its declaration keeps the spanned one). Codegen writes the
+    allocation as a declaration, ``float C_local[128];``. ``None`` for any other statement."""
+    if _kind(stmt) not in ("AllocBuffer", "DeclBuffer"):
+        return None
+    buffer = stmt.buffer
+    return _buffer_line(buffer) or storage.get((buffer.data.__chandle__(), str(buffer.name)))
+
+
 def kernel_source_spans(
     mod: Any, target: Any, codegen: str, source: str, carried: dict[int, tuple[str, int]] | None = None
 ) -> ModuleSpans | None:
@@ -516,6 +537,13 @@ def kernel_source_spans(
     statements, with_span = len(found), sum(1 for _, file, _ in found if file is not None)
     copy = tvm.ir.load_json(tvm.ir.save_json(mod))
     unnamed = f"irtrace-unnamed-{secrets.token_hex(6)}"
+    storage: dict[tuple[int, str], tuple[str, int]] = {}
+    """(data variable's handle, name) -> the span of a buffer over that storage that has one"""
+    for stmt, _, _ in found:
+        if _kind(stmt) in ("AllocBuffer", "DeclBuffer"):
+            buffer_line = _buffer_line(stmt.buffer)
+            if buffer_line is not None:
+                storage[(stmt.buffer.data.__chandle__(), str(stmt.buffer.name))] = buffer_line
     aliases: dict[str, tuple[str, int]] = {}
     """a file name of its own for each carried line: its directives are told apart"""
     for number, ((original, _, _), (stmt, file, _)) in enumerate(
@@ -523,7 +551,9 @@ def kernel_source_spans(
     ):
         if file is not None:
             continue
-        carried_line = (carried or {}).get(original.__chandle__())
+        carried_line = (carried or {}).get(original.__chandle__()) or _allocated_buffer_line(
+            original, storage
+        )
         if carried_line is None:
             set_stmt_span(stmt, make_span(unnamed, number))
         else:

@@ -275,3 +275,35 @@ def test_the_kernel_source_names_the_loop_carried_through_the_pipeline(traces: d
     rows = text.split("\n")
     loops = [n for n in carried if re.match(r"\s*for \(int (ko\w*) = 0; \1 < \d+; \+\+\1\) \{", rows[n - 1])]
     assert len(loops) == 2, [rows[n - 1] for n in sorted(carried)]
+
+
+def test_register_allocations_reach_the_kernel_source_as_their_declarations(traces: dict[str, Path]) -> None:
+    """Codegen writes a fragment or local buffer as a declaration (``float acc_o[32];``) from an
+    allocation statement without a span (its flattened buffer has none): the kernel source's map
+    names each ``T.alloc_fragment`` line of flash attention (read with ``ast``), marked carried,
+    and only on lines declaring an array of that name."""
+    from irtrace.core.source_map import kernel_files
+
+    path = KERNELS["flash_attention"][0]
+    source = path.read_text(encoding="utf-8").splitlines()
+    fragments = {
+        line: name for line, name in allocation_lines(path).items() if "alloc_fragment" in source[line - 1]
+    }
+    assert len(fragments) >= 8
+    trace = load_trace(traces["flash_attention"])
+    (run,) = trace.runs
+    (kernel_map,) = [m for m in run.source_maps if m.by == "line_directives"]
+    text = trace.text(kernel_map.ir)
+    assert text is not None
+    rows = text.split("\n")
+    kernel = {n for n, name in enumerate(kernel_map.files) if name in kernel_files(run)}
+    named: dict[int, list[int]] = {}
+    for ir, file, line in kernel_map.carried:
+        if file in kernel and line in fragments:
+            named.setdefault(line, []).append(ir)
+    assert set(named) == set(fragments), sorted(set(fragments) - set(named))
+    for line, numbers in named.items():
+        for number in numbers:
+            assert re.fullmatch(rf"\s*\w+ {fragments[line]}(_\d+)?\[\d+\];", rows[number - 1]), rows[
+                number - 1
+            ]
