@@ -143,7 +143,7 @@ def cmd_spans(args: argparse.Namespace) -> ExitCode:
                 stderr=True,
                 one_line=True,
             )
-    tables = [(labels[run.run_id], run.target, _rows(run, args.all), _Carry(run)) for run in mapped]
+    tables = [(labels[run.run_id], run.target, *_rows(run, args.all)) for run in mapped]
     if args.format == "json":
         document = {"format": SPANS_FORMAT, "runs": [_run_document(*table) for table in tables]}
         print(json.dumps(document, indent=2))
@@ -166,9 +166,14 @@ def cmd_spans(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-def _rows(run: Any, every: bool) -> list[SpanRow]:
-    rows = span_rows(run)
-    return rows if every else changed_rows(rows)
+def _rows(run: Any, every: bool) -> tuple[list[SpanRow], _Carry]:
+    """The table's rows (all, or those where the counts or lines changed or a line, carried
+    ones too, was lost) and its carried lines."""
+    rows, carry = span_rows(run), _Carry(run)
+    if every:
+        return rows, carry
+    changed = {id(row) for row in changed_rows(rows)}
+    return [row for row in rows if id(row) in changed or carry.lost(row)], carry
 
 
 def _md(text: str) -> str:

@@ -23,7 +23,6 @@ from irtrace.lowering.instrumentation import compile_session, stacked_pass_instr
 from irtrace.lowering.layouts import buffer_layout, layout_maps
 from irtrace.lowering.pass_names import display_name
 from irtrace.lowering.snapshots import MUTATES_IN_PLACE, ModuleState, Snapshot, SnapshotPrinter
-from irtrace.lowering.spans import CarrySource, carry_spans
 from irtrace.lowering.tvm_targets import make_tvm_target
 from irtrace.targets.backends import TargetSpec
 from irtrace.trace.model import (
@@ -40,6 +39,7 @@ from irtrace.trace.model import (
 )
 from irtrace.trace.schema import Instance, LayoutRecord, Phase, SourceMapRecord
 from irtrace.trace.writer import TraceWriter
+from irtrace.lowering.spans import CarrySource, Storage, carry_allocations, carry_spans
 
 _crash_safe = True
 
@@ -178,6 +178,10 @@ class LoweringOptions:
     capture: CaptureOptions = CaptureOptions()
 
 
+_CARRIES_KEPT = 4
+"""how many modules' carries are kept: a pass takes the last module or one a few passes back"""
+
+
 class PassRecorder:
     """Observer and TileLang instrumentation tool that writes pass records to a ``TraceWriter``.
 
@@ -208,6 +212,10 @@ class PassRecorder:
         )
         self._carry: list[CarrySource] = []
         """the statements of the last module mapped that had a line (``carry_spans``)"""
+        self._carries: dict[str, list[CarrySource]] = {}
+        """the carry of the last modules mapped, by their text's hash (``_CARRIES_KEPT``)"""
+        self._storage: Storage = {}
+        """the spanned allocations of the modules mapped so far, by storage (``carry_allocations``)"""
         self.should_stop = should_stop
         self.cancelled = False
         self.stop_after = set(stop_after)
@@ -278,28 +286,46 @@ class PassRecorder:
         run_id = self._run_id()
         self.printer.write(lambda: self.writer.add_pass(run_id, build()))
         if after is not None and self.printer.source_map:
-            self._note_spans(after, frame.index)
+            self._note_spans(after, frame.index, nested=bool(self.open), received=before)
 
-    def _note_spans(self, snapshot: Snapshot, after: int | None) -> None:
+    def _note_spans(
+        self, snapshot: Snapshot, after: int | None, nested: bool = False, received: Snapshot | None = None
+    ) -> None:
         """Queue the source map of a module the first time a pass (or the pipeline's input) has it:
-        its spans were read with its text, so the record waits for the text like the pass's."""
+        its spans were read with its text, so the record waits for the text like the pass's. The
+        module of a pass nested in another (``tl.LetInline`` inside ``tl.LowerTileOp``) is a part
+        of the pipeline's: it carries nothing and leaves the carry to the outer pass's module. A
+        pass is matched against the module it ``received`` (two passes may each take the same
+        module: ``tirx.Filter`` keeps the host part, then the device part)."""
         run_id = self._run_id()
 
         def write() -> None:  # in the order the modules were made: the carry follows them
             spans = snapshot.spans
+            if snapshot.mapped and snapshot.sha in self._carries and not nested:
+                self._carry = self._carries[snapshot.sha]
             if snapshot.mapped or spans is None or snapshot.sha is None:
                 return
+            if received is not None and received.sha in self._carries:
+                self._carry = self._carries[received.sha]
             snapshot.mapped = True
             files = list(spans.files) if spans.lines is not None else []
             carried: list[tuple[int, int, int]] = []
             if spans.lines is not None:
-                found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                found: list[tuple[int, str, int]] = []
+                remapped: list[tuple[int, str, int]] = []
+                if not nested:
+                    found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                    self._carry.extend(spans.owned_statements)
+                    self._carries[snapshot.sha] = self._carry
+                    while len(self._carries) > _CARRIES_KEPT:
+                        del self._carries[next(iter(self._carries))]
+                    remapped = carry_allocations(self._storage, spans.allocations)
                 index = {name: number for number, name in enumerate(files)}
-                for ir_line, file, line in found:
+                for ir_line, file, line in [*found, *spans.owned, *remapped]:
                     carried.append((ir_line, index.setdefault(file, len(files)), line))
                     if len(files) < len(index):
                         files.append(file)
-            else:
+            elif not nested:
                 self._carry = []  # an unplaced map proves nothing for the next pass
             self.writer.add_source_map(
                 run_id,
@@ -538,13 +564,22 @@ class PassRecorder:
         its backend writes them; after the codegen's ``pass`` record, before the run's ``end``."""
         from irtrace.lowering.spans import kernel_source_spans
 
+        self.printer.barrier()  # the maps of every pass written: the carry is the last module's
+        carried = {item.stmt.__chandle__(): item.span for item in self._carry if item.carried}
         try:
-            spans = kernel_source_spans(event.mod, event.target, str(event.name), source)
+            spans = kernel_source_spans(event.mod, event.target, str(event.name), source, carried)
         except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
             return
         if spans is None:
             return
         run_id = self._run_id()
+        files = list(spans.files) if spans.lines is not None else []
+        index = {name: number for number, name in enumerate(files)}
+        carried_lines: list[tuple[int, int, int]] = []
+        for source_line, file, line in spans.owned if spans.lines is not None else ():
+            carried_lines.append((source_line, index.setdefault(file, len(files)), line))
+            if len(files) < len(index):
+                files.append(file)
         record = SourceMapRecord(
             run=run_id,
             after=after,
@@ -552,8 +587,9 @@ class PassRecorder:
             statements=spans.statements,
             with_span=spans.with_span,
             placed=spans.lines is not None,
-            files=list(spans.files) if spans.lines is not None else [],
+            files=files,
             lines=list(spans.lines or ()),
+            carried=carried_lines,
             by="line_directives",
         )
 

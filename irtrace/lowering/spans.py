@@ -39,6 +39,31 @@ class ModuleSpans:
     inner: tuple[tuple[int, int, int], ...] = ()
     """``(ir_line, file_index, line)``: the macro's own line (the inner frame) of a statement whose
     span names the kernel line that called the macro (``irtrace.lowering.frontend_lines``)"""
+    owned: tuple[tuple[int, str, int], ...] = ()
+    """``(ir_line, file, line)``: statements without a span inside a block that has one and whose
+    body carries no span at all (``owned_block_lines``); views mark them as carried"""
+    owned_statements: tuple[CarrySource, ...] = ()
+    """the statements behind ``owned``, followed into the next pass as carried ones"""
+    allocations: tuple[Allocation, ...] = ()
+    """the buffers the module's blocks allocate (and its buffer declarations), placed on their
+    printed lines, for ``carry_allocations``"""
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A buffer a block allocates (or a statement declares), on the line that prints it."""
+
+    ir_line: int
+    name: str
+    data: Any = field(compare=False, repr=False)
+    """the buffer's data variable (its storage): held, so its identity stays unique"""
+    span: tuple[str, int] | None = None
+    kind: tuple[str, str, tuple[str, ...]] = ("", "", ())
+    """the buffer's dtype, scope and shape (printed)"""
+
+
+def _buffer_kind(buffer: Any) -> tuple[str, str, tuple[str, ...]]:
+    return str(buffer.dtype), str(buffer.scope()), tuple(str(extent) for extent in buffer.shape)
 
 
 @dataclass(frozen=True)
@@ -148,12 +173,33 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
         if mark < len(marked):
             first_line.setdefault(marked[mark], ir_line)
     text_lines = text.split("\n")
-    for number, (stmt, _, _) in enumerate(found):
-        if _kind(stmt) == "SBlock" and number in first_line:
-            for ir_line, file, line in block_allocation_lines(stmt, text_lines, first_line[number]):
-                placed.add((ir_line, files.setdefault(file, len(files)), line))
+    allocations: list[Allocation] = []
+    blocks_done: set[int] = set()
+    for number, (stmt, file, line) in enumerate(spanned):
+        block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
+        if _kind(stmt) in _BLOCKS and number in first_line and block.__chandle__() not in blocks_done:
+            blocks_done.add(block.__chandle__())
+            for allocation in block_allocations(block, text_lines, first_line[number]):
+                allocations.append(allocation)
+                if allocation.span is not None:
+                    placed.add(
+                        (
+                            allocation.ir_line,
+                            files.setdefault(allocation.span[0], len(files)),
+                            allocation.span[1],
+                        )
+                    )
+        elif _kind(stmt) == "DeclBuffer" and number in first_line:
+            span = (file, line) if file is not None and line is not None else None
+            buffer = stmt.buffer
+            allocations.append(
+                Allocation(first_line[number], str(buffer.name), buffer.data, span, _buffer_kind(buffer))
+            )
     facts: tuple[StatementFacts, ...] = ()
+    owned: tuple[tuple[int, str, int], ...] = ()
+    owned_statements: tuple[CarrySource, ...] = ()
     if carry:
+        owned, owned_statements = owned_block_lines(found, first_line)
         facts = tuple(
             StatementFacts(first_line.get(number), (file, line) if file is not None and line else None, stmt)
             for number, (stmt, file, line) in enumerate(spanned)
@@ -165,7 +211,49 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
         with_span=with_span,
         facts=facts,
         inner=inner,
+        owned=owned,
+        owned_statements=owned_statements,
+        allocations=tuple(allocations),
     )
+
+
+def _statements_in(node: Any) -> list[Any]:
+    """Every statement under ``node`` (itself excluded, statement sequences left out)."""
+    from tvm.tirx.stmt_functor import ir_transform
+
+    found: list[Any] = []
+    ir_transform(node, None, found.append, _statement_type_keys())
+    return [stmt for stmt in found if not stmt.same_as(node)]
+
+
+def owned_block_lines(
+    found: list[tuple[Any, str | None, int | None]], first_line: dict[int, int]
+) -> tuple[tuple[tuple[int, str, int], ...], tuple[CarrySource, ...]]:
+    """``(ir_line, file, line)`` for each statement inside a block whose own span names a line of a
+    file, when no statement of the block's body names another line of that file: the whole block is
+    that line's (``tl.LowerTileOp`` lowers a ``T.gemm`` into ``with T.sblock("_gemm_ssr")`` spanned
+    with the call's line, its body without spans or spanned with lines of TileLang's own macro
+    files). A block holding a statement of another line of its file owns nothing: its unspanned
+    statements could come from that line."""
+    from tilelang.ir import get_stmt_span
+
+    number_of = {stmt: number for number, (stmt, _, _) in enumerate(found)}
+    owned: set[tuple[int, str, int]] = set()
+    statements: list[CarrySource] = []
+    for stmt, file, line in found:
+        if _kind(stmt) not in _BLOCKS or file is None or line is None:
+            continue
+        inside = _statements_in((stmt.block if _kind(stmt) == "SBlockRealize" else stmt).body)
+        spans = [get_stmt_span(each) for each in inside]
+        if any(s is not None and str(s.source_name.name) == file and int(s.line) != line for s in spans):
+            continue
+        for each, span in zip(inside, spans, strict=True):
+            ir_line = first_line.get(number_of.get(each, -1))
+            if span is None or str(span.source_name.name) != file:
+                statements.append(CarrySource((file, line), each, carried=True))
+                if ir_line is not None:
+                    owned.add((ir_line, file, line))
+    return tuple(sorted(owned)), tuple(statements)
 
 
 def _inner_frames(
@@ -204,23 +292,22 @@ def _declared_buffer_line(stmt: Any) -> tuple[str | None, int | None]:
 
 
 _BLOCK_HEADER = re.compile(
-    r"T\.(reads|writes|sblock_attr)\(.*|(?P<name>\w+) = T\.(sblock_alloc_buffer|match_buffer)\(.*"
+    r"T\.(reads|writes|sblock_attr)\(.*|\w+ = T\.(handle|Buffer)\(.*"
+    r"|(?P<name>\w+) = T\.(sblock_alloc_buffer|match_buffer)\(.*"
 )
 
 
-def block_allocation_lines(block: Any, text_lines: list[str], with_line: int) -> list[tuple[int, str, int]]:
-    """``(ir_line, file, line)`` for each buffer ``block`` allocates whose span names a line: the
-    printer writes a block's allocations in its header, ``NAME = T.sblock_alloc_buffer(...)``, right
-    after its ``with`` line (at ``with_line``). A buffer is placed only when exactly one header line
-    allocates its name (a renamed or missing one is left out)."""
+def block_allocations(block: Any, text_lines: list[str], with_line: int) -> list[Allocation]:
+    """Each buffer ``block`` allocates, on its printed line: the printer writes a block's
+    allocations in its header, ``NAME = T.sblock_alloc_buffer(...)``, right after its ``with`` line
+    (at ``with_line``). A buffer is placed only when exactly one header line allocates its name and
+    one buffer of the block has that name (a renamed or missing one is left out)."""
     from tilelang.ir import get_buffer_span
 
-    wanted: dict[str, tuple[str, int]] = {}
+    buffers: dict[str, list[Any]] = {}
     for buffer in block.alloc_buffers:
-        span = get_buffer_span(buffer)
-        if span is not None:
-            wanted[str(buffer.name)] = (str(span.source_name.name), int(span.line))
-    if not wanted or not 1 <= with_line <= len(text_lines):
+        buffers.setdefault(str(buffer.name), []).append(buffer)
+    if not buffers or not 1 <= with_line <= len(text_lines):
         return []
     indent = len(text_lines[with_line - 1]) - len(text_lines[with_line - 1].lstrip(" "))
     allocated: dict[str, list[int]] = {}
@@ -229,13 +316,65 @@ def block_allocation_lines(block: Any, text_lines: list[str], with_line: int) ->
         header = _BLOCK_HEADER.fullmatch(line.strip())
         if len(line) - len(line.lstrip(" ")) <= indent or header is None:
             break
-        if header.group("name") and "sblock_alloc_buffer" in line:
-            allocated.setdefault(header.group("name"), []).append(number)
-    return [
-        (numbers[0], *wanted[name])
-        for name, numbers in allocated.items()
-        if name in wanted and len(numbers) == 1
-    ]
+        printed = header.group("name")
+        if printed and "sblock_alloc_buffer" in line:
+            # the printer renames a buffer whose name another one took: ``A_shared_5``
+            name = printed if printed in buffers else re.sub(r"_[0-9]+$", "", printed)
+            allocated.setdefault(name, []).append(number)
+    found: list[Allocation] = []
+    for name, numbers in allocated.items():
+        if len(numbers) != 1 or len(buffers.get(name, [])) != 1:
+            continue
+        (buffer,) = buffers[name]
+        span = get_buffer_span(buffer)
+        where = None if span is None else (str(span.source_name.name), int(span.line))
+        found.append(Allocation(numbers[0], name, buffer.data, where, _buffer_kind(buffer)))
+    return found
+
+
+Storage = dict[int, tuple[Allocation, tuple[str, int]]]
+"""data variable's handle -> an allocation of it and the line it carries (its span or carried)"""
+
+
+def carry_allocations(known: Storage, allocations: Sequence[Allocation]) -> list[tuple[int, str, int]]:
+    """``(ir_line, file, line)`` for each allocation without a span that is provably a buffer an
+    earlier module allocated with a line (spanned or carried), by one of two rules:
+
+    - **same storage**: the same name and the very same data variable (TVM's buffer remap rebuilds
+      a buffer, with a new shape or layout, over the same storage variable);
+    - **multi-versioned**: the same name, dtype and scope, its shape the earlier one's with one
+      leading dimension added (software pipelining gives a buffer one version per stage), the
+      earlier buffer's storage no longer allocated here, and no other earlier buffer matching.
+
+    ``known`` is updated with this module's allocations that have a line; it holds the data
+    variables, so a handle is never reused."""
+    carried: list[tuple[int, str, int]] = []
+    here = {allocation.data.__chandle__() for allocation in allocations}
+    previous = dict(known)
+    for allocation in allocations:
+        handle = allocation.data.__chandle__()
+        line = allocation.span
+        if line is None:
+            earlier = previous.get(handle)
+            if earlier is not None and earlier[0].name == allocation.name:
+                line = earlier[1]
+            else:
+                dtype, scope, shape = allocation.kind
+                versioned = {
+                    old[1]
+                    for key, old in previous.items()
+                    if key not in here
+                    and old[0].name == allocation.name
+                    and old[0].kind[:2] == (dtype, scope)
+                    and shape[1:] == old[0].kind[2]
+                }
+                if len(versioned) == 1:
+                    (line,) = versioned
+            if line is not None:
+                carried.append((allocation.ir_line, *line))
+        if line is not None:
+            known[handle] = (allocation, line)
+    return carried
 
 
 _SCOPE = re.compile(r"with (?P<expr>.+?)(?: as (?P<var>[^:=]+))?:")
@@ -351,7 +490,30 @@ def place_line_directives(
     return tuple(files), lines
 
 
-def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> ModuleSpans | None:
+def _buffer_line(buffer: Any) -> tuple[str, int] | None:
+    from tilelang.ir import get_buffer_span
+
+    span = get_buffer_span(buffer)
+    return None if span is None else (str(span.source_name.name), int(span.line))
+
+
+def _allocated_buffer_line(
+    stmt: Any, storage: dict[tuple[int, str], tuple[str, int]]
+) -> tuple[str, int] | None:
+    """The line of the buffer an ``AllocBuffer`` or ``DeclBuffer`` statement without a span of
+    its own allocates: the buffer's span (the frontend spans a buffer with the line that allocated
+    it), else that of a buffer of the same name over the same storage (``storage``: a flattened
+    buffer is rebuilt without a span, its declaration keeps the spanned one). Codegen writes the
+    allocation as a declaration, ``float C_local[128];``. ``None`` for any other statement."""
+    if _kind(stmt) not in ("AllocBuffer", "DeclBuffer"):
+        return None
+    buffer = stmt.buffer
+    return _buffer_line(buffer) or storage.get((buffer.data.__chandle__(), str(buffer.name)))
+
+
+def kernel_source_spans(
+    mod: Any, target: Any, codegen: str, source: str, carried: dict[int, tuple[str, int]] | None = None
+) -> ModuleSpans | None:
     """Which lines of ``source`` (what codegen ``codegen`` wrote for ``mod``) come from which Python
     line, by TileLang's own ``#line`` directives: ``None`` when the backend has no codegen without
     compiling or writes no directives; ``lines`` is ``None`` when the source with directives, the
@@ -360,6 +522,10 @@ def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> Mod
     The codegen writes a directive only for a statement with a span, so the lines of a statement
     without one would pass for the last one's: a copy of the module gives every such statement a
     span of a file of its own (a random name), whose lines are then left out. ``mod`` is unchanged.
+
+    ``carried`` (a statement's handle -> file and line) names the statements of ``mod`` that the
+    last pass's map carried a line to (``carry_spans``): their source lines are listed under
+    ``owned`` (views mark them as carried) instead of being left out.
     """
     import tvm
     from tilelang.ir import make_span, set_stmt_span
@@ -371,17 +537,52 @@ def kernel_source_spans(mod: Any, target: Any, codegen: str, source: str) -> Mod
     statements, with_span = len(found), sum(1 for _, file, _ in found if file is not None)
     copy = tvm.ir.load_json(tvm.ir.save_json(mod))
     unnamed = f"irtrace-unnamed-{secrets.token_hex(6)}"
-    for number, (stmt, file, _) in enumerate(statement_spans(copy), start=1):
-        if file is None:
+    storage: dict[tuple[int, str], tuple[str, int]] = {}
+    """(data variable's handle, name) -> the span of a buffer over that storage that has one"""
+    for stmt, _, _ in found:
+        if _kind(stmt) in ("AllocBuffer", "DeclBuffer"):
+            buffer_line = _buffer_line(stmt.buffer)
+            if buffer_line is not None:
+                storage[(stmt.buffer.data.__chandle__(), str(stmt.buffer.name))] = buffer_line
+    aliases: dict[str, tuple[str, int]] = {}
+    """a file name of its own for each carried line: its directives are told apart"""
+    for number, ((original, _, _), (stmt, file, _)) in enumerate(
+        zip(found, statement_spans(copy), strict=True), start=1
+    ):
+        if file is not None:
+            continue
+        carried_line = (carried or {}).get(original.__chandle__()) or _allocated_buffer_line(
+            original, storage
+        )
+        if carried_line is None:
             set_stmt_span(stmt, make_span(unnamed, number))
+        else:
+            alias = f"{unnamed}-carried-{len(aliases)}"
+            aliases[alias] = carried_line
+            set_stmt_span(stmt, make_span(alias, carried_line[1]))
     annotated = source_with_line_directives(copy, target, name)
     if "#line " not in annotated:
         return None  # a backend whose codegen does not write them
     placed = place_line_directives(annotated, source, unnamed)
     if placed is None:
         return ModuleSpans(files=(), lines=None, statements=statements, with_span=with_span)
-    files, lines = placed
-    return ModuleSpans(files=files, lines=tuple(lines), statements=statements, with_span=with_span)
+    named, placed_lines = placed
+    files_found: dict[str, int] = {}
+    lines: list[tuple[int, int, int]] = []
+    owned: set[tuple[int, str, int]] = set()
+    for source_line, file_index, line in placed_lines:
+        name = named[file_index]
+        if name in aliases:
+            owned.add((source_line, *aliases[name]))
+        else:
+            lines.append((source_line, files_found.setdefault(name, len(files_found)), line))
+    return ModuleSpans(
+        files=tuple(files_found),
+        lines=tuple(lines),
+        statements=statements,
+        with_span=with_span,
+        owned=tuple(sorted(owned)),
+    )
 
 
 # ----------------------------------------------------------------------------- carrying spans over
@@ -415,6 +616,33 @@ def _copy_source(stmt: Any) -> tuple[str, int] | None:
     return name, hash((_hash(region, map_free_vars=True), buffer.__chandle__()))
 
 
+def _tma_load_source(stmt: Any) -> int | None:
+    """The data variable's handle of the global buffer a ``T.tma_load`` statement reads (the
+    ``A.data`` its TMA descriptor names); ``None`` for any other statement or when not exactly one
+    variable is named."""
+    value: Any = getattr(stmt, "value", None)
+    if str(getattr(getattr(value, "op", None), "name", "")) != "tl.tma_load" or not value.args:
+        return None
+    descriptor = value.args[0]
+    if str(getattr(getattr(descriptor, "op", None), "name", "")) != "tl.create_tma_descriptor":
+        return None
+    handles = {arg.__chandle__() for arg in descriptor.args if type(arg).__name__ == "Var"}
+    return handles.pop() if len(handles) == 1 else None
+
+
+def _copy_global_source(stmt: Any) -> int | None:
+    """The data variable's handle of the buffer a ``T.tma_copy`` statement reads."""
+    copy = _copy_source(stmt)
+    if copy is None or copy[0] != "tma_copy":
+        return None
+    return int(stmt.value.args[0].args[0].buffer.data.__chandle__())
+
+
+def _loop_key(stmt: Any) -> int:
+    """A loop's variable name and range: a loop split into several keeps them."""
+    return hash(("loop", str(stmt.loop_var.name), _hash(stmt.min), _hash(stmt.extent)))
+
+
 def _kind(stmt: Any) -> str:
     return type(stmt).__name__
 
@@ -442,6 +670,10 @@ def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
     copy = _copy_source(stmt)
     if copy is not None and copy[0] == ("tma_copy" if source.carried else "copy"):
         keys.add(("copy", copy[1]))
+    if copy is not None and source.carried and copy[0] == "tma_copy":
+        keys.add(("tma_load", _copy_global_source(stmt) or 0))
+    if _kind(stmt) == "For":
+        keys.add(("split", _loop_key(stmt)))
     if not source.carried and _kind(stmt) in _BLOCKS:
         block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
         body = block.body
@@ -458,6 +690,11 @@ def _is_keys(stmt: Any, kinds: set[str], copies: bool, bodies: bool) -> set[tupl
         copy = _copy_source(stmt)
         if copy is not None and copy[0] == "tma_copy":
             keys.add(("copy", copy[1]))
+        load = _tma_load_source(stmt)
+        if load is not None:
+            keys.add(("tma_load", load))
+    if "For" in kinds and _kind(stmt) == "For":
+        keys.add(("split", _loop_key(stmt)))
     body = getattr(stmt, "body", None)
     if bodies and _is_sequence(body):
         keys.add(("body", _hash(body)))
@@ -496,8 +733,10 @@ def carry_spans(
     chosen: dict[int, set[tuple[str, int]]] = {}
     for key, spans in offered.items():
         found = targets.get(key, [])
-        if len(spans) == 1 and None not in spans and len(found) == 1:
-            chosen.setdefault(found[0], set()).update(s for s in spans if s is not None)
+        # a loop split carries to every part; any other key, to its one statement
+        if len(spans) == 1 and None not in spans and (len(found) == 1 or (key[0] == "split" and found)):
+            for number in found:
+                chosen.setdefault(number, set()).update(s for s in spans if s is not None)
     carried: list[tuple[int, str, int]] = []
     for number, claims in sorted(chosen.items()):
         if len(claims) != 1:

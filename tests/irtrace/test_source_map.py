@@ -214,9 +214,36 @@ def check_tile_op_lines(lowered: Lowered, kernel: str, target: str) -> None:
             carried = carried_ir_lines(item.source_map, files, line, text)
             assert not set(carried) & spanned_firsts, (record.name, line, carried)
             buffers = AUTHOR_LINES[kernel].get(line, set())
-            for ir_line in carried:
+            owned = block_body_lines(text, truth.first_lines.get(line, set()))
+            for ir_line in set(carried) - owned:
                 assert mentions(text.split("\n")[ir_line - 1], buffers), (record.name, line, ir_line)
+            if set(carried) & owned:  # a block owning its body: together its lines name the buffers
+                rows = text.split("\n")
+                assert mentions("\n".join(rows[n - 1] for n in carried), buffers), (record.name, line)
     assert checked > 20, "too few tile operation lines survive to check anything"
+
+
+BLOCK_HEADER = re.compile(r"T\.(reads|writes|sblock_attr)\(.*|\w+ = T\.sblock_alloc_buffer\(.*")
+
+
+def block_body_lines(text: str, firsts: set[int]) -> set[int]:
+    """The printed lines of the bodies of the ``with T.sblock(...)`` lines among ``firsts`` (the
+    oracle's printed lines of spanned statements), read from the text by indentation, the block's
+    header lines (reads, writes, attributes, allocations) left out."""
+    rows = text.split("\n")
+    body: set[int] = set()
+    for first in firsts:
+        head = rows[first - 1]
+        if not head.strip().startswith("with T.sblock("):
+            continue
+        indent = len(head) - len(head.lstrip(" "))
+        for number in range(first + 1, len(rows) + 1):
+            row = rows[number - 1]
+            if not row.strip() or len(row) - len(row.lstrip(" ")) <= indent:
+                break
+            if BLOCK_HEADER.fullmatch(row.strip()) is None:
+                body.add(number)
+    return body
 
 
 def check_survival(lowered: Lowered, kernel: str, target: str) -> None:
@@ -281,14 +308,17 @@ def test_line_through_passes_shows_the_ir_lines_of_each_pass(lowered: Lowered) -
     by_index = {record.index: record for record in run.passes}
     for item in found:
         truth = truths[item.first.record.index]
-        assert set(item.lines) == truth.first_lines[gemm_line]
+        # spanned lines are the oracle's; carried ones here are the body of the gemm's block
+        spanned = set(item.lines) - set(item.carried)
+        assert spanned == truth.first_lines[gemm_line]
+        assert set(item.carried) <= block_body_lines(truth.text, spanned)
         shown = truth.text.split("\n")
         assert list(item.text_lines) == [shown[n - 1] for n in item.lines]
         # every pass a group spans prints the line there (a nested pass in between that lost it
         # splits the group), except passes TVM ran inside codegen, numbered differently here
         for index in range(item.first.record.index, item.last.record.index + 1):
             if index < len(truths) and truths[index].name == by_index[index].raw_name:
-                assert truths[index].first_lines.get(gemm_line) == set(item.lines), by_index[index].name
+                assert truths[index].first_lines.get(gemm_line) == spanned, by_index[index].name
     assert "T.gemm(" in found[0].text_lines[0]
 
 
@@ -336,9 +366,26 @@ def test_the_pipelined_copies_are_carried_from_warp_specialization_to_lower_tile
     assert trace_path is not None
     assert main(["spans", trace_path, "-k", "gemm", "-t", "cuda:sm_90a", "--all", "--format", "json"]) == 0
     rows = {row["pass"]: row for row in json.loads(capsys.readouterr().out)["runs"][0]["passes"]}
-    assert rows["tl.ProducerConsumerWarpSpecialized"]["carried"] == copies
-    assert not set(copies) & set(rows["tl.ProducerConsumerWarpSpecialized"]["lost"])
-    assert set(copies) <= set(rows["tl.LowerTileOp"]["lost"])
+    (loop,) = [n for n in AUTHOR_LINES["gemm"] if source[n - 1].strip().startswith("for ko in T.Pipelined(")]
+    assert rows["tl.ProducerConsumerWarpSpecialized"]["carried"] == sorted([*copies, loop])
+    assert not {*copies, loop} & set(rows["tl.ProducerConsumerWarpSpecialized"]["lost"])
+    # tl.LowerTileOp lowers each T.tma_copy into one T.tma_load whose descriptor names the copy's
+    # global buffer (read from the kernel's line with ast: A or B), and keeps the split loops
+    lower = run.find_pass("tl.LowerTileOp")
+    item = maps[lower.index]
+    assert item.source_map is not None
+    text = lowered.trace.ir_after(lower)
+    assert not {*copies, loop} & set(rows["tl.LowerTileOp"]["lost"])
+    for line in copies:
+        (carried,) = carried_ir_lines(item.source_map, files, line, text)
+        printed = text.split("\n")[carried - 1].strip()
+        assert line not in truths[lower.index].first_lines
+        (global_buffer,) = AUTHOR_LINES["gemm"][line] - {"A_shared", "B_shared"}
+        assert (
+            printed.startswith("T.tma_load(T.create_tma_descriptor(") and f" {global_buffer}.data," in printed
+        )
+    loops = carried_ir_lines(item.source_map, files, loop, text)
+    assert len(loops) == 2 and all(text.split("\n")[n - 1].strip() == "for ko in range(8):" for n in loops)
     assert (
         main(
             [
@@ -358,3 +405,27 @@ def test_the_pipelined_copies_are_carried_from_warp_specialization_to_lower_tile
     )
     out = capsys.readouterr().out
     assert "carried:" in out and " ~ " in out
+
+
+def test_a_gemm_lowered_into_a_block_owns_the_block_body(lowered: Lowered) -> None:
+    """After ``tl.LowerTileOp`` on Hopper, ``T.gemm`` is one ``with T.sblock("_gemm_ssr")`` spanned
+    with the call's line (by the oracle) and a body without spans of the kernel's file: the map
+    names, marked as carried, exactly the block's body lines (read by indentation from the text),
+    and those name the buffers the Python line uses (read with ``ast``)."""
+    (run,) = lowered.trace.select("gemm", "cuda:sm_90a")
+    truths = lowered.truths[("gemm", "cuda:sm_90a")]
+    source = KERNELS["gemm"][0].read_text(encoding="utf-8").splitlines()
+    (line,) = [n for n in AUTHOR_LINES["gemm"] if source[n - 1].strip().startswith("T.gemm(")]
+    record = run.find_pass("tl.LowerTileOp")
+    item = next(item for item in pass_maps(run) if item.record.index == record.index)
+    assert item.source_map is not None
+    text = lowered.trace.ir_after(record)
+    firsts = truths[record.index].first_lines[line]
+    body = block_body_lines(text, firsts)
+    assert len(body) > 5, "the oracle found no block for the gemm line"
+    files = wanted_files(run, LineQuery(1))
+    assert set(ir_lines(item.source_map, files, line, text, carried=False)) == firsts
+    assert set(carried_ir_lines(item.source_map, files, line, text)) == body
+    rows = text.split("\n")
+    assert mentions("\n".join(rows[n - 1] for n in body), AUTHOR_LINES["gemm"][line])
+    assert not mentions("\n".join(rows[n - 1] for n in firsts), AUTHOR_LINES["gemm"][line])

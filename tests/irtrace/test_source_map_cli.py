@@ -88,7 +88,7 @@ def test_spans_names_the_passes_that_drop_lines(
             carried_before = set(shown["carried"])
     dropping = [p["pass"] for p in document["passes"] if p["lost"]]
     code, out, _ = run_cli(capsys, "spans", path, "-t", "cuda:sm_90")
-    assert code == ExitCode.OK and all(name in out for name in dropping)
+    assert code == ExitCode.OK and all(name in out for name in dropping), (dropping, out)
     code, out, _ = run_cli(capsys, "spans", path, "--format", "markdown")
     assert code == ExitCode.OK and out.count("| # | pass |") == 2
 
@@ -175,6 +175,7 @@ def test_lines_past_the_end_of_the_text_are_dropped(
         if '"record":"srcmap"' in line:
             record = json.loads(line)
             record["lines"] = [[10**6, 0, 36]] if record["files"] else []
+            record["carried"] = []  # a block's body owned by line 36 names real lines
             lines[number] = json.dumps(record)
     far = tmp_path / "far.jsonl"
     far.write_text("\n".join(lines) + "\n")

@@ -40,9 +40,11 @@ def raw_maps(path: str) -> dict[tuple[int, int], dict[str, Any]]:
 
 
 def named(record: dict[str, Any], line: int) -> list[int]:
-    """The IR lines a srcmap record says print a statement of ``line`` of the kernel's file."""
+    """The IR lines a srcmap record says print a statement of ``line`` of the kernel's file, spanned
+    or carried (the report lists both, the carried ones marked)."""
     files = {k for k, name in enumerate(record["files"]) if name == str(GEMM)}
-    return sorted({ir for ir, file, py in record["lines"] if file in files and py == line})
+    entries = [*record["lines"], *record.get("carried", [])]
+    return sorted({ir for ir, file, py in entries if file in files and py == line})
 
 
 def pymap(page: str, run: KernelRun) -> dict[str, Any]:
