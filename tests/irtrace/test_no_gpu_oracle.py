@@ -5,22 +5,29 @@ The oracle is the GPU run: the traces in ``tests/data/gpu_oracle/`` are made on 
 (``irtrace run -- python PROGRAM`` with no option, by ``tests/data/gpu_oracle/make_oracle.sh``),
 where every kernel is really compiled by nvcc and launched, and each program's own check runs.
 The GPU run is never the code under test here: only the ``--no-gpu`` side runs. A case whose GPU
-trace is not there yet is skipped, saying so (none could be made when this test was written).
+trace is not there is skipped, saying so. The traces here were made on an H100 on 2026-12-07.
 
 The bundled GPU examples are checked always. TileLang's own examples (their code is not kept in
 this repository) are checked when ``TILELANG_EXAMPLES`` names a checkout of tile-ai/tilelang's
 ``examples`` folder; the GPU traces say which example each one is.
 
 Compared per kernel: the pass names in order, the SHA-256 of the IR after each pass, and the
-kernel source's SHA-256. Only the codegen step's raw name differs by design (``..._without_compile``:
-no device compiler runs under ``--no-gpu``). An ``@autotune`` kernel is built for every config on
-the GPU and for the first config only under ``--no-gpu``: that run must equal one of the GPU's.
+kernel source's SHA-256. TileLang writes the absolute path of the example's file into
+``device_assert`` messages (gemm_sp's ``_compress_fn``): that folder, which differs between the two
+machines, is written ``<EXAMPLE>/FOLDER/`` in both before hashing. Only the codegen step's raw name
+differs by design (``..._without_compile``: no device compiler runs under ``--no-gpu``). An
+``@autotune`` kernel is built for every config on the GPU and for the first config only under
+``--no-gpu``: that run must equal one of the GPU's.
+
+The bundled examples take about 20 s (``make test``); TileLang's 28 are a ``sweep`` (about 5 min).
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +41,7 @@ from irtrace.trace.reader import load_trace
 from ..conftest import DATA, EXAMPLES, ROOT
 
 ORACLE = DATA / "gpu_oracle"
-BUNDLED = {"gemm_on_gpu": [], "eager_gemm": [], "autotune_gemm": []}
+BUNDLED: dict[str, list[str]] = {"gemm_on_gpu": [], "eager_gemm": [], "autotune_gemm": []}
 """Bundled examples with a GPU trace, and the arguments both runs gave them."""
 TUNED = {"autotune_gemm"}
 TILELANG_EXAMPLES = os.environ.get("TILELANG_EXAMPLES")
@@ -46,13 +53,26 @@ def load_gz(path: Path, folder: Path) -> Trace:
     return load_trace(plain)
 
 
-def fingerprint(run: KernelRun) -> tuple[str, tuple[tuple[str, str | None], ...], str | None]:
+Fingerprint = tuple[str, tuple[tuple[str, str | None], ...], str | None]
+
+
+def fingerprint(trace: Trace, run: KernelRun, folder: str) -> Fingerprint:
     """What must be identical: the kernel's name, each pass with the IR after it, the source."""
-    return run.kernel, tuple((p.name, p.ir_after) for p in run.passes), run.source_sha256
+    # a path ending in the example's folder, as C writes it too (``\\/``), whatever comes before
+    path = re.compile(r"(?:\\?/[\w.+-]+)+?\\?/" + re.escape(folder) + r"\\?/")
+
+    def key(sha: str | None) -> str | None:
+        text = trace.texts.get(sha) if sha else None
+        if text is None:
+            return sha
+        same = path.sub(f"<EXAMPLE>/{folder}/", text)
+        return sha if same == text else hashlib.sha256(same.encode()).hexdigest()
+
+    return run.kernel, tuple((p.name, key(p.ir_after)) for p in run.passes), key(run.source_sha256)
 
 
 def no_gpu_run(script: Path, args: list[str], folder: Path) -> Trace:
-    work = folder / "work"
+    work = folder / "work" / script.parent.name  # the same folder name as on the GPU machine
     shutil.copytree(script.parent, work, ignore=shutil.ignore_patterns("__pycache__", "*.jsonl*"))
     out = folder / "no_gpu.jsonl"
     done = subprocess.run(
@@ -80,10 +100,10 @@ def no_gpu_run(script: Path, args: list[str], folder: Path) -> Trace:
     return load_trace(out)
 
 
-def differences(gpu: Trace, cpu: Trace, tuned: bool) -> list[str]:
+def differences(gpu: Trace, cpu: Trace, tuned: bool, folder: str) -> list[str]:
     found = []
-    gpu_runs = [fingerprint(run) for run in gpu.runs]
-    cpu_runs = [fingerprint(run) for run in cpu.runs]
+    gpu_runs = [fingerprint(gpu, run, folder) for run in gpu.runs]
+    cpu_runs = [fingerprint(cpu, run, folder) for run in cpu.runs]
     if not tuned and [r[0] for r in gpu_runs] != [r[0] for r in cpu_runs]:
         found.append(f"kernels: GPU {[r[0] for r in gpu_runs]}, --no-gpu {[r[0] for r in cpu_runs]}")
     for run, fp in zip(cpu.runs, cpu_runs, strict=True):
@@ -112,17 +132,37 @@ def test_bundled_gpu_example_captures_on_stand_ins_as_on_the_gpu(example: str, t
     gpu = load_gz(oracle, tmp_path)
     cpu = no_gpu_run(EXAMPLES / f"{example}.py", BUNDLED[example], tmp_path)
     assert cpu.runs
-    assert differences(gpu, cpu, example in TUNED) == []
+    assert differences(gpu, cpu, example in TUNED, EXAMPLES.name) == []
 
 
 def _tilelang_cases() -> list[str]:
     return sorted(path.name.removesuffix(".jsonl.gz") for path in (ORACLE / "tilelang").glob("*.jsonl.gz"))
 
 
+STOPS_ON_ITEM = "--no-gpu stops at Tensor.item() on a meta tensor before every kernel is built"
+STOPPED_SHORT = {
+    "deepseek_mla_example_mla_decode_paged": STOPS_ON_ITEM + " (0 of 1)",
+    "cast_example_group_per_split_token_cast_to_fp8": STOPS_ON_ITEM + " (0 of 1)",
+    "gemm_fp8_example_tilelang_gemm_fp8": STOPS_ON_ITEM + " (1 of 2, the first identical)",
+}
+"""Examples whose ``--no-gpu`` run ends before the GPU run built all its kernels (measured
+2026-12-07): expected to fail, strictly, so that the fix shows."""
+
+
+def _tilelang_params() -> list[object]:
+    return [
+        pytest.param(case, marks=pytest.mark.xfail(reason=STOPPED_SHORT[case], strict=True))
+        if case in STOPPED_SHORT
+        else case
+        for case in _tilelang_cases()
+    ]
+
+
+@pytest.mark.sweep  # 28 programs run to their end on stand-ins: about 5 min on 2 cores
 @pytest.mark.skipif(
     not TILELANG_EXAMPLES, reason="set TILELANG_EXAMPLES to tile-ai/tilelang's examples folder"
 )
-@pytest.mark.parametrize("case", _tilelang_cases())
+@pytest.mark.parametrize("case", _tilelang_params())
 def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_path: Path) -> None:
     folder, _, name = case.partition("_example_")
     script = Path(str(TILELANG_EXAMPLES)) / folder / f"example_{name}.py"
@@ -132,4 +172,4 @@ def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_pat
         script = matches[0]
     gpu = load_gz(ORACLE / "tilelang" / f"{case}.jsonl.gz", tmp_path)
     cpu = no_gpu_run(script, [], tmp_path)
-    assert differences(gpu, cpu, tuned=False) == []
+    assert differences(gpu, cpu, tuned=False, folder=script.parent.name) == []
