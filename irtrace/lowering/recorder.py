@@ -23,6 +23,7 @@ from irtrace.lowering.instrumentation import compile_session, stacked_pass_instr
 from irtrace.lowering.layouts import buffer_layout, layout_maps
 from irtrace.lowering.pass_names import display_name
 from irtrace.lowering.snapshots import MUTATES_IN_PLACE, ModuleState, Snapshot, SnapshotPrinter
+from irtrace.lowering.spans import CarrySource, Storage, carry_allocations, carry_spans
 from irtrace.lowering.tvm_targets import make_tvm_target
 from irtrace.targets.backends import TargetSpec
 from irtrace.trace.model import (
@@ -39,7 +40,6 @@ from irtrace.trace.model import (
 )
 from irtrace.trace.schema import Instance, LayoutRecord, Phase, SourceMapRecord
 from irtrace.trace.writer import TraceWriter
-from irtrace.lowering.spans import CarrySource, Storage, carry_allocations, carry_spans
 
 _crash_safe = True
 

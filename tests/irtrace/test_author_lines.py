@@ -188,7 +188,7 @@ def test_allocations_stay_mapped_after_lower_tile_op(tmp_path: Path, target: str
     """Layout inference and warp specialization rebuild the GEMM's shared buffers (new shapes, the
     printer renames them): after ``tl.LowerTileOp`` every ``T.alloc_*`` line still maps, and only
     to IR lines that allocate or declare a buffer of that name (as the printer renames it)."""
-    from irtrace.core.source_map import ir_lines, kernel_files, pass_maps
+    from irtrace.facts.source_map import ir_lines, kernel_files, pass_maps
 
     path = EXAMPLES / "gemm.py"
     output = tmp_path / "gemm.jsonl"
@@ -222,7 +222,7 @@ def test_a_buffer_is_carried_by_its_storage_or_as_one_version_per_stage() -> Non
     import tilelang  # noqa: F401  (TVM as TileLang ships it)
     import tvm
 
-    from irtrace.recording.spans import Allocation, Storage, _buffer_kind, carry_allocations
+    from irtrace.lowering.spans import Allocation, Storage, _buffer_kind, carry_allocations
 
     def allocation(buffer: object, ir_line: int, span: tuple[str, int] | None = None) -> Allocation:
         return Allocation(ir_line, str(buffer.name), buffer.data, span, _buffer_kind(buffer))  # type: ignore[attr-defined]
@@ -253,7 +253,7 @@ def test_the_kernel_source_names_the_loop_carried_through_the_pipeline(traces: d
     warp specialization, so TileLang's ``#line`` directives never name it: the kernel source's map
     lists it as carried, on the loops codegen writes for the producer and the consumer, and never
     among the lines a directive names."""
-    from irtrace.core.source_map import kernel_files
+    from irtrace.facts.source_map import kernel_files
 
     path = KERNELS["gemm"][0]
     source = path.read_text(encoding="utf-8").splitlines()
@@ -282,7 +282,7 @@ def test_register_allocations_reach_the_kernel_source_as_their_declarations(trac
     allocation statement without a span (its flattened buffer has none): the kernel source's map
     names each ``T.alloc_fragment`` line of flash attention (read with ``ast``), marked carried,
     and only on lines declaring an array of that name."""
-    from irtrace.core.source_map import kernel_files
+    from irtrace.facts.source_map import kernel_files
 
     path = KERNELS["flash_attention"][0]
     source = path.read_text(encoding="utf-8").splitlines()

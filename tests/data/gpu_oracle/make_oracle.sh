@@ -61,7 +61,7 @@ EXAMPLES=$!
 benches() {
   "$PYTHON" - "$1" << 'PY'
 import sys
-from irtrace.core.trace_reader import load_trace
+from irtrace.trace.reader import load_trace
 for r in load_trace(sys.argv[1]).runs:
     b = r.bench
     print(r.kernel, r.target, r.status, None if b is None else (b.latency_ms, b.error, b.shape, b.shape_from))
