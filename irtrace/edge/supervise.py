@@ -38,6 +38,10 @@ def run_in_child(work: Callable[[], int], partial: Path, *, grace_s: float = GRA
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller
+        # the signals as they were before the parent's ``catching``: the child's own catching
+        # then keeps the script's handlers to give back to what the script forks (a pool's SIGTERM
+        # ends its workers quietly), not the parent's handler that raises
+        interrupts.release_in_child()
         code = 1
         try:
             code = work()
