@@ -464,30 +464,42 @@ def run_entry_point(
     instances: dict[str, Any] = {}
     outcome: str | None = None
     deadline = time.monotonic() + timeout_s
+    exited = False
     try:
-        while True:
+        # the run ends at its outcome line, at the pipe's end, or once the child has exited and
+        # left nothing unread: a helper the program forked may hold the pipe open for ever
+        while outcome is None:
             left = deadline - time.monotonic()
             if left <= 0:
                 os.kill(pid, signal.SIGKILL)
                 outcome = f"stopped after {timeout_s:g} s"
                 break
-            ready, _, _ = select.select([read_end], [], [], left)
-            if ready:
-                chunk = os.read(read_end, 1 << 16)
-                if not chunk:
+            ready, _, _ = select.select([read_end], [], [], min(left, CHILD_POLL_S))
+            if not ready:
+                if exited:
                     break
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    outcome = _take_line(line, instances) or outcome
+                exited = os.waitpid(pid, os.WNOHANG)[0] == pid
+                continue
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                outcome = _take_line(line, instances) or outcome
     finally:
         os.close(read_end)
         with contextlib.suppress(OSError):  # before the wait: the group's id stays the child's
             os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        if not exited:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
         shutil.rmtree(scratch, ignore_errors=True)
     return {"instances": instances, "outcome": outcome or "the program's run gave no answer"}
+
+
+CHILD_POLL_S = 0.2
+"""How often a program's run looks whether its child has exited, when the pipe is quiet."""
 
 
 def _die_with_parent() -> None:
