@@ -213,17 +213,17 @@ class WorkerRuntime(Generic[R]):
         try:
             if handler is None:
                 raise CallFailed(f"{self.name}: no handler for {type(call.request).__name__}")
-            if context.should_stop():
-                raise CallFailed("cancelled before it started", cancelled=True)
+            if context.should_stop():  # cancelled before it started
+                raise CallFailed("cancelled by the client", cancelled=True)
             with context.watch.running():
                 body = handler(call.request, context)
             return Result(id=call.id, body=raw(body), rss_mb=resident_mb())
         except Exception as error:
-            failed = error if isinstance(error, CallFailed) else self.describe_error(error)
-            if context.watch.cancelled:
+            if context.watch.cancelled:  # whatever the handler raised on its way out
                 return Failure(
                     id=call.id, error="cancelled by the client", cancelled=True, rss_mb=resident_mb()
                 )
+            failed = error if isinstance(error, CallFailed) else self.describe_error(error)
             if failed is None:  # a bug of ours: say what it was, keep serving
                 traceback.print_exc()
                 failed = CallFailed(f"internal error in the {self.name}: {type(error).__name__}: {error}")
