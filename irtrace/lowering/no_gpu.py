@@ -121,6 +121,10 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         ("empty_cache", nothing),
         ("manual_seed", nothing),
         ("manual_seed_all", nothing),
+        # ``with torch.cuda.device(t.device.index):`` (flash-qla wraps each op in one)
+        ("_exchange_device", lambda *_a, **_k: -1),
+        ("_maybe_exchange_device", lambda *_a, **_k: -1),
+        ("is_current_stream_capturing", lambda: False),
     ]
     for attr, value in answers:
         stack.callback(setattr, torch.cuda, attr, getattr(torch.cuda, attr))
@@ -133,6 +137,27 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
             setattr, cuda_driver, "get_cuda_device_properties", cuda_driver.get_cuda_device_properties
         )
         cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
+    _answer_compute_version(stack, f"{major}.{minor}")
+
+
+def _answer_compute_version(stack: contextlib.ExitStack, version: str) -> None:
+    """TileLang's (and TVM's) ``nvcc.get_target_compute_version()``: with no target arch to read,
+    it asks the GPU (``tvm.cuda(0)``) and raises without one; then the stand-in's capability answers.
+    Libraries pick their kernels by it at import (flash-qla: sm_90 or sm_100 kernels)."""
+    for name in ("tilelang.contrib.nvcc", "tvm.contrib.nvcc"):
+        module = sys.modules.get(name)
+        original = getattr(module, "get_target_compute_version", None)
+        if module is None or original is None:
+            continue
+
+        def compute_version(target: Any = None, _original: Any = original) -> str:
+            try:
+                return str(_original(target))
+            except ValueError:  # "No CUDA architecture was specified or GPU detected"
+                return version
+
+        stack.callback(setattr, module, "get_target_compute_version", original)
+        module.get_target_compute_version = compute_version  # type: ignore[attr-defined]
 
 
 def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
