@@ -79,6 +79,9 @@ class BenchInput:
     scalar: int | float | bool | None = None
     """A scalar parameter's value: the size of the symbolic dimension it names, or what the most
     launched signature passed it."""
+    launched: Any = None
+    """The integer or bool tensor the most launched signature passed (its values kept at launch),
+    used instead of a random one: offsets, lengths and masks must be the program's."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -150,14 +153,20 @@ def captured_sizes(
     from tvm import tirx
 
     sizes: dict[str, int] = {}
+    launched_dims = []
     for name, arg in _launch_args(func, launches).items():
         param = next((p for p in func.params if str(p.name) == name), None)
         buffer = func.buffer_map.get(param) if param is not None else None
         if buffer is None or arg.shape is None or len(arg.shape) != len(buffer.shape):
             continue
-        for dim, size in zip(buffer.shape, arg.shape, strict=True):
-            if isinstance(dim, tirx.Var):
-                sizes.setdefault(str(dim.name), int(size))
+        launched_dims += list(zip(buffer.shape, arg.shape, strict=True))
+    for dim, size in launched_dims:
+        if isinstance(dim, tirx.Var):
+            sizes.setdefault(str(dim.name), int(size))
+    for dim, size in launched_dims:  # ``n + 1`` of a ``cu_seqlens``: after every bare dimension
+        solved = solve_dimension(dim, int(size))
+        if solved is not None:
+            sizes.setdefault(*solved)
     if instance is None:
         return sizes
     sizes = {**sizes, **{name: int(size) for name, size in instance.dynamic.items()}}
@@ -175,6 +184,34 @@ def captured_sizes(
     return sizes
 
 
+def solve_dimension(dim: Any, size: int) -> tuple[str, int] | None:
+    """``(name, value)`` of the one variable of an affine dimension ``a * n + b`` that gives it
+    ``size``, proven by substituting the value back; ``None`` for a bare variable or a number, a
+    dimension of several variables, or one no integer value gives ``size``."""
+    from tvm import arith, tirx
+
+    found: list[Any] = []
+    tirx.stmt_functor.post_order_visit(dim, lambda n: found.append(n) if isinstance(n, tirx.Var) else None)
+    names = {str(v.name) for v in found}
+    if isinstance(dim, tirx.Var) or len(names) != 1:
+        return None
+    var = found[0]
+    analyzer = arith.Analyzer()
+
+    def at(value: int) -> Any:
+        return analyzer.simplify(tirx.stmt_functor.substitute(dim, {var: tirx.IntImm(var.dtype, value)}))
+
+    base, step = at(0), at(1)
+    if not isinstance(base, tirx.IntImm) or not isinstance(step, tirx.IntImm):
+        return None
+    slope = int(step) - int(base)
+    if slope == 0 or (size - int(base)) % slope:
+        return None
+    value = (size - int(base)) // slope
+    proof = at(value)
+    return (str(var.name), value) if isinstance(proof, tirx.IntImm) and int(proof) == size else None
+
+
 def plan_inputs(
     func: Any,
     kernel: str,
@@ -183,6 +220,7 @@ def plan_inputs(
     manifest: Mapping[str, int] | None = None,
     instance: Instance | None = None,
     launches: Sequence[LaunchSignature] = (),
+    launch_values: Mapping[str, Any] | None = None,
 ) -> BenchPlan:
     """Bind the kernel's symbolic dimensions and describe its inputs as TileLang's profiler makes
     them (``KernelParam`` of each parameter, every dimension a number). Needs no GPU and no compile;
@@ -213,7 +251,12 @@ def plan_inputs(
             inputs.append(BenchInput(str(param.name), None, value))
             continue
         dims = [int(analyzer.simplify(tirx.stmt_functor.substitute(dim, by_var))) for dim in buffer.shape]
-        inputs.append(BenchInput(str(buffer.name), KernelParam(buffer.dtype, dims)))
+        kept = (launch_values or {}).get(str(param.name))
+        if kept is not None and (
+            list(kept.shape) != dims or str(kept.dtype).removeprefix("torch.") != str(buffer.dtype)
+        ):
+            kept = None  # the sizes benched are not those of that launch
+        inputs.append(BenchInput(str(buffer.name), KernelParam(buffer.dtype, dims), launched=kept))
     return BenchPlan(shape, shape_from, tuple(inputs))
 
 
@@ -260,12 +303,20 @@ def compile_for_bench(
 
 def make_inputs(plan: BenchPlan) -> list[Any]:
     """The launch's arguments on the current GPU: random tensors as TileLang's profiler makes them
-    (``TensorSupplyType.Randn``), each symbolic dimension's size for a scalar."""
+    (``TensorSupplyType.Randn``), the program's own integer and bool tensors where their values were
+    kept at launch, each symbolic dimension's size for a scalar."""
     import tilelang
     from tilelang.utils.tensor import get_tensor_supply
 
     supply = get_tensor_supply(tilelang.TensorSupplyType.Randn)
-    return [item.scalar if item.param is None else supply(item.param) for item in plan.inputs]
+    return [
+        item.scalar
+        if item.param is None
+        else item.launched.clone()
+        if item.launched is not None
+        else supply(item.param)
+        for item in plan.inputs
+    ]
 
 
 def kernel_inputs(kernel: Any, arguments: list[Any]) -> list[Any]:

@@ -22,7 +22,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NoReturn
@@ -34,7 +34,7 @@ from irtrace.base.errors import InputError, OutputError, TraceFormatError, Usage
 from irtrace.lowering import frontend_lines, no_gpu
 from irtrace.lowering.instrumentation import require_instrumentation
 from irtrace.lowering.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
-from irtrace.lowering.launches import observe_launches, write_launches
+from irtrace.lowering.launches import launch_values, observe_launches, write_launches
 from irtrace.lowering.loader import CapturedKernel, KernelCall, source_as_imported
 from irtrace.lowering.recorder import (
     CaptureOptions,
@@ -539,6 +539,9 @@ def run_script(
         for kernels in launched:  # what each kernel was launched with
             written = write_launches(writer, kernels)
             session.runs[:] = [written.get(run.run_id, run) for run in session.runs]
+            for run_id, values in launch_values(kernels).items():
+                if run_id in session.kernels and values:
+                    session.kernels[run_id] = replace(session.kernels[run_id], launch_values=values)
         launched.clear()
 
     def outcome(error: BaseException | None) -> ScriptOutcome:

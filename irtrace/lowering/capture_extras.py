@@ -110,7 +110,12 @@ def prepare_captured_bench(
 
     func = captured_func(kernel)
     plan = plan_inputs(
-        func, run.kernel, command_line=settings.shapes, instance=run.instance, launches=run.launches
+        func,
+        run.kernel,
+        command_line=settings.shapes,
+        instance=run.instance,
+        launches=run.launches,
+        launch_values=kernel.launch_values,
     )
     target = tvm.target.Target(json.loads(run.target_detail))
     return compile_for_bench(func, target, run.pass_configs, plan)

@@ -21,6 +21,10 @@ from irtrace.trace.writer import TraceWriter
 
 MAX_SIGNATURES = 64
 """Distinct signatures kept per kernel; launches past them are counted as dropped."""
+KEPT_ELEMENTS = 1 << 16
+"""Integer and bool tensors up to this many elements have their values kept (a copy on their
+device, at a signature's first launch): ``--bench`` launches with them, since random values in
+offsets, lengths or masks (``cu_seqlens``) make a kernel read out of bounds or trap."""
 
 
 @dataclass
@@ -33,6 +37,8 @@ class _Launched:
     params: list[str]
     counts: dict[tuple[Any, ...], int] = field(default_factory=dict)
     dropped: int = 0
+    kept: dict[tuple[Any, ...], dict[int, Any]] = field(default_factory=dict)
+    """A signature's integer and bool tensors (by position), copied at its first launch."""
 
 
 _SCALARS = (int, float, bool)
@@ -48,6 +54,18 @@ def _argument_key(value: Any, tensor: Any) -> Any:
     if kind in _SCALARS:
         return ("scalar", kind, value)
     return ("object", kind.__name__)
+
+
+def _kept_values(args: tuple[Any, ...], tensor: Any) -> dict[int, Any]:
+    """Copies of the small integer and bool tensors among a launch's arguments (``KEPT_ELEMENTS``)."""
+    return {
+        index: value.detach().clone()
+        for index, value in enumerate(args)
+        if isinstance(value, tensor)
+        and not (value.is_floating_point() or value.is_complex())
+        and value.numel() <= KEPT_ELEMENTS
+        and value.device.type != "meta"
+    }
 
 
 def _launch_arg(key: Any, param: str) -> LaunchArg:
@@ -113,6 +131,8 @@ def observe_launches(run_ids: Callable[[], set[int]]) -> Iterator[dict[int, _Lau
                 launched.counts[key] += 1
             elif len(launched.counts) < MAX_SIGNATURES:
                 launched.counts[key] = 1
+                with contextlib.suppress(Exception):  # keeping values never changes the launch
+                    launched.kept[key] = _kept_values(args, tensor)
             else:
                 launched.dropped += 1
         return original_call(self, *args, **kwargs)
@@ -137,3 +157,21 @@ def write_launches(writer: TraceWriter, kernels: dict[int, _Launched]) -> dict[i
             with contextlib.suppress(KeyError):  # a run of another process's writer (after a fork)
                 written[run_id] = writer.add_launches(run_id, signatures, launched.dropped)
     return written
+
+
+def launch_values(kernels: dict[int, _Launched]) -> dict[int, dict[str, Any]]:
+    """Run id -> the integer and bool tensors its kernel's most launched signature passed, by the
+    parameter each went to (``_kept_values``)."""
+    found: dict[int, dict[str, Any]] = {}
+    for launched in kernels.values():
+        if not launched.counts:
+            continue
+        key = max(launched.counts, key=lambda k: launched.counts[k])
+        values = {
+            launched.params[index]: value
+            for index, value in launched.kept.get(key, {}).items()
+            if index < len(launched.params)
+        }
+        for run_id in launched.runs:
+            found[run_id] = values
+    return found

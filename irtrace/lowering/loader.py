@@ -535,6 +535,9 @@ class CapturedKernel(KernelDefinition):
     function: Any = None
     """The ``GlobalVar`` of the module's function this kernel is: ``--bench`` finds it by identity,
     whatever name the run shows (a PrimFunc called ``main`` goes by its factory's name)."""
+    launch_values: dict[str, Any] = field(default_factory=dict)
+    """The integer and bool tensors the script's most frequent launch passed, by parameter
+    (``irtrace.lowering.launches.KEPT_ELEMENTS``): ``--bench`` launches with these, not random ones."""
 
     @property
     def spec_text(self) -> str:

@@ -28,6 +28,11 @@ def main() -> None:
                     [item.name, item.scalar if item.param is None else [int(d) for d in item.param.shape]]
                     for item in bench.plan.inputs
                 ],
+                "launched": {
+                    item.name: item.launched.tolist()
+                    for item in bench.plan.inputs
+                    if item.launched is not None
+                },
             }
         )
         return BenchResult(latency_ms=None, device=device, error="stubbed")

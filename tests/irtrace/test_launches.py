@@ -104,3 +104,68 @@ def test_launches_under_irtrace_survive_the_merge_of_parts(tmp_path: Path) -> No
         a, b, chunks = signature.args
         got[(tuple(a.shape), tuple(a.strides), tuple(b.shape), chunks.value)] += signature.count
     assert got == expected
+
+
+OFFSETS_SCRIPT = DATA / "launch_offsets_script.py"
+
+
+def test_bench_solves_a_dimension_of_n_plus_one_and_launches_with_the_programs_offsets(
+    tmp_path: Path,
+) -> None:
+    """A varlen kernel: ``batch`` is only ``cu_seqlens``'s length minus one, and random offsets would
+    read out of bounds, so the bench takes both from the launch (the script prints what it passed)."""
+    trace = tmp_path / "offsets.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), str(OFFSETS_SCRIPT), str(trace)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    passed = _line(done.stdout, "PASSED")
+    offsets = passed["cu_seqlens"]
+    (benched,) = _line(done.stdout, "BENCHED")
+    assert benched["shape"] == {"total": offsets[-1], "batch": len(offsets) - 1}
+    assert benched["shape_from"] == "captured"
+    assert benched["launched"] == {"cu_seqlens": offsets}  # the float tensors stay random
+
+
+@pytest.mark.parametrize(
+    ("build", "size", "python"),
+    [
+        (lambda n: n + 1, 5, lambda v: v + 1),
+        (lambda n: n * 2, 8, lambda v: v * 2),
+        (lambda n: n * 3 + 2, 14, lambda v: v * 3 + 2),
+        (lambda n: (n + 1) * 4, 20, lambda v: (v + 1) * 4),
+        (lambda n: n * 2, 7, None),  # no integer n gives 7
+        (lambda n: n * n, 9, None),  # not affine: 0 and 1 give slope 1, and 9 * 9 is not 9
+    ],
+)
+def test_solve_dimension_gives_only_a_value_that_substitutes_back(build, size, python) -> None:  # type: ignore[no-untyped-def]
+    from tilelang import tvm
+
+    from irtrace.lowering.bench import solve_dimension
+
+    tirx = tvm.tirx
+
+    n = tirx.Var("n", "int32")
+    solved = solve_dimension(build(n), size)
+    if python is None:
+        assert solved is None
+    else:
+        assert solved is not None and solved[0] == "n"
+        assert python(solved[1]) == size  # the oracle: Python's arithmetic, not TVM's
+
+
+def test_solve_dimension_leaves_bare_and_several_variable_dimensions() -> None:
+    from tilelang import tvm
+
+    from irtrace.lowering.bench import solve_dimension
+
+    tirx = tvm.tirx
+
+    n, m = tirx.Var("n", "int32"), tirx.Var("m", "int32")
+    assert solve_dimension(n, 4) is None  # a bare variable is read directly
+    assert solve_dimension(n + m, 4) is None
+    assert solve_dimension(tirx.IntImm("int32", 4), 4) is None
