@@ -8,7 +8,7 @@ export PYTHONPATH="$site:$PWD"
 W=${OUT:-$(mktemp -d)}
 timeout -k 5 200 "$PYTHON" tests/data/gpu_oracle/flash_qla_check.py > "$W/fq_plain.log" 2>&1
 echo "plain rc=$?"
-timeout -k 10 300 "$PYTHON" -m irtrace.cli run --machine-code --bench -o "$W/fq.jsonl" -- "$PYTHON" tests/data/gpu_oracle/flash_qla_check.py > "$W/fq_traced.log" 2>&1
+timeout -k 10 540 "$PYTHON" -m irtrace.cli run --machine-code --bench -o "$W/fq.jsonl" -- "$PYTHON" tests/data/gpu_oracle/flash_qla_check.py > "$W/fq_traced.log" 2>&1
 echo "traced rc=$?"
 grep -h DIGEST "$W"/fq_plain.log "$W"/fq_traced.log
 tail -n 5 "$W/fq_plain.log" "$W/fq_traced.log" | cut -c1-300
