@@ -620,7 +620,8 @@ def lower_for_targets(
 
     runs = []
     for kernel in captured:
-        module, configs = kernel.build(KernelCall(), KernelSpec(kernel.spec_text))
+        built = kernel.build(KernelCall(), KernelSpec(kernel.spec_text))
+        module, configs = built.func, built.pass_configs
         for target in targets:
             if target.name == kernel.target:
                 continue
