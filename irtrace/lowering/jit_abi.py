@@ -50,7 +50,9 @@ def as_jit_compiles(func: Any, compile_args: JitCompileArgs, target: Any, where:
         stamped, _ = prepare_tvm_ffi_callee_allocated_outputs(
             func,
             compile_args.out_idx,
-            supports_callee_allocated_outputs=bool(getattr(backend, "supports_callee_allocated_outputs", False)),
+            supports_callee_allocated_outputs=bool(
+                getattr(backend, "supports_callee_allocated_outputs", False)
+            ),
         )
     except (ValueError, TypeError) as error:
         raise KernelSourceError(f"{where}: TileLang's compile refuses its outputs: {error}") from error

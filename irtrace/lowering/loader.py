@@ -496,7 +496,9 @@ class AutotuneKernel(KernelDefinition):
         jit = self.obj.jit_impl
         with _uncached(jit):
             func = jit.get_tir(*call.args, **{**call.kwargs, **call.autotune_defaults})
-        return BuiltKernel(func, {**dict(jit.pass_configs or {}), **call.pass_configs}, JitCompileArgs.of(jit))
+        return BuiltKernel(
+            func, {**dict(jit.pass_configs or {}), **call.pass_configs}, JitCompileArgs.of(jit)
+        )
 
     def build_hint(self, error: Exception) -> str:
         return _missing_size_hint(error, self.name) if _is_eager(self.obj.jit_impl) else ""

@@ -38,7 +38,9 @@ HOST_WRAPPER_PASSES = 7
 """Passes a compile runs after the device codegen, for the host wrapper; a recording has none."""
 
 
-def irtrace(*arguments: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def irtrace(
+    *arguments: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "irtrace.cli", *arguments],
@@ -75,12 +77,16 @@ def assert_same_lowering(recorded: Trace, record_run: KernelRun, captured: Trace
     assert len(run.passes) == len(record_run.passes) + HOST_WRAPPER_PASSES
     for mine, theirs in zip(record_run.passes, run.passes, strict=False):
         assert mine.name == theirs.name
-        assert recorded.text(mine.ir_after or mine.ir_before) == captured.text(theirs.ir_after or theirs.ir_before)
+        assert recorded.text(mine.ir_after or mine.ir_before) == captured.text(
+            theirs.ir_after or theirs.ir_before
+        )
     assert all(p.scope == "host" for p in run.passes[len(record_run.passes) :])
     assert run.source_sha256 == record_run.source_sha256
 
 
-def assert_check_finds_no_difference(in_process: Irtrace, run: str, record: str, kernels: int, cwd: Path) -> None:
+def assert_check_finds_no_difference(
+    in_process: Irtrace, run: str, record: str, kernels: int, cwd: Path
+) -> None:
     check = in_process("check", run, "--baseline", record, cwd=cwd)
     assert check.returncode == ExitCode.OK, check.stdout
     assert f"{kernels} unchanged" in check.stdout, check.stdout
@@ -91,7 +97,9 @@ def test_a_jit_kernel_with_out_idx_and_an_eager_t_empty_kernel_agree_run_and_rec
     tmp_path: Path, in_process: Irtrace
 ) -> None:
     shutil.copy(KERNELS, tmp_path / KERNELS.name)
-    done = irtrace("run", "--no-gpu", "-q", "-o", "run.jsonl", "--", sys.executable, KERNELS.name, cwd=tmp_path)
+    done = irtrace(
+        "run", "--no-gpu", "-q", "-o", "run.jsonl", "--", sys.executable, KERNELS.name, cwd=tmp_path
+    )
     assert done.returncode == ExitCode.OK, done.stderr[-3000:]
     recorded = in_process(
         "record",
@@ -132,17 +140,29 @@ def test_each_targets_execution_backend_decides_the_outputs_as_tilelangs_compile
     torch backend takes the PrimFunc as built: the recordings follow the program's compiles."""
     shutil.copy(KERNELS, tmp_path / KERNELS.name)
     (tmp_path / "compiling.py").write_text(_COMPILING_FOR)
-    done = irtrace("run", "--no-gpu", "-q", "-o", "run.jsonl", "--", sys.executable, "compiling.py", cwd=tmp_path)
+    done = irtrace(
+        "run", "--no-gpu", "-q", "-o", "run.jsonl", "--", sys.executable, "compiling.py", cwd=tmp_path
+    )
     assert done.returncode == ExitCode.OK, done.stderr[-3000:]
     recorded = in_process(
-        "record", f"{KERNELS.name}::add_one(1024)", "-t", "hip:gfx942", "-t", "metal", "-o", "rec.jsonl", cwd=tmp_path
+        "record",
+        f"{KERNELS.name}::add_one(1024)",
+        "-t",
+        "hip:gfx942",
+        "-t",
+        "metal",
+        "-o",
+        "rec.jsonl",
+        cwd=tmp_path,
     )
     assert recorded.returncode == ExitCode.OK, recorded.stderr[-3000:]
 
     captured, record = load_trace(tmp_path / "run.jsonl"), load_trace(tmp_path / "rec.jsonl")
     assert [r.target for r in captured.runs] == [r.target for r in record.runs] == ["hip:gfx942", "metal"]
     hip, metal = captured.runs
-    assert "tilelang_out_idx" in captured.text(hip.input_ir) and CALLEE_ALLOCATED not in captured.text(hip.input_ir)
+    assert "tilelang_out_idx" in captured.text(hip.input_ir) and CALLEE_ALLOCATED not in captured.text(
+        hip.input_ir
+    )
     assert "tilelang_out_idx" not in captured.text(metal.input_ir)
     for run, record_run in zip(captured.runs, record.runs, strict=True):
         assert captured.text(run.input_ir) == record.text(record_run.input_ir)
@@ -182,7 +202,14 @@ def test_a_backend_tilelang_cannot_resolve_here_leaves_the_function_as_built_qui
     assert oracle.returncode != 0 and "refused: " in oracle.stderr and "cutedsl" in oracle.stderr
 
     done = irtrace(
-        "record", f"{KERNELS.name}::add_one(1024)", "-t", "cuda:sm_90a", "-o", "rec.jsonl", cwd=tmp_path, env=env
+        "record",
+        f"{KERNELS.name}::add_one(1024)",
+        "-t",
+        "cuda:sm_90a",
+        "-o",
+        "rec.jsonl",
+        cwd=tmp_path,
+        env=env,
     )
     assert done.returncode == ExitCode.OK, done.stderr[-3000:]
     (run,) = load_trace(tmp_path / "rec.jsonl").runs
@@ -192,11 +219,15 @@ def test_a_backend_tilelang_cannot_resolve_here_leaves_the_function_as_built_qui
     assert "cutedsl" not in done.stderr + done.stdout and "backend" not in done.stderr.lower()
 
 
-def test_an_out_idx_tilelang_refuses_is_a_failed_build_not_a_traceback(tmp_path: Path, in_process: Irtrace) -> None:
+def test_an_out_idx_tilelang_refuses_is_a_failed_build_not_a_traceback(
+    tmp_path: Path, in_process: Irtrace
+) -> None:
     (tmp_path / "bad_outputs.py").write_text(
         KERNELS.read_text().replace("@tilelang.jit(out_idx=[-1])", "@tilelang.jit(out_idx=[7])")
     )
-    done = in_process("record", "bad_outputs.py::add_one(1024)", "-t", "cuda:sm_90a", "-o", "rec.jsonl", cwd=tmp_path)
+    done = in_process(
+        "record", "bad_outputs.py::add_one(1024)", "-t", "cuda:sm_90a", "-o", "rec.jsonl", cwd=tmp_path
+    )
     # as any kernel that cannot be built: recorded as failed, with TileLang's reason, and exit 5
     assert done.returncode == ExitCode.LOWERING, done.stdout + done.stderr
     (run,) = load_trace(tmp_path / "rec.jsonl").runs
@@ -228,7 +259,9 @@ def test_tilelangs_mla_decode_agrees_run_and_record(tmp_path: Path, in_process: 
     lowerings."""
     script = Path(str(TILELANG_EXAMPLES)) / "deepseek_mla" / "example_mla_decode.py"
     shutil.copy(script, tmp_path / script.name)
-    done = irtrace("run", "--no-gpu", "-q", "-o", "run.jsonl", "--", sys.executable, script.name, cwd=tmp_path)
+    done = irtrace(
+        "run", "--no-gpu", "-q", "-o", "run.jsonl", "--", sys.executable, script.name, cwd=tmp_path
+    )
     assert done.returncode == ExitCode.OK, done.stderr[-3000:]
     recorded = in_process("record", f"{script.name}::flashattn", "-o", "rec.jsonl", cwd=tmp_path)
     assert recorded.returncode == ExitCode.OK, recorded.stderr[-3000:]
@@ -243,9 +276,14 @@ def test_tilelangs_mla_decode_agrees_run_and_record(tmp_path: Path, in_process: 
     renumbered = False
     for mine, theirs in zip(record_run.passes, run.passes, strict=False):
         assert mine.name == theirs.name
-        text, truth = record.text(mine.ir_after or mine.ir_before), captured.text(theirs.ir_after or theirs.ir_before)
+        text, truth = (
+            record.text(mine.ir_after or mine.ir_before),
+            captured.text(theirs.ir_after or theirs.ir_before),
+        )
         renumbered = renumbered or (text != truth and mine.name.startswith("tl.MergeSharedMemoryAllocations"))
-        assert text == truth or (renumbered and without_workspace_numbers(text) == without_workspace_numbers(truth))
+        assert text == truth or (
+            renumbered and without_workspace_numbers(text) == without_workspace_numbers(truth)
+        )
 
     check = in_process("check", "run.jsonl", "--baseline", "rec.jsonl", cwd=tmp_path)
     assert check.returncode == ExitCode.OK, check.stdout
