@@ -12,6 +12,7 @@ PrimFunc as built.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +47,18 @@ def as_jit_compiles(func: Any, compile_args: JitCompileArgs, target: Any, where:
     # JITKernel stamps only for TVM-FFI: Cython, NVRTC and Metal's torch backend take the PrimFunc as built
     if backend is None or getattr(backend, "name", None) != "tvm_ffi":
         return func
-    try:
-        stamped, _ = prepare_tvm_ffi_callee_allocated_outputs(
-            func,
-            compile_args.out_idx,
-            supports_callee_allocated_outputs=bool(
-                getattr(backend, "supports_callee_allocated_outputs", False)
-            ),
+    options: dict[str, bool] = {}
+    # TileLang 0.1.14's function marks tilelang_out_idx only and takes no backend capability
+    if (
+        "supports_callee_allocated_outputs"
+        in inspect.signature(prepare_tvm_ffi_callee_allocated_outputs).parameters
+    ):
+        options["supports_callee_allocated_outputs"] = bool(
+            getattr(backend, "supports_callee_allocated_outputs", False)
         )
-    except (ValueError, TypeError) as error:
+    try:
+        stamped, _ = prepare_tvm_ffi_callee_allocated_outputs(func, compile_args.out_idx, **options)
+    except (ValueError, TypeError) as error:  # TileLang's compile raises the same for this out_idx
         raise KernelSourceError(f"{where}: TileLang's compile refuses its outputs: {error}") from error
     return stamped
 
