@@ -76,3 +76,30 @@ def _execution_backend(create_backend_context: Any, compile_args: JitCompileArgs
         return create_backend_context(target, None, requested).execution_backend
     except Exception:  # TileLang's own refusal (ValueError, AssertionError): compiled nowhere here
         return None
+
+
+def as_jit_compiles_module(module: Any, target: Any, where: str) -> Any:
+    """A module a program compiled for one target (``irtrace run``), with the output marks TileLang's
+    JIT would give it for ``target`` instead: the first target's callee-allocation mark dropped,
+    then ``as_jit_compiles`` with the outputs the functions declare (``tilelang_out_idx``)."""
+    from tilelang import tvm
+    from tvm.tirx import PrimFunc
+
+    try:
+        from tilelang.jit.abi import CALLEE_ALLOCATED_OUTPUTS_ATTR as callee_allocated
+    except ImportError:  # a release that marks no callee allocation has nothing to drop
+        callee_allocated = None
+    changed = {}
+    for var, func in module.functions.items():
+        if not isinstance(func, PrimFunc):
+            continue
+        bare = func
+        if callee_allocated is not None and func.attrs is not None and callee_allocated in func.attrs:
+            bare = func.without_attr(callee_allocated)
+        marked = as_jit_compiles(bare, JitCompileArgs(), target, where)
+        if not marked.same_as(func):
+            changed[var] = marked
+    if not changed:
+        return module
+    functions = {var: changed.get(var, func) for var, func in module.functions.items()}
+    return tvm.IRModule(functions, attrs=module.attrs, global_infos=module.global_infos)
