@@ -33,6 +33,7 @@ from irtrace.base import interrupts
 from irtrace.base.errors import InputError, OutputError, TraceFormatError, UsageError
 from irtrace.lowering import frontend_lines, no_gpu
 from irtrace.lowering.instrumentation import require_instrumentation
+from irtrace.lowering.jit_abi import as_jit_compiles_module
 from irtrace.lowering.jit_calls import JitCall, current_call, current_instance, observe_jit_calls
 from irtrace.lowering.launches import launch_values, observe_launches, write_launches
 from irtrace.lowering.loader import CapturedKernel, KernelCall, source_as_imported
@@ -623,17 +624,19 @@ def lower_for_targets(
 
     runs = []
     for kernel in captured:
-        module, configs = kernel.build(KernelCall(), KernelSpec(kernel.spec_text))
+        built = kernel.build(KernelCall(), KernelSpec(kernel.spec_text))
+        module, configs = built.func, built.pass_configs
         for target in targets:
             if target.name == kernel.target:
                 continue
+            tvm_target = make_tvm_target(target)
             result = record_lowering(
-                module,
+                as_jit_compiles_module(module, tvm_target, kernel.name),
                 writer,
                 RunHeader(kernel.name, kernel.spec_text, kernel.args or None, instance=kernel.instance),
                 LoweringOptions(
                     target,
-                    make_tvm_target(target),
+                    tvm_target,
                     configs,
                     capture=CaptureOptions(threaded=False, source_map=source_maps_requested()),
                 ),

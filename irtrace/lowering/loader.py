@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from irtrace.base.errors import InputError, KernelSourceError, UsageError
 from irtrace.facts.source_tree import compile_source, parse_source
 from irtrace.lowering import frontend_lines
+from irtrace.lowering.jit_abi import JitCompileArgs, as_jit_compiles
 from irtrace.lowering.kernel_kinds import KernelKind
 from irtrace.targets.backends import dialect_of_modules
 from irtrace.targets.specs import DtypeName, Expression, KernelSpec
@@ -296,6 +297,8 @@ class BuiltKernel:
 
     func: Any
     pass_configs: dict[str, Any]
+    compile_args: JitCompileArgs = field(default_factory=JitCompileArgs)
+    """What the definition passes to TileLang's compile (``out_idx``, the execution backend)."""
 
 
 @dataclass(frozen=True)
@@ -377,9 +380,9 @@ class KernelDefinition:
         """The call with the spec's evaluated arguments, and any the form fills in itself."""
         return KernelCall(args, kwargs)
 
-    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
-        """The PrimFunc for ``call`` and the pass configs the definition carries (in the target's
-        context, as TileLang builds at compile time)."""
+    def build(self, call: KernelCall, spec: KernelSpec) -> BuiltKernel:
+        """The PrimFunc for ``call``, the pass configs the definition carries and what it passes
+        to TileLang's compile (in the target's context, as TileLang builds at compile time)."""
         raise NotImplementedError
 
     def build_hint(self, error: Exception) -> str:
@@ -404,10 +407,10 @@ class PrimFuncKernel(KernelDefinition):
         line = getattr(getattr(value, "span", None), "line", None)
         return int(line) if line else None
 
-    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+    def build(self, call: KernelCall, spec: KernelSpec) -> BuiltKernel:
         if spec.called:
             raise UsageError(f"{self.name} is a PrimFunc, not a factory; drop the call arguments")
-        return _fresh_global(self.namespace, self.name, self.obj), {}
+        return BuiltKernel(_fresh_global(self.namespace, self.name, self.obj), {})
 
 
 @dataclass(frozen=True)
@@ -429,10 +432,10 @@ class JitKernel(KernelDefinition):
     def line_of(cls, value: Any) -> int | None:
         return _line_of(getattr(value, "func", None))
 
-    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+    def build(self, call: KernelCall, spec: KernelSpec) -> BuiltKernel:
         with _uncached(self.obj):
             func = self.obj.get_tir(*call.args, **call.kwargs)
-        return func, dict(self.obj.pass_configs or {})
+        return BuiltKernel(func, dict(self.obj.pass_configs or {}), JitCompileArgs.of(self.obj))
 
 
 @dataclass(frozen=True)
@@ -489,11 +492,13 @@ class AutotuneKernel(KernelDefinition):
         configs_entry = first.get("pass_configs") if filled else None
         return KernelCall(args, kwargs, filled, dict(configs_entry or {}))
 
-    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+    def build(self, call: KernelCall, spec: KernelSpec) -> BuiltKernel:
         jit = self.obj.jit_impl
         with _uncached(jit):
             func = jit.get_tir(*call.args, **{**call.kwargs, **call.autotune_defaults})
-        return func, {**dict(jit.pass_configs or {}), **call.pass_configs}
+        return BuiltKernel(
+            func, {**dict(jit.pass_configs or {}), **call.pass_configs}, JitCompileArgs.of(jit)
+        )
 
     def build_hint(self, error: Exception) -> str:
         return _missing_size_hint(error, self.name) if _is_eager(self.obj.jit_impl) else ""
@@ -510,13 +515,13 @@ class FactoryKernel(KernelDefinition):
     def form_of(cls, value: Any, module: str) -> type[KernelDefinition] | None:
         return cls if inspect.isfunction(value) and value.__module__ == module else None
 
-    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
+    def build(self, call: KernelCall, spec: KernelSpec) -> BuiltKernel:
         from tilelang.jit import JITImpl
 
         func = self.obj(*call.args, **call.kwargs)
         if isinstance(func, JITImpl):
-            return func.get_tir(), dict(func.pass_configs or {})
-        return func, {}
+            return BuiltKernel(func.get_tir(), dict(func.pass_configs or {}), JitCompileArgs.of(func))
+        return BuiltKernel(func, {})
 
 
 @dataclass(frozen=True)
@@ -544,8 +549,8 @@ class CapturedKernel(KernelDefinition):
         """How its runs name their spec: there is no file and no call to repeat."""
         return f"captured:{self.name}"
 
-    def build(self, call: KernelCall, spec: KernelSpec) -> tuple[Any, dict[str, Any]]:
-        return self.obj, dict(self.pass_configs)
+    def build(self, call: KernelCall, spec: KernelSpec) -> BuiltKernel:
+        return BuiltKernel(self.obj, dict(self.pass_configs))
 
 
 KERNEL_FORMS: tuple[type[KernelDefinition], ...] = (
@@ -681,7 +686,8 @@ def build_primfunc(
     file: Path | None = None,
     call: KernelCall | None = None,
 ) -> BuiltKernel:
-    """Instantiate the kernel inside the target's context, as TileLang does at compile time.
+    """Instantiate the kernel inside the target's context, as TileLang does at compile time, and
+    give the PrimFunc TileLang's JIT would lower for that target (``as_jit_compiles``).
 
     ``call`` is the spec's arguments bound by ``bind_call`` (done here when not given). A
     factory or jit kernel that raises becomes a ``KernelSourceError`` naming the line.
@@ -693,13 +699,14 @@ def build_primfunc(
         if call is None:
             call = bind_call(kernel, spec, file)
         try:
-            func, configs = kernel.build(call, spec)
+            built = kernel.build(call, spec)
         except (UsageError, InputError):
             raise
         except Exception as error:
             where = f"{kernel.name}{spec.call_text}"
             message = f"building {where} raised {_describe(error, file or Path('?'))}"
             raise KernelSourceError(message + kernel.build_hint(error)) from error
+    func, configs = built.func, built.pass_configs
     if not isinstance(func, PrimFunc):
         raise InputError(
             f"{kernel.name}{spec.call_text} returned {type(func).__name__}, not a PrimFunc; "
@@ -707,7 +714,9 @@ def build_primfunc(
         )
     if func.attrs is not None and "tilelang_pass_configs" in func.attrs:
         configs = {**dict(func.attrs["tilelang_pass_configs"]), **configs}
-    return BuiltKernel(func=func, pass_configs=normalize_configs(configs))
+    if tvm_target is not None:
+        func = as_jit_compiles(func, built.compile_args, tvm_target, f"{kernel.name}{spec.call_text}")
+    return BuiltKernel(func, normalize_configs(configs), built.compile_args)
 
 
 def normalize_configs(configs: Mapping[Any, Any]) -> dict[str, Any]:
