@@ -96,20 +96,23 @@ def _is_cuda(device: Any) -> bool:
 
 
 def _meta_cuda_mode() -> Any:
-    """A torch function mode sending tensors asked for on ``cuda`` to ``meta``."""
+    """A torch function mode sending tensors asked for on ``cuda`` to ``meta``, with CPU twins of
+    the values known without a GPU (``twins``: ``.item()`` of those answers as on the GPU)."""
     import torch
     from torch.overrides import TorchFunctionMode
+
+    from irtrace.lowering.resolve.twins import call_with_twins
 
     class MetaCudaMode(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = dict(kwargs or {})
             if func is torch.Tensor.cuda:
-                return args[0].to(META)
+                func, args, kwargs = torch.Tensor.to, (args[0], META), {}
             if func is torch.Tensor.to:
                 args = (args[0], *(META if _is_cuda(a) else a for a in args[1:]))
             if _is_cuda(kwargs.get("device")):
                 kwargs["device"] = META
-            return func(*args, **kwargs)
+            return call_with_twins(func, tuple(args), kwargs)
 
     return MetaCudaMode()
 
@@ -221,7 +224,8 @@ class StandInKernel:
         """An ``@autotune`` kernel's stand-in for the best config: its first one."""
         self.kernel = self
 
-    def __call__(self, *args: Any, **_kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _forget_twins((args, kwargs))  # on a GPU the kernel writes its arguments: their values are unknown
         if self.func is None or not self.outputs:
             return None
         return _meta_outputs(self.func, self.outputs, args)
@@ -234,6 +238,13 @@ class StandInKernel:
 
     def __getattr__(self, name: str) -> Any:
         return _nothing
+
+
+def _forget_twins(values: Any) -> None:
+    if "irtrace.lowering.resolve.twins" in sys.modules:  # only where the meta stand-ins made twins
+        from irtrace.lowering.resolve.twins import TWINS
+
+        TWINS.forget(values)
 
 
 def _first_config(tuned: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,513 @@
+"""CPU twins: the exact values of tensors a program makes on ``cuda`` from values known without a GPU,
+kept beside the ``meta`` stand-ins, so ``.item()`` and friends answer what the GPU run computes.
+
+Under the stand-ins a tensor asked for on ``cuda`` lives on PyTorch's ``meta`` device: a shape and a
+dtype, no data. A program that sizes kernels from its own tensors (``cache_seqlens.max().item()``)
+would stop there, though nothing random went into them. Rules (``docs/irtrace.md``, "Without a GPU"):
+
+- a tensor made on ``cuda`` by a deterministic factory (``torch.tensor``/``as_tensor`` of data,
+  ``arange``, ``zeros``, ``ones``, ``full``, ``eye``, ``linspace``, the ``*_like``/``new_*`` forms of
+  those) or copied there from a CPU tensor (``.cuda()``, ``.to("cuda")``) gets a CPU twin holding its
+  values; ``empty`` (no values) and random tensors (``randn``, ``normal_``..., or anything drawing on
+  a random generator) never get one: the GPU's random stream is not the CPU's;
+- an operation whose every meta input has a twin runs on the twins too, and its results get them;
+- a twin is forgotten when its tensor (or a view sharing its storage) changes in a way that was not
+  computed on the twins (an in-place operation with a twinless input, a stand-in kernel's launch);
+- twins are small: at most ``TWIN_ELEMENTS`` elements live in all, checked on the meta result's
+  size before anything is computed; past that, tensors are meta only;
+- ``item()``, ``tolist()``, ``int()``, ``float()``, ``bool()``, ``__index__``, ``.cpu()`` of a tensor with
+  a twin answer the twin's values; ``bool()`` of a one-element tensor without a twin is ``True`` (a
+  program's check of a stand-in result passes); ``.item()`` without a twin fails as PyTorch's meta
+  device does (a value that would size a kernel is never guessed).
+
+Values are PyTorch's CPU results: integer and boolean ones are exactly the GPU's; a floating-point
+reduction or transcendental function may round differently from a GPU kernel in the last bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils.weak import WeakIdKeyDictionary
+
+META = "meta"
+CPU = "cpu"
+
+TWIN_ELEMENTS = 1 << 22
+"""Live twin elements in all (at most 32 MiB of 8-byte values): a program's tensors past this stay
+meta only, so a run costs little whatever the program allocates on its (absent) GPU."""
+
+FACTORIES = frozenset(
+    {
+        "tensor",
+        "as_tensor",
+        "asarray",
+        "scalar_tensor",
+        "arange",
+        "range",
+        "zeros",
+        "ones",
+        "full",
+        "eye",
+        "linspace",
+        "logspace",
+        "tril_indices",
+        "triu_indices",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "new_tensor",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "to",
+        "cuda",
+    }
+)
+"""Calls that make a tensor on ``cuda`` from values known without a GPU (their arguments)."""
+VALUE_FREE = frozenset({"zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "new_tensor"})
+"""Calls whose values do not depend on their tensor input's values (only its shape, dtype)."""
+RANDOM = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "normal",
+        "normal_",
+        "uniform_",
+        "random_",
+        "exponential_",
+        "geometric_",
+        "log_normal_",
+        "cauchy_",
+        "bernoulli",
+        "bernoulli_",
+        "multinomial",
+        "poisson",
+        "binomial",
+        "dropout",
+        "dropout_",
+        "dropout1d",
+        "dropout2d",
+        "dropout3d",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "native_dropout",
+        "rrelu",
+        "rrelu_",
+        "gumbel_softmax",
+    }
+)
+"""Calls that draw random numbers: never run on twins (the default generator's use is checked too)."""
+VALUE_READS = frozenset(
+    {
+        "item",
+        "tolist",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__complex__",
+        "__index__",
+        "__contains__",
+        "__format__",
+        "cpu",
+        "to",
+        "equal",
+    }
+)
+"""Calls that read values, which the meta device cannot answer: a twin answers them."""
+DATA_DEPENDENT = frozenset(
+    {
+        "nonzero",
+        "argwhere",
+        "masked_select",
+        "unique",
+        "unique_consecutive",
+        "repeat_interleave",
+        "bincount",
+        "histc",
+        "where",
+        "__getitem__",
+    }
+)
+"""Calls whose result's shape depends on values (``x[mask]``): the meta result is the twin's shape."""
+IN_PLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+        "__imatmul__",
+    }
+)
+ITEM_ON_META = "cannot be called on meta tensors"
+"""PyTorch's meta error for a value read, also raised where an argument wants a number (a size)."""
+
+
+@dataclass
+class _Twin:
+    value: torch.Tensor
+    version: int | None
+    """The meta tensor's version counter when ``value`` was last right (``None``: an inference
+    tensor, which has none)."""
+
+
+def func_name(func: Any) -> str:
+    return str(getattr(func, "__name__", ""))
+
+
+def _is_meta(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == META
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    try:
+        return int(tensor._version)
+    except RuntimeError:  # inference tensors track none
+        return None
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    return int(tensor.untyped_storage().data_ptr())
+
+
+class TwinRegistry:
+    """The twins of this process's meta tensors (weakly held: a twin lives as long as its tensor)."""
+
+    def __init__(self, budget: int = TWIN_ELEMENTS) -> None:
+        self.budget = budget
+        self.live = 0
+        """Elements of the twins alive now (a view counts again: over, never under)."""
+        self._twins: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self._counted: set[int] = set()
+
+    def get(self, meta: Any) -> torch.Tensor | None:
+        """``meta``'s twin, if it has one and it is still right."""
+        if not _is_meta(meta):
+            return None
+        twin: _Twin | None = self._twins.get(meta)
+        if twin is None:
+            return None
+        if twin.version is not None and _version(meta) != twin.version:
+            self._twins.pop(meta, None)  # changed where no twin followed
+            return None
+        return twin.value
+
+    def fits(self, elements: int) -> bool:
+        return self.live + elements <= self.budget
+
+    def set(self, meta: torch.Tensor, value: torch.Tensor, version: int | None = None) -> None:
+        """Give ``meta`` the twin ``value`` (same shape and dtype), within the budget."""
+        if value.shape != meta.shape or value.dtype != meta.dtype or value.device.type != CPU:
+            self._twins.pop(meta, None)
+            return
+        if id(value) not in self._counted:
+            if not self.fits(value.numel()):
+                self._twins.pop(meta, None)
+                return
+            self._count(value)
+        self._twins[meta] = _Twin(value, _version(meta) if version is None else version)
+
+    def _count(self, value: torch.Tensor) -> None:
+        elements = value.numel()
+        self.live += elements
+        self._counted.add(id(value))
+        weakref.finalize(value, self._release, id(value), elements)
+
+    def _release(self, key: int, elements: int) -> None:
+        self.live -= elements
+        self._counted.discard(key)
+
+    def forget(self, values: Any) -> None:
+        """Forget the twins of the meta tensors in ``values`` and of every tensor sharing their
+        twins' storage: something changed them that did not run on the twins (a stand-in kernel's
+        launch writes its arguments on a GPU)."""
+        with torch._C.DisableTorchFunction():  # called from the program's side too
+            storages = set()
+            for leaf in pytree.tree_leaves(values):
+                twin = self._twins.get(leaf) if _is_meta(leaf) else None
+                if twin is not None:
+                    storages.add(_storage(twin.value))
+                    self._twins.pop(leaf, None)
+            if storages:
+                for meta, twin in list(self._twins.items()):
+                    if _storage(twin.value) in storages:
+                        self._twins.pop(meta, None)
+
+    def keep_after_in_place(self, changed: dict[int, tuple[int, int]]) -> None:
+        """After an in-place operation that ran on the twins too, ``changed`` being
+        ``twin storage -> (version before, after)``: the tensors sharing that storage that were right
+        just before are right after."""
+        for _meta, twin in list(self._twins.items()):
+            before_after = changed.get(_storage(twin.value))
+            if before_after is not None and twin.version == before_after[0]:
+                twin.version = before_after[1]
+
+
+TWINS = TwinRegistry()
+"""This process's twins (a run of a program is one process, or one forked child)."""
+
+
+def _metas(args: Any, kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    return [leaf for leaf in pytree.tree_leaves((args, kwargs)) if _is_meta(leaf)]
+
+
+def _has_generator(args: Any, kwargs: dict[str, Any]) -> bool:
+    return any(isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((args, kwargs)))
+
+
+def _elements(result: Any) -> int:
+    return sum(leaf.numel() for leaf in pytree.tree_leaves(result) if _is_meta(leaf))
+
+
+def _on_cpu(value: Any, twins: dict[int, torch.Tensor], value_free: bool) -> Any:
+    """An argument as the twin computation takes it: meta tensors by their twins, ``meta``
+    devices by ``cpu``; for a value-free call, a twinless tensor by an uninitialized CPU one."""
+    if _is_meta(value):
+        twin = twins.get(id(value))
+        if twin is not None:
+            return twin
+        if value_free:
+            return torch.empty(value.shape, dtype=value.dtype, device=CPU)
+        raise LookupError("a meta input without a twin")
+    if _is_meta_device(value):
+        return torch.device(CPU) if isinstance(value, torch.device) else CPU
+    return value
+
+
+def _cpu_call(
+    func: Callable[..., Any],
+    args: Any,
+    kwargs: dict[str, Any],
+    twins: dict[int, torch.Tensor | None],
+    value_free: bool = False,
+) -> tuple[bool, Any]:
+    """``func`` run on the twins (``twins``: meta tensor's id -> its twin, taken before the meta call
+    changed any version): ``(True, result)``, or ``(False, None)`` where an input has no twin, the
+    call failed on CPU or drew random numbers (the generator's state is put back, so the program's
+    own CPU random stream is the one it would have)."""
+    known = {key: twin for key, twin in twins.items() if twin is not None}
+    try:
+        cpu_args, cpu_kwargs = pytree.tree_map(lambda v: _on_cpu(v, known, value_free), (args, kwargs))
+    except LookupError:
+        return False, None
+    state = torch.default_generator.get_state()
+    drew = False
+    try:
+        result = func(*cpu_args, **cpu_kwargs)
+    except Exception:
+        return False, None
+    finally:
+        drew = not torch.equal(state, torch.default_generator.get_state())
+        if drew:
+            torch.default_generator.set_state(state)
+    return (False, None) if drew else (True, result)
+
+
+def _pair(meta_result: Any, cpu_result: Any, inputs: list[Any]) -> None:
+    """Give each meta tensor of ``meta_result`` its twin from ``cpu_result`` (same structure)."""
+    metas, meta_spec = pytree.tree_flatten(meta_result)
+    cpus, cpu_spec = pytree.tree_flatten(cpu_result)
+    if meta_spec != cpu_spec:
+        return
+    program_storages = {
+        _storage(v) for v in inputs if isinstance(v, torch.Tensor) and v.device.type == CPU and v.numel()
+    }
+    for meta, value in zip(metas, cpus, strict=True):
+        if _is_meta(meta) and isinstance(value, torch.Tensor):
+            if value.numel() and _storage(value) in program_storages:
+                value = value.clone()  # the program's own CPU tensor may change; its GPU copy would not
+            TWINS.set(meta, value)
+
+
+def _is_meta_device(value: Any) -> bool:
+    if isinstance(value, torch.device):
+        return value.type == META
+    return isinstance(value, str) and value == META
+
+
+def _is_cpu_device(value: Any) -> bool:
+    if isinstance(value, torch.device):
+        return value.type == CPU
+    if isinstance(value, torch.Tensor):
+        return value.device.type == CPU
+    return isinstance(value, str) and value == CPU
+
+
+def _made_on_gpu(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
+    """Whether the call makes its result on ``cuda`` (now ``meta``)."""
+    if name == "to":
+        return any(_is_meta_device(a) for a in args[1:]) or _is_meta_device(kwargs.get("device"))
+    return _is_meta_device(kwargs.get("device"))
+
+
+def _reads_values(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
+    """Whether the call reads a meta tensor's values (which the meta device cannot give)."""
+    if not args or not _is_meta(args[0]):
+        return False
+    if name == "to":  # only a copy to the CPU reads values
+        return any(_is_cpu_device(a) for a in args[1:]) or _is_cpu_device(kwargs.get("device"))
+    if name == "__format__":  # PyTorch formats a 0-dim tensor by its value, others by their repr
+        return bool(args[0].dim() == 0)
+    return name in VALUE_READS
+
+
+def call_with_twins(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``func`` as the meta stand-ins do (``cuda`` already made ``meta`` in the arguments), and
+    keep the twins true (the module's docstring gives the rules)."""
+    name = func_name(func)
+    metas = _metas(args, kwargs)
+    twins = {id(m): TWINS.get(m) for m in metas}
+    if _reads_values(name, args, kwargs):
+        answer = _value_read(func, name, args, kwargs, twins)
+        if answer is not NotImplemented:
+            return answer
+    versions = {id(m): _version(m) for m in metas if twins[id(m)] is not None}
+    try:
+        result = func(*args, **kwargs)
+    except (RuntimeError, NotImplementedError) as error:
+        return _after_meta_failed(func, name, args, kwargs, twins, error)
+    try:
+        _mirror(func, name, args, kwargs, result, metas, twins, versions)
+    except Exception:  # never the program's failure: its tensors are meta only from here
+        TWINS.forget(metas)
+    return result
+
+
+def _after_meta_failed(
+    func: Callable[..., Any],
+    name: str,
+    args: Any,
+    kwargs: dict[str, Any],
+    twins: dict[int, torch.Tensor | None],
+    error: Exception,
+) -> Any:
+    """Where the meta device needs values: the twins' (the GPU has them), else the meta failure."""
+    if ITEM_ON_META in str(error):
+        # an argument wanting a number (a size, a fill value) got a 0-dim tensor: the GPU reads
+        # its value; so does the twin, if it has one
+        numbers = pytree.tree_map(_number_of_twin, (args, kwargs))
+        if [id(m) for m in _metas(*numbers)] != [id(m) for m in _metas(args, kwargs)]:
+            try:
+                return call_with_twins(func, *numbers)
+            except Exception:
+                raise error from None
+    if name in DATA_DEPENDENT and _all_twinned(twins):
+        ran, value = _cpu_call(func, args, kwargs, twins)
+        if ran and TWINS.fits(sum(v.numel() for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))):
+            result = pytree.tree_map(lambda v: v.to(META) if isinstance(v, torch.Tensor) else v, value)
+            _pair(result, value, pytree.tree_leaves((args, kwargs)))
+            return result
+    raise error
+
+
+def _all_twinned(twins: dict[int, torch.Tensor | None]) -> bool:
+    return bool(twins) and all(twin is not None for twin in twins.values())
+
+
+def _number_of_twin(value: Any) -> Any:
+    if _is_meta(value) and value.dim() == 0:
+        twin = TWINS.get(value)
+        if twin is not None:
+            return twin.item()
+    return value
+
+
+def _value_read(
+    func: Callable[..., Any], name: str, args: Any, kwargs: dict[str, Any], twins: dict[int, torch.Tensor | None]
+) -> Any:
+    """A value the meta device cannot give: the twin's, else ``True`` for ``bool()`` of one element
+    (a check of a stand-in result passes), else ``NotImplemented`` (run on meta, it fails)."""
+    if _all_twinned(twins):
+        ran, value = _cpu_call(func, args, kwargs, twins)
+        if ran:  # a CPU tensor handed to the program is its own, never a twin
+            return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, value)
+    if name == "__bool__" and args[0].numel() == 1:
+        return True
+    return NotImplemented
+
+
+def _mirror(
+    func: Callable[..., Any],
+    name: str,
+    args: Any,
+    kwargs: dict[str, Any],
+    result: Any,
+    metas: list[torch.Tensor],
+    twins: dict[int, torch.Tensor | None],
+    versions: dict[int, int | None],
+) -> None:
+    """After the meta call: run it on the twins where the rules allow, else forget the twins it
+    changed."""
+    inputs = pytree.tree_leaves((args, kwargs))
+    mirrored = False
+    random = name in RANDOM or _has_generator(args, kwargs)
+    if not random and TWINS.fits(_elements(result)):
+        if not metas and name in FACTORIES and _made_on_gpu(name, args, kwargs):
+            ran, value = _cpu_call(func, args, kwargs, twins)
+            if ran:
+                _pair(result, value, inputs)
+                mirrored = True
+        elif metas and (_all_twinned(twins) or name in VALUE_FREE):
+            before = {id(m): TWINS._twins.get(m) for m in metas}
+            ran, value = _cpu_call(func, args, kwargs, twins, value_free=not _all_twinned(twins))
+            if ran:
+                _pair(result, value, inputs)
+                mirrored = True
+                _keep_in_place_twins(metas, before, versions)
+    if not mirrored:
+        changed = [m for m in metas if id(m) in versions and _version(m) != versions[id(m)]]
+        untracked = [m for m in metas if _version(m) is None]  # inference tensors
+        if untracked and _may_change_inputs(name, kwargs):
+            changed += untracked
+        if changed:
+            TWINS.forget(changed)
+
+
+def _keep_in_place_twins(metas: list[torch.Tensor], before: dict[int, Any], versions: dict[int, int | None]) -> None:
+    """An in-place operation ran on the twins as on meta: its inputs' twins (and their views'), right
+    just before, are right after."""
+    changed: dict[int, tuple[int, int]] = {}
+    for meta in metas:
+        old, new, twin = versions.get(id(meta)), _version(meta), before.get(id(meta))
+        if twin is not None and old is not None and new is not None and new != old:
+            changed[_storage(twin.value)] = (old, new)
+    if changed:
+        TWINS.keep_after_in_place(changed)
+
+
+def _may_change_inputs(name: str, kwargs: dict[str, Any]) -> bool:
+    """For tensors without a version counter (made in inference mode): whether the call may write
+    its inputs."""
+    in_place = name.endswith("_") and not name.startswith("__")
+    return in_place or name in IN_PLACE_DUNDERS or kwargs.get("out") is not None or bool(kwargs.get("inplace"))
+
+
+@contextlib.contextmanager
+def budget(elements: int) -> Iterator[None]:
+    """A smaller (or larger) twin budget for a while: tests."""
+    saved = TWINS.budget
+    TWINS.budget = elements
+    try:
+        yield
+    finally:
+        TWINS.budget = saved
