@@ -139,30 +139,11 @@ def _tilelang_cases() -> list[str]:
     return sorted(path.name.removesuffix(".jsonl.gz") for path in (ORACLE / "tilelang").glob("*.jsonl.gz"))
 
 
-STOPS_ON_ITEM = "--no-gpu stops at Tensor.item() on a meta tensor before every kernel is built"
-STOPPED_SHORT = {
-    "deepseek_mla_example_mla_decode_paged": STOPS_ON_ITEM + " (0 of 1)",
-    "cast_example_group_per_split_token_cast_to_fp8": STOPS_ON_ITEM + " (0 of 1)",
-    "gemm_fp8_example_tilelang_gemm_fp8": STOPS_ON_ITEM + " (1 of 2, the first identical)",
-}
-"""Examples whose ``--no-gpu`` run ends before the GPU run built all its kernels (measured
-2026-12-07): expected to fail, strictly, so that the fix shows."""
-
-
-def _tilelang_params() -> list[object]:
-    return [
-        pytest.param(case, marks=pytest.mark.xfail(reason=STOPPED_SHORT[case], strict=True))
-        if case in STOPPED_SHORT
-        else case
-        for case in _tilelang_cases()
-    ]
-
-
 @pytest.mark.sweep  # 28 programs run to their end on stand-ins: about 5 min on 2 cores
 @pytest.mark.skipif(
     not TILELANG_EXAMPLES, reason="set TILELANG_EXAMPLES to tile-ai/tilelang's examples folder"
 )
-@pytest.mark.parametrize("case", _tilelang_params())
+@pytest.mark.parametrize("case", _tilelang_cases())
 def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_path: Path) -> None:
     folder, _, name = case.partition("_example_")
     script = Path(str(TILELANG_EXAMPLES)) / folder / f"example_{name}.py"

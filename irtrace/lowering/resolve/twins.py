@@ -243,7 +243,7 @@ class TwinRegistry:
         launch writes its arguments on a GPU)."""
         with torch._C.DisableTorchFunction():  # called from the program's side too
             storages = set()
-            for leaf in pytree.tree_leaves(values):
+            for leaf in _leaves(values):
                 twin = self._twins.get(leaf) if _is_meta(leaf) else None
                 if twin is not None:
                     storages.add(_storage(twin.value))
@@ -267,12 +267,31 @@ TWINS = TwinRegistry()
 """This process's twins (a run of a program is one process, or one forked child)."""
 
 
+def _leaves(tree: Any) -> list[Any]:
+    """The leaves of call arguments, a slice's bounds included (``x[begin:end]`` with a tensor ``end``)."""
+    leaves: list[Any] = []
+    for leaf in pytree.tree_leaves(tree):
+        leaves.extend((leaf.start, leaf.stop, leaf.step) if isinstance(leaf, slice) else (leaf,))
+    return leaves
+
+
+def _map_args(func: Callable[[Any], Any], tree: Any) -> Any:
+    """``tree`` with ``func`` applied to its leaves, a slice's bounds included."""
+
+    def one(leaf: Any) -> Any:
+        if isinstance(leaf, slice):
+            return slice(func(leaf.start), func(leaf.stop), func(leaf.step))
+        return func(leaf)
+
+    return pytree.tree_map(one, tree)
+
+
 def _metas(args: Any, kwargs: dict[str, Any]) -> list[torch.Tensor]:
-    return [leaf for leaf in pytree.tree_leaves((args, kwargs)) if _is_meta(leaf)]
+    return [leaf for leaf in _leaves((args, kwargs)) if _is_meta(leaf)]
 
 
 def _has_generator(args: Any, kwargs: dict[str, Any]) -> bool:
-    return any(isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((args, kwargs)))
+    return any(isinstance(leaf, torch.Generator) for leaf in _leaves((args, kwargs)))
 
 
 def _elements(result: Any) -> int:
@@ -307,7 +326,7 @@ def _cpu_call(
     own CPU random stream is the one it would have)."""
     known = {key: twin for key, twin in twins.items() if twin is not None}
     try:
-        cpu_args, cpu_kwargs = pytree.tree_map(lambda v: _on_cpu(v, known, value_free), (args, kwargs))
+        cpu_args, cpu_kwargs = _map_args(lambda v: _on_cpu(v, known, value_free), (args, kwargs))
     except LookupError:
         return False, None
     state = torch.default_generator.get_state()
@@ -405,7 +424,7 @@ def _after_meta_failed(
     if ITEM_ON_META in str(error):
         # an argument wanting a number (a size, a fill value) got a 0-dim tensor: the GPU reads
         # its value; so does the twin, if it has one
-        numbers = pytree.tree_map(_number_of_twin, (args, kwargs))
+        numbers = _map_args(_number_of_twin, (args, kwargs))
         if [id(m) for m in _metas(*numbers)] != [id(m) for m in _metas(args, kwargs)]:
             try:
                 return call_with_twins(func, *numbers)
@@ -415,7 +434,7 @@ def _after_meta_failed(
         ran, value = _cpu_call(func, args, kwargs, twins)
         if ran and TWINS.fits(sum(v.numel() for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))):
             result = pytree.tree_map(lambda v: v.to(META) if isinstance(v, torch.Tensor) else v, value)
-            _pair(result, value, pytree.tree_leaves((args, kwargs)))
+            _pair(result, value, _leaves((args, kwargs)))
             return result
     raise error
 
@@ -458,7 +477,7 @@ def _mirror(
 ) -> None:
     """After the meta call: run it on the twins where the rules allow, else forget the twins it
     changed."""
-    inputs = pytree.tree_leaves((args, kwargs))
+    inputs = _leaves((args, kwargs))
     mirrored = False
     random = name in RANDOM or _has_generator(args, kwargs)
     if not random and TWINS.fits(_elements(result)):
