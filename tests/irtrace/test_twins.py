@@ -64,7 +64,9 @@ def values_of(device: str) -> tuple[dict[str, Any], str]:
         "mask": lengths[lengths > 8210].tolist(),
         "sized": list(torch.empty((2, lengths[0] - 8189), device=device).shape),
         "cpu": lengths.cpu()[:3].tolist(),
-        "split": [len(p) for p in torch.split(torch.zeros(12, device=device), lengths[:3].sub(8190).tolist())],
+        "split": [
+            len(p) for p in torch.split(torch.zeros(12, device=device), lengths[:3].sub(8190).tolist())
+        ],
     }
     square = torch.eye(3, device=device)
     square[0, 2] = 5
@@ -141,7 +143,18 @@ def irtrace_run(program: Path, out: Path) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     environment.pop("IRTRACE", None)
     return subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", "run", "--no-gpu", "-o", str(out), "--", "python", str(program)],
+        [
+            sys.executable,
+            "-m",
+            "irtrace.cli",
+            "run",
+            "--no-gpu",
+            "-o",
+            str(out),
+            "--",
+            "python",
+            str(program),
+        ],
         capture_output=True,
         text=True,
         cwd=out.parent,
@@ -179,7 +192,9 @@ def test_a_program_sizing_its_kernel_from_its_tensors_runs_under_no_gpu(tmp_path
 def test_the_language_servers_entry_point_run_sizes_the_kernel_from_twins() -> None:
     text = PROGRAM.read_text()
     definition = next(
-        node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef) and node.name == "copy_rows"
+        node
+        for node in ast.parse(text).body
+        if isinstance(node, ast.FunctionDef) and node.name == "copy_rows"
     )
     kernel = EntryKernel("copy_rows", definition.decorator_list[0].lineno, definition.lineno, is_jit=True)
     run = run_entry_point(str(PROGRAM), text, [kernel], target="cuda:sm_90a", timeout_s=120)

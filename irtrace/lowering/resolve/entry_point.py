@@ -14,9 +14,11 @@ with its stdout on stderr and no stdin. While it runs:
   kernel (TileLang's examples check each kernel on the GPU before building the next);
 - without a usable GPU, torch tensors asked for on ``cuda`` are made on ``meta`` (shape and dtype,
   no data), ``.cuda()``/``.to("cuda")`` move them there, ``torch.cuda``'s device queries answer for
-  the analysis target, and ``torch.allclose``/``torch.testing.assert_close`` on meta tensors pass;
-  ``torch.cuda.is_available()`` stays honest. Anything that needs real data (``.item()``) ends the
-  run there: kernels built before keep their instance, later ones get none (never a guessed one).
+  the analysis target, and ``torch.allclose``/``torch.testing.assert_close``/``bool()`` on meta
+  tensors pass; ``torch.cuda.is_available()`` stays honest. Tensors made from values known without
+  a GPU keep CPU twins (``twins``), whose values ``.item()`` answers. Anything else that needs real
+  data (``.item()`` of a random tensor) ends the run there: kernels built before keep their
+  instance, later ones get none (never a guessed one).
 
 Each instance is sent to the worker as soon as it is found, so a run stopped at its time limit
 keeps the instances it found before.
@@ -237,7 +239,9 @@ class StandInKernel:
         else:
             if self._written is None:
                 self._written = _written_inputs(self.func, self.outputs)
-            _forget_twins(([a for i, a in enumerate(args) if i in self._written or i >= self._inputs], kwargs))
+            _forget_twins(
+                ([a for i, a in enumerate(args) if i in self._written or i >= self._inputs], kwargs)
+            )
         if self.func is None or not self.outputs:
             return None
         return _meta_outputs(self.func, self.outputs, args)

@@ -71,7 +71,9 @@ FACTORIES = frozenset(
     }
 )
 """Calls that make a tensor on ``cuda`` from values known without a GPU (their arguments)."""
-VALUE_FREE = frozenset({"zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "new_tensor"})
+VALUE_FREE = frozenset(
+    {"zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "new_tensor"}
+)
 """Calls whose values do not depend on their tensor input's values (only its shape, dtype)."""
 RANDOM = frozenset(
     {
@@ -197,7 +199,7 @@ class TwinRegistry:
         self.budget = budget
         self.live = 0
         """Elements of the twins alive now (a view counts again: over, never under)."""
-        self._twins: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self._twins: Any = WeakIdKeyDictionary()  # by identity: a tensor's == compares values
         self._counted: set[int] = set()
 
     def get(self, meta: Any) -> torch.Tensor | None:
@@ -212,10 +214,15 @@ class TwinRegistry:
             return None
         return twin.value
 
+    def record(self, meta: torch.Tensor) -> _Twin | None:
+        """``meta``'s twin record, right or not (an in-place operation's input, just after it)."""
+        found: _Twin | None = self._twins.get(meta)
+        return found
+
     def fits(self, elements: int) -> bool:
         return self.live + elements <= self.budget
 
-    def set(self, meta: torch.Tensor, value: torch.Tensor, version: int | None = None) -> None:
+    def set(self, meta: torch.Tensor, value: torch.Tensor) -> None:
         """Give ``meta`` the twin ``value`` (same shape and dtype), within the budget."""
         if value.shape != meta.shape or value.dtype != meta.dtype or value.device.type != CPU:
             self._twins.pop(meta, None)
@@ -225,7 +232,7 @@ class TwinRegistry:
                 self._twins.pop(meta, None)
                 return
             self._count(value)
-        self._twins[meta] = _Twin(value, _version(meta) if version is None else version)
+        self._twins[meta] = _Twin(value, _version(meta))
 
     def _count(self, value: torch.Tensor) -> None:
         elements = value.numel()
@@ -432,7 +439,9 @@ def _after_meta_failed(
                 raise error from None
     if name in DATA_DEPENDENT and _all_twinned(twins):
         ran, value = _cpu_call(func, args, kwargs, twins)
-        if ran and TWINS.fits(sum(v.numel() for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))):
+        if ran and TWINS.fits(
+            sum(v.numel() for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))
+        ):
             result = pytree.tree_map(lambda v: v.to(META) if isinstance(v, torch.Tensor) else v, value)
             _pair(result, value, _leaves((args, kwargs)))
             return result
@@ -452,7 +461,11 @@ def _number_of_twin(value: Any) -> Any:
 
 
 def _value_read(
-    func: Callable[..., Any], name: str, args: Any, kwargs: dict[str, Any], twins: dict[int, torch.Tensor | None]
+    func: Callable[..., Any],
+    name: str,
+    args: Any,
+    kwargs: dict[str, Any],
+    twins: dict[int, torch.Tensor | None],
 ) -> Any:
     """A value the meta device cannot give: the twin's, else ``True`` for ``bool()`` of one element
     (a check of a stand-in result passes), else ``NotImplemented`` (run on meta, it fails)."""
@@ -487,7 +500,7 @@ def _mirror(
                 _pair(result, value, inputs)
                 mirrored = True
         elif metas and (_all_twinned(twins) or name in VALUE_FREE):
-            before = {id(m): TWINS._twins.get(m) for m in metas}
+            before = {id(m): TWINS.record(m) for m in metas}
             ran, value = _cpu_call(func, args, kwargs, twins, value_free=not _all_twinned(twins))
             if ran:
                 _pair(result, value, inputs)
@@ -502,7 +515,9 @@ def _mirror(
             TWINS.forget(changed)
 
 
-def _keep_in_place_twins(metas: list[torch.Tensor], before: dict[int, Any], versions: dict[int, int | None]) -> None:
+def _keep_in_place_twins(
+    metas: list[torch.Tensor], before: dict[int, Any], versions: dict[int, int | None]
+) -> None:
     """An in-place operation ran on the twins as on meta: its inputs' twins (and their views'), right
     just before, are right after."""
     changed: dict[int, tuple[int, int]] = {}
@@ -518,7 +533,9 @@ def _may_change_inputs(name: str, kwargs: dict[str, Any]) -> bool:
     """For tensors without a version counter (made in inference mode): whether the call may write
     its inputs."""
     in_place = name.endswith("_") and not name.startswith("__")
-    return in_place or name in IN_PLACE_DUNDERS or kwargs.get("out") is not None or bool(kwargs.get("inplace"))
+    return (
+        in_place or name in IN_PLACE_DUNDERS or kwargs.get("out") is not None or bool(kwargs.get("inplace"))
+    )
 
 
 @contextlib.contextmanager
