@@ -201,3 +201,19 @@ def test_the_language_servers_entry_point_run_sizes_the_kernel_from_twins() -> N
     call = run["instances"]["copy_rows"]
     assert (call["args"], call["kwargs"]) == ([], {"N": expected_size()})
     assert ITEM_STOPS in run["outcome"]
+
+
+def test_a_programs_own_torch_function_runs_once(stand_ins: None) -> None:
+    """Only PyTorch's own functions run a second time on the twins: a program's function handed to
+    ``__torch_function__`` handling (its side effects) runs once, and its result has no twin."""
+    calls: list[int] = []
+
+    @torch.overrides.wrap_torch_function(lambda x: (x,))
+    def doubled(x: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return x * 2
+
+    counts = torch.arange(3, device="cuda")
+    result = doubled(counts)
+    assert calls == [1]
+    assert twins.TWINS.get(counts) is not None and twins.TWINS.get(result) is None

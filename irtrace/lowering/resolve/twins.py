@@ -177,6 +177,19 @@ def func_name(func: Any) -> str:
     return str(getattr(func, "__name__", ""))
 
 
+def torchs_own(func: Any) -> bool:
+    """Whether ``func`` is PyTorch's (a tensor method, property or torch function): only those run
+    twice (on meta and on the twins). A program's own function given to ``__torch_function__``
+    handling runs once, as written."""
+    module = getattr(func, "__module__", None)
+    if isinstance(module, str):
+        return module == "torch" or module.startswith("torch.")
+    owner = getattr(func, "__objclass__", None)
+    if owner is not None and owner is type(torch.Tensor.shape):  # a property's getter
+        return True
+    return owner is torch._C.TensorBase
+
+
 def _is_meta(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.device.type == META
 
@@ -403,6 +416,8 @@ def call_with_twins(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
     name = func_name(func)
     metas = _metas(args, kwargs)
     twins = {id(m): TWINS.get(m) for m in metas}
+    if not torchs_own(func):
+        return _run_once(func, args, kwargs, metas, twins)
     if _reads_values(name, args, kwargs):
         answer = _value_read(func, name, args, kwargs, twins)
         if answer is not NotImplemented:
@@ -417,6 +432,23 @@ def call_with_twins(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
     except Exception:  # never the program's failure: its tensors are meta only from here
         TWINS.forget(metas)
     return result
+
+
+def _run_once(
+    func: Callable[..., Any],
+    args: Any,
+    kwargs: dict[str, Any],
+    metas: list[torch.Tensor],
+    twins: dict[int, torch.Tensor | None],
+) -> Any:
+    """A program's own function: run as written; the twins of the inputs it changed are forgotten."""
+    versions = {id(m): _version(m) for m in metas if twins[id(m)] is not None}
+    try:
+        return func(*args, **kwargs)
+    finally:
+        changed = [m for m in metas if id(m) in versions and _version(m) != versions[id(m)]]
+        if changed:
+            TWINS.forget(changed)
 
 
 def _after_meta_failed(
