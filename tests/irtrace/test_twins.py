@@ -89,6 +89,7 @@ def test_twins_give_the_values_plain_cpu_torch_computes(stand_ins: None) -> None
     assert read == expected
 
 
+@pytest.mark.filterwarnings("ignore:To copy construct from a tensor")
 def test_random_tensors_get_no_twin_and_item_still_stops(stand_ins: None) -> None:
     drawn = [
         torch.randn(4, device="cuda"),
@@ -96,6 +97,7 @@ def test_random_tensors_get_no_twin_and_item_still_stops(stand_ins: None) -> Non
         torch.zeros(4, device="cuda").uniform_(),
         torch.arange(4.0, device="cuda").add_(torch.randn(4, device="cuda")),
         torch.bernoulli(torch.full((4,), 0.5, device="cuda")),
+        torch.arange(2, device="cuda").new_tensor(torch.randn(4, device="cuda")),  # values, not a template
     ]
     partly = torch.arange(8.0, device="cuda")
     partly[1:3].normal_()  # through a view

@@ -171,6 +171,8 @@ class _Twin:
     version: int | None
     """The meta tensor's version counter when ``value`` was last right (``None``: an inference
     tensor, which has none)."""
+    storage: int
+    """``value``'s storage (views of one tensor share it)."""
 
 
 def func_name(func: Any) -> str:
@@ -206,14 +208,22 @@ def _storage(tensor: torch.Tensor) -> int:
 
 
 class TwinRegistry:
-    """The twins of this process's meta tensors (weakly held: a twin lives as long as its tensor)."""
+    """The twins of this process's meta tensors (weakly held: a twin lives as long as its tensor).
+    Each operation costs the registry work in proportion to its own tensors (and their views), never
+    to all the twins alive."""
 
     def __init__(self, budget: int = TWIN_ELEMENTS) -> None:
         self.budget = budget
         self.live = 0
-        """Elements of the twins alive now (a view counts again: over, never under)."""
+        """Elements of the twins alive now (a view counts again, an empty twin as one: over, never under)."""
         self._twins: Any = WeakIdKeyDictionary()  # by identity: a tensor's == compares values
         self._counted: set[int] = set()
+        self._storage_users: dict[int, int] = {}
+        """Live twins per storage: a storage's address is not reused while it has any."""
+        self._stale: set[int] = set()
+        """Storages changed where their twins could not follow: every twin on them is wrong."""
+        self._views: dict[int, list[weakref.ref[torch.Tensor]]] = {}
+        """The meta tensors whose twins use a storage."""
 
     def get(self, meta: Any) -> torch.Tensor | None:
         """``meta``'s twin, if it has one and it is still right."""
@@ -222,7 +232,7 @@ class TwinRegistry:
         twin: _Twin | None = self._twins.get(meta)
         if twin is None:
             return None
-        if twin.version is not None and _version(meta) != twin.version:
+        if twin.storage in self._stale or (twin.version is not None and _version(meta) != twin.version):
             self._twins.pop(meta, None)  # changed where no twin followed
             return None
         return twin.value
@@ -241,46 +251,64 @@ class TwinRegistry:
             self._twins.pop(meta, None)
             return
         if id(value) not in self._counted:
-            if not self.fits(value.numel()):
+            if not self.fits(max(1, value.numel())):
                 self._twins.pop(meta, None)
                 return
             self._count(value)
-        self._twins[meta] = _Twin(value, _version(meta))
+        storage = _storage(value)
+        old: _Twin | None = self._twins.get(meta)
+        if old is None or old.storage != storage:
+            views = self._views.setdefault(storage, [])
+            views.append(weakref.ref(meta))
+            if len(views) >= 64 and len(views) & (len(views) - 1) == 0:  # now and then: the dead go
+                self._views[storage] = [view for view in views if view() is not None]
+        self._twins[meta] = _Twin(value, _version(meta), storage)
 
     def _count(self, value: torch.Tensor) -> None:
-        elements = value.numel()
+        elements = max(1, value.numel())
+        storage = _storage(value)
         self.live += elements
         self._counted.add(id(value))
-        weakref.finalize(value, self._release, id(value), elements)
+        self._storage_users[storage] = self._storage_users.get(storage, 0) + 1
+        weakref.finalize(value, self._release, id(value), elements, storage)
 
-    def _release(self, key: int, elements: int) -> None:
+    def _release(self, key: int, elements: int, storage: int) -> None:
         self.live -= elements
         self._counted.discard(key)
+        users = self._storage_users.get(storage, 1) - 1
+        if users > 0:
+            self._storage_users[storage] = users
+        else:  # the storage is gone: its address may come back, fresh
+            self._storage_users.pop(storage, None)
+            self._stale.discard(storage)
+            self._views.pop(storage, None)
 
     def forget(self, values: Any) -> None:
         """Forget the twins of the meta tensors in ``values`` and of every tensor sharing their
         twins' storage: something changed them that did not run on the twins (a stand-in kernel's
         launch writes its arguments on a GPU)."""
         with torch._C.DisableTorchFunction():  # called from the program's side too
-            storages = set()
             for leaf in _leaves(values):
-                twin = self._twins.get(leaf) if _is_meta(leaf) else None
+                twin: _Twin | None = self._twins.get(leaf) if _is_meta(leaf) else None
                 if twin is not None:
-                    storages.add(_storage(twin.value))
+                    self._stale.add(twin.storage)
                     self._twins.pop(leaf, None)
-            if storages:
-                for meta, twin in list(self._twins.items()):
-                    if _storage(twin.value) in storages:
-                        self._twins.pop(meta, None)
 
     def keep_after_in_place(self, changed: dict[int, tuple[int, int]]) -> None:
         """After an in-place operation that ran on the twins too, ``changed`` being
         ``twin storage -> (version before, after)``: the tensors sharing that storage that were right
         just before are right after."""
-        for _meta, twin in list(self._twins.items()):
-            before_after = changed.get(_storage(twin.value))
-            if before_after is not None and twin.version == before_after[0]:
-                twin.version = before_after[1]
+        for storage, (before, after) in changed.items():
+            alive = []
+            for view in self._views.get(storage, []):
+                meta = view()
+                twin: _Twin | None = self._twins.get(meta) if meta is not None else None
+                if meta is None or twin is None or twin.storage != storage:
+                    continue
+                alive.append(view)
+                if twin.version == before:
+                    twin.version = after
+            self._views[storage] = alive
 
 
 TWINS = TwinRegistry()
@@ -318,14 +346,15 @@ def _elements(result: Any) -> int:
     return sum(leaf.numel() for leaf in pytree.tree_leaves(result) if _is_meta(leaf))
 
 
-def _on_cpu(value: Any, twins: dict[int, torch.Tensor], value_free: bool) -> Any:
+def _on_cpu(value: Any, twins: dict[int, torch.Tensor], template: int | None) -> Any:
     """An argument as the twin computation takes it: meta tensors by their twins, ``meta``
-    devices by ``cpu``; for a value-free call, a twinless tensor by an uninitialized CPU one."""
+    devices by ``cpu``; the twinless ``template`` (of ``zeros_like``, ``new_full``...: only its shape
+    and dtype count) by an uninitialized CPU tensor."""
     if _is_meta(value):
         twin = twins.get(id(value))
         if twin is not None:
             return twin
-        if value_free:
+        if id(value) == template:
             return torch.empty(value.shape, dtype=value.dtype, device=CPU)
         raise LookupError("a meta input without a twin")
     if _is_meta_device(value):
@@ -338,7 +367,7 @@ def _cpu_call(
     args: Any,
     kwargs: dict[str, Any],
     twins: dict[int, torch.Tensor | None],
-    value_free: bool = False,
+    template: int | None = None,
 ) -> tuple[bool, Any]:
     """``func`` run on the twins (``twins``: meta tensor's id -> its twin, taken before the meta call
     changed any version): ``(True, result)``, or ``(False, None)`` where an input has no twin, the
@@ -346,7 +375,7 @@ def _cpu_call(
     own CPU random stream is the one it would have)."""
     known = {key: twin for key, twin in twins.items() if twin is not None}
     try:
-        cpu_args, cpu_kwargs = _map_args(lambda v: _on_cpu(v, known, value_free), (args, kwargs))
+        cpu_args, cpu_kwargs = _map_args(lambda v: _on_cpu(v, known, template), (args, kwargs))
     except LookupError:
         return False, None
     state = torch.default_generator.get_state()
@@ -504,7 +533,7 @@ def _value_read(
     if _all_twinned(twins):
         ran, value = _cpu_call(func, args, kwargs, twins)
         if ran:  # a CPU tensor handed to the program is its own, never a twin
-            return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, value)
+            return pytree.tree_map(_copy_of, value)
     if name == "__bool__" and args[0].numel() == 1:
         return True
     return NotImplemented
@@ -528,12 +557,13 @@ def _mirror(
     if not random and TWINS.fits(_elements(result)):
         if not metas and name in FACTORIES and _made_on_gpu(name, args, kwargs):
             ran, value = _cpu_call(func, args, kwargs, twins)
-            if ran:
-                _pair(result, value, inputs)
+            if ran:  # a copy: ``as_tensor`` of a NumPy array shares its memory, a GPU copy would not
+                _pair(result, pytree.tree_map(_copy_of, value), inputs)
                 mirrored = True
         elif metas and (_all_twinned(twins) or name in VALUE_FREE):
             before = {id(m): TWINS.record(m) for m in metas}
-            ran, value = _cpu_call(func, args, kwargs, twins, value_free=not _all_twinned(twins))
+            template = id(args[0]) if name in VALUE_FREE and args else None
+            ran, value = _cpu_call(func, args, kwargs, twins, template)
             if ran:
                 _pair(result, value, inputs)
                 mirrored = True
@@ -547,6 +577,10 @@ def _mirror(
             TWINS.forget(changed)
 
 
+def _copy_of(value: Any) -> Any:
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
 def _keep_in_place_twins(
     metas: list[torch.Tensor], before: dict[int, Any], versions: dict[int, int | None]
 ) -> None:
@@ -556,7 +590,7 @@ def _keep_in_place_twins(
     for meta in metas:
         old, new, twin = versions.get(id(meta)), _version(meta), before.get(id(meta))
         if twin is not None and old is not None and new is not None and new != old:
-            changed[_storage(twin.value)] = (old, new)
+            changed[twin.storage] = (old, new)
     if changed:
         TWINS.keep_after_in_place(changed)
 
