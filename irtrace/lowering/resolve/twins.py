@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils import _pytree as pytree
 from torch.utils.weak import WeakIdKeyDictionary
 
 META = "meta"
@@ -316,22 +315,43 @@ TWINS = TwinRegistry()
 
 
 def _leaves(tree: Any) -> list[Any]:
-    """The leaves of call arguments, a slice's bounds included (``x[begin:end]`` with a tensor ``end``)."""
+    """The leaves of call arguments or results (tuples, lists, dicts), a slice's bounds included
+    (``x[begin:end]`` with a tensor ``end``). Written out: ``torch.utils._pytree`` costs about as
+    much as the meta operation itself."""
     leaves: list[Any] = []
-    for leaf in pytree.tree_leaves(tree):
-        leaves.extend((leaf.start, leaf.stop, leaf.step) if isinstance(leaf, slice) else (leaf,))
+    _collect(tree, leaves)
     return leaves
 
 
+def _collect(value: Any, leaves: list[Any]) -> None:
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            _collect(item, leaves)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect(item, leaves)
+    elif isinstance(value, slice):
+        leaves.extend((value.start, value.stop, value.step))
+    else:
+        leaves.append(value)
+
+
 def _map_args(func: Callable[[Any], Any], tree: Any) -> Any:
-    """``tree`` with ``func`` applied to its leaves, a slice's bounds included."""
-
-    def one(leaf: Any) -> Any:
-        if isinstance(leaf, slice):
-            return slice(func(leaf.start), func(leaf.stop), func(leaf.step))
-        return func(leaf)
-
-    return pytree.tree_map(one, tree)
+    """``tree`` with ``func`` applied to its leaves (as ``_leaves`` finds them), rebuilt alike."""
+    if isinstance(tree, list):
+        return [_map_args(func, item) for item in tree]
+    if isinstance(tree, tuple):
+        items = [_map_args(func, item) for item in tree]
+        if type(tree) is tuple:
+            return tuple(items)
+        if hasattr(tree, "_fields"):  # a namedtuple
+            return type(tree)(*items)
+        return type(tree)(items)  # torch.Size, torch.return_types
+    if isinstance(tree, dict):
+        return {key: _map_args(func, item) for key, item in tree.items()}
+    if isinstance(tree, slice):
+        return slice(func(tree.start), func(tree.stop), func(tree.step))
+    return func(tree)
 
 
 def _metas(args: Any, kwargs: dict[str, Any]) -> list[torch.Tensor]:
@@ -343,7 +363,7 @@ def _has_generator(args: Any, kwargs: dict[str, Any]) -> bool:
 
 
 def _elements(result: Any) -> int:
-    return sum(leaf.numel() for leaf in pytree.tree_leaves(result) if _is_meta(leaf))
+    return sum(leaf.numel() for leaf in _leaves(result) if _is_meta(leaf))
 
 
 def _on_cpu(value: Any, twins: dict[int, torch.Tensor], template: int | None) -> Any:
@@ -393,9 +413,8 @@ def _cpu_call(
 
 def _pair(meta_result: Any, cpu_result: Any, inputs: list[Any]) -> None:
     """Give each meta tensor of ``meta_result`` its twin from ``cpu_result`` (same structure)."""
-    metas, meta_spec = pytree.tree_flatten(meta_result)
-    cpus, cpu_spec = pytree.tree_flatten(cpu_result)
-    if meta_spec != cpu_spec:
+    metas, cpus = _leaves(meta_result), _leaves(cpu_result)
+    if len(metas) != len(cpus):
         return
     program_storages = {
         _storage(v) for v in inputs if isinstance(v, torch.Tensor) and v.device.type == CPU and v.numel()
@@ -445,6 +464,8 @@ def call_with_twins(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
     name = func_name(func)
     metas = _metas(args, kwargs)
     twins = {id(m): TWINS.get(m) for m in metas}
+    if all(twin is None for twin in twins.values()) and not _may_make_twins(name, metas):
+        return func(*args, **kwargs)  # no twin in, none to come out: the stand-ins as before twins
     if not torchs_own(func):
         return _run_once(func, args, kwargs, metas, twins)
     if _reads_values(name, args, kwargs):
@@ -461,6 +482,12 @@ def call_with_twins(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
     except Exception:  # never the program's failure: its tensors are meta only from here
         TWINS.forget(metas)
     return result
+
+
+def _may_make_twins(name: str, metas: list[torch.Tensor]) -> bool:
+    """Whether a call without twinned inputs may still give a twin or a value: a factory (on no
+    meta input), a value-free call (``zeros_like``), or ``bool()`` (a check that passes)."""
+    return (not metas and name in FACTORIES) or name in VALUE_FREE or name == "__bool__"
 
 
 def _run_once(
@@ -500,10 +527,8 @@ def _after_meta_failed(
                 raise error from None
     if name in DATA_DEPENDENT and _all_twinned(twins):
         ran, value = _cpu_call(func, args, kwargs, twins)
-        if ran and TWINS.fits(
-            sum(v.numel() for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))
-        ):
-            result = pytree.tree_map(lambda v: v.to(META) if isinstance(v, torch.Tensor) else v, value)
+        if ran and TWINS.fits(sum(v.numel() for v in _leaves(value) if isinstance(v, torch.Tensor))):
+            result = _map_args(lambda v: v.to(META) if isinstance(v, torch.Tensor) else v, value)
             _pair(result, value, _leaves((args, kwargs)))
             return result
     raise error
@@ -533,7 +558,7 @@ def _value_read(
     if _all_twinned(twins):
         ran, value = _cpu_call(func, args, kwargs, twins)
         if ran:  # a CPU tensor handed to the program is its own, never a twin
-            return pytree.tree_map(_copy_of, value)
+            return _map_args(_copy_of, value)
     if name == "__bool__" and args[0].numel() == 1:
         return True
     return NotImplemented
@@ -558,7 +583,7 @@ def _mirror(
         if not metas and name in FACTORIES and _made_on_gpu(name, args, kwargs):
             ran, value = _cpu_call(func, args, kwargs, twins)
             if ran:  # a copy: ``as_tensor`` of a NumPy array shares its memory, a GPU copy would not
-                _pair(result, pytree.tree_map(_copy_of, value), inputs)
+                _pair(result, _map_args(_copy_of, value), inputs)
                 mirrored = True
         elif metas and (_all_twinned(twins) or name in VALUE_FREE):
             before = {id(m): TWINS.record(m) for m in metas}
