@@ -10,7 +10,8 @@ would stop there, though nothing random went into them. Rules (``docs/irtrace.md
   those) or copied there from a CPU tensor (``.cuda()``, ``.to("cuda")``) gets a CPU twin holding its
   values; ``empty`` (no values) and random tensors (``randn``, ``normal_``..., or anything drawing on
   a random generator) never get one: the GPU's random stream is not the CPU's;
-- an operation whose every meta input has a twin runs on the twins too, and its results get them;
+- a PyTorch operation whose every meta input has a twin runs on the twins too, and its results get
+  them (a program's own function given to ``__torch_function__`` handling runs once, as written);
 - a twin is forgotten when its tensor (or a view sharing its storage) changes in a way that was not
   computed on the twins (an in-place operation with a twinless input, a stand-in kernel's launch);
 - twins are small: at most ``TWIN_ELEMENTS`` elements live in all, checked on the meta result's
