@@ -21,7 +21,9 @@ own process.
 With --no-gpu the script runs to its end on a machine without a GPU: each kernel is
 lowered through TileLang's own pipeline and codegen (no device compiler), the compiled
 kernel is a stand-in returning meta tensors, torch.cuda answers for the target, and
-@autotune builds its first config only. A pytest suite runs the same way:
+@autotune builds its first config only. Tensors made on cuda from known values (torch.tensor
+of data, arange, zeros, ...) keep CPU twins, so .item() of those answers as on the GPU; .item()
+of a random tensor ends the script (exit 7). A pytest suite runs the same way:
 irtrace run --no-gpu -- python -m pytest tests/
 
 How the script ended decides the exit code, and whatever was captured is written to the

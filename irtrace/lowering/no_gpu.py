@@ -6,9 +6,10 @@ and kernel source are those a GPU machine gives), but the device compiler is not
 compiled kernel is a stand-in: calling it launches nothing and returns outputs of the declared
 shapes on PyTorch's ``meta`` device. The program's other GPU work is made harmless with the
 language server's stand-ins (``irtrace.lowering.resolve.entry_point``): tensors asked for on
-``cuda`` are made on ``meta``, ``torch.cuda`` answers for the target, comparisons of meta tensors
-pass. That also makes the program's references cheap: ``a @ b`` on meta tensors computes nothing,
-where a CPU fallback can take minutes. An ``@autotune`` kernel is built with its first config
+``cuda`` are made on ``meta`` (with CPU twins of the values known without a GPU: ``twins``),
+``torch.cuda`` answers for the target, comparisons of meta tensors pass. That also makes the
+program's references cheap: ``a @ b`` on meta tensors computes nothing, where a CPU fallback can
+take minutes. An ``@autotune`` kernel is built with its first config
 only (nothing can be timed). Every run captured this way says ``stand_in`` in its instance, and
 ``--bench`` refuses it: no result of a stand-in is ever shown as a real one.
 """
@@ -219,8 +220,8 @@ def gpu_stand_ins(target: TargetSpec) -> Iterator[None]:
         def do_bench(self, *_args: Any, **_kwargs: Any) -> float:
             return STAND_IN_LATENCY_MS
 
-    def stand_in_profiler(*_args: Any, **_kwargs: Any) -> StandInProfiler:
-        return TimedStandInProfiler()
+    def stand_in_profiler(kernel: Any, *_args: Any, **_kwargs: Any) -> StandInProfiler:
+        return TimedStandInProfiler(kernel)  # ``profiler.func(...)`` launches the (stand-in) kernel
 
     def no_bench(*_args: Any, **_kwargs: Any) -> float:
         return STAND_IN_LATENCY_MS

@@ -15,7 +15,11 @@ Compared per kernel: the pass names in order, the SHA-256 of the IR after each p
 kernel source's SHA-256. TileLang writes the absolute path of the example's file into
 ``device_assert`` messages (gemm_sp's ``_compress_fn``): that folder, which differs between the two
 machines, is written ``<EXAMPLE>/FOLDER/`` in both before hashing. Only the codegen step's raw name
-differs by design (``..._without_compile``: no device compiler runs under ``--no-gpu``). An
+differs by design (``..._without_compile``: no device compiler runs under ``--no-gpu``). TileLang
+numbers the two reduction workspaces of the paged MLA decode kernel by heap address: untraced
+lowerings in fresh processes give ``workspace``/``workspace_1`` either way round
+(``tests/data/mla_workspace_order.py`` shows it, no irtrace involved), so for that example, and
+only there, those names are compared without their numbers. An
 ``@autotune`` kernel is built for every config on the GPU and for the first config only under
 ``--no-gpu``: that run must equal one of the GPU's.
 
@@ -55,9 +59,14 @@ def load_gz(path: Path, folder: Path) -> Trace:
 
 Fingerprint = tuple[str, tuple[tuple[str, str | None], ...], str | None]
 
+ADDRESS_DEPENDENT = {"deepseek_mla_example_mla_decode_paged"}
+"""Examples whose reduction workspaces TileLang numbers by heap address (the module's docstring)."""
+WORKSPACE = re.compile(r"\bworkspace(_\d+)?\b")
 
-def fingerprint(trace: Trace, run: KernelRun, folder: str) -> Fingerprint:
-    """What must be identical: the kernel's name, each pass with the IR after it, the source."""
+
+def fingerprint(trace: Trace, run: KernelRun, folder: str, renumbered: bool = False) -> Fingerprint:
+    """What must be identical: the kernel's name, each pass with the IR after it, the source
+    (``renumbered``: with ``workspace_N`` written ``workspace``)."""
     # a path ending in the example's folder, as C writes it too (``\\/``), whatever comes before
     path = re.compile(r"(?:\\?/[\w.+-]+)+?\\?/" + re.escape(folder) + r"\\?/")
 
@@ -66,6 +75,8 @@ def fingerprint(trace: Trace, run: KernelRun, folder: str) -> Fingerprint:
         if text is None:
             return sha
         same = path.sub(f"<EXAMPLE>/{folder}/", text)
+        if renumbered:
+            same = WORKSPACE.sub("workspace", same)
         return sha if same == text else hashlib.sha256(same.encode()).hexdigest()
 
     return run.kernel, tuple((p.name, key(p.ir_after)) for p in run.passes), key(run.source_sha256)
@@ -100,10 +111,10 @@ def no_gpu_run(script: Path, args: list[str], folder: Path) -> Trace:
     return load_trace(out)
 
 
-def differences(gpu: Trace, cpu: Trace, tuned: bool, folder: str) -> list[str]:
+def differences(gpu: Trace, cpu: Trace, tuned: bool, folder: str, renumbered: bool = False) -> list[str]:
     found = []
-    gpu_runs = [fingerprint(gpu, run, folder) for run in gpu.runs]
-    cpu_runs = [fingerprint(cpu, run, folder) for run in cpu.runs]
+    gpu_runs = [fingerprint(gpu, run, folder, renumbered) for run in gpu.runs]
+    cpu_runs = [fingerprint(cpu, run, folder, renumbered) for run in cpu.runs]
     if not tuned and [r[0] for r in gpu_runs] != [r[0] for r in cpu_runs]:
         found.append(f"kernels: GPU {[r[0] for r in gpu_runs]}, --no-gpu {[r[0] for r in cpu_runs]}")
     for run, fp in zip(cpu.runs, cpu_runs, strict=True):
@@ -139,30 +150,11 @@ def _tilelang_cases() -> list[str]:
     return sorted(path.name.removesuffix(".jsonl.gz") for path in (ORACLE / "tilelang").glob("*.jsonl.gz"))
 
 
-STOPS_ON_ITEM = "--no-gpu stops at Tensor.item() on a meta tensor before every kernel is built"
-STOPPED_SHORT = {
-    "deepseek_mla_example_mla_decode_paged": STOPS_ON_ITEM + " (0 of 1)",
-    "cast_example_group_per_split_token_cast_to_fp8": STOPS_ON_ITEM + " (0 of 1)",
-    "gemm_fp8_example_tilelang_gemm_fp8": STOPS_ON_ITEM + " (1 of 2, the first identical)",
-}
-"""Examples whose ``--no-gpu`` run ends before the GPU run built all its kernels (measured
-2026-12-07): expected to fail, strictly, so that the fix shows."""
-
-
-def _tilelang_params() -> list[object]:
-    return [
-        pytest.param(case, marks=pytest.mark.xfail(reason=STOPPED_SHORT[case], strict=True))
-        if case in STOPPED_SHORT
-        else case
-        for case in _tilelang_cases()
-    ]
-
-
 @pytest.mark.sweep  # 28 programs run to their end on stand-ins: about 5 min on 2 cores
 @pytest.mark.skipif(
     not TILELANG_EXAMPLES, reason="set TILELANG_EXAMPLES to tile-ai/tilelang's examples folder"
 )
-@pytest.mark.parametrize("case", _tilelang_params())
+@pytest.mark.parametrize("case", _tilelang_cases())
 def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_path: Path) -> None:
     folder, _, name = case.partition("_example_")
     script = Path(str(TILELANG_EXAMPLES)) / folder / f"example_{name}.py"
@@ -172,4 +164,5 @@ def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_pat
         script = matches[0]
     gpu = load_gz(ORACLE / "tilelang" / f"{case}.jsonl.gz", tmp_path)
     cpu = no_gpu_run(script, [], tmp_path)
-    assert differences(gpu, cpu, tuned=False, folder=script.parent.name) == []
+    renumbered = case in ADDRESS_DEPENDENT
+    assert differences(gpu, cpu, tuned=False, folder=script.parent.name, renumbered=renumbered) == []

@@ -14,9 +14,11 @@ with its stdout on stderr and no stdin. While it runs:
   kernel (TileLang's examples check each kernel on the GPU before building the next);
 - without a usable GPU, torch tensors asked for on ``cuda`` are made on ``meta`` (shape and dtype,
   no data), ``.cuda()``/``.to("cuda")`` move them there, ``torch.cuda``'s device queries answer for
-  the analysis target, and ``torch.allclose``/``torch.testing.assert_close`` on meta tensors pass;
-  ``torch.cuda.is_available()`` stays honest. Anything that needs real data (``.item()``) ends the
-  run there: kernels built before keep their instance, later ones get none (never a guessed one).
+  the analysis target, and ``torch.allclose``/``torch.testing.assert_close``/``bool()`` on meta
+  tensors pass; ``torch.cuda.is_available()`` stays honest. Tensors made from values known without
+  a GPU keep CPU twins (``twins``), whose values ``.item()`` answers. Anything else that needs real
+  data (``.item()`` of a random tensor) ends the run there: kernels built before keep their
+  instance, later ones get none (never a guessed one).
 
 Each instance is sent to the worker as soon as it is found, so a run stopped at its time limit
 keeps the instances it found before.
@@ -96,20 +98,23 @@ def _is_cuda(device: Any) -> bool:
 
 
 def _meta_cuda_mode() -> Any:
-    """A torch function mode sending tensors asked for on ``cuda`` to ``meta``."""
+    """A torch function mode sending tensors asked for on ``cuda`` to ``meta``, with CPU twins of
+    the values known without a GPU (``twins``: ``.item()`` of those answers as on the GPU)."""
     import torch
     from torch.overrides import TorchFunctionMode
+
+    from irtrace.lowering.resolve.twins import call_with_twins
 
     class MetaCudaMode(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = dict(kwargs or {})
             if func is torch.Tensor.cuda:
-                return args[0].to(META)
+                func, args, kwargs = torch.Tensor.to, (args[0], META), {}
             if func is torch.Tensor.to:
                 args = (args[0], *(META if _is_cuda(a) else a for a in args[1:]))
             if _is_cuda(kwargs.get("device")):
                 kwargs["device"] = META
-            return func(*args, **kwargs)
+            return call_with_twins(func, tuple(args), kwargs)
 
     return MetaCudaMode()
 
@@ -189,7 +194,11 @@ def _nothing(*_args: Any, **_kwargs: Any) -> None:
 
 
 class StandInProfiler:
-    """What ``kernel.get_profiler()`` gives during the run: it checks nothing and benches in 0 ms."""
+    """What ``kernel.get_profiler()`` gives during the run: it checks nothing and benches in 0 ms;
+    its ``func`` is the kernel, as TileLang's profiler's is."""
+
+    def __init__(self, kernel: Any = None) -> None:
+        self.func = kernel if kernel is not None else _nothing
 
     def assert_allclose(self, *_args: Any, **_kwargs: Any) -> None:
         return None
@@ -220,20 +229,89 @@ class StandInKernel:
         self.config = dict(config or {})
         """An ``@autotune`` kernel's stand-in for the best config: its first one."""
         self.kernel = self
+        self._written: set[int] | None = None
+        self._inputs = len(func.params) - len(self.outputs) if func is not None else 0
 
-    def __call__(self, *args: Any, **_kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # on a GPU the launch writes what the kernel writes: those arguments' values are unknown now
+        if self.func is None:
+            _forget_twins((args, kwargs))
+        else:
+            if self._written is None:
+                self._written = _written_inputs(self.func, self.outputs)
+            _forget_twins(
+                ([a for i, a in enumerate(args) if i in self._written or i >= self._inputs], kwargs)
+            )
         if self.func is None or not self.outputs:
             return None
         return _meta_outputs(self.func, self.outputs, args)
 
     def get_profiler(self, *_args: Any, **_kwargs: Any) -> StandInProfiler:
-        return StandInProfiler()
+        return StandInProfiler(self)
 
     def get_kernel_source(self, *_args: Any, **_kwargs: Any) -> str:
         return ""
 
     def __getattr__(self, name: str) -> Any:
         return _nothing
+
+
+SAFE_CALL_WORDS = ("address", "ptr", "atomic", "ptx", "tma", "store", "copy", "asm", "mma")
+"""A ``tir.*`` call whose name holds none of these takes its buffer element arguments as values."""
+
+
+def _written_inputs(func: Any, outputs: list[int]) -> set[int]:
+    """Positions, among a launch's arguments (the inputs), of the buffers the kernel may write: all
+    but those it only reads (loads as values, ``T.region`` for reading). Anything else (a store, a
+    pointer to it, an element handed to a tile op) counts as a write, as does a failure to tell."""
+    inputs = [p for i, p in enumerate(func.params) if i not in outputs]
+    try:
+        import tvm
+        from tvm import tirx
+
+        buffers = [func.buffer_map.get(p, None) for p in inputs]
+        written: set[int] = set()
+
+        def position(buffer: Any) -> int | None:
+            for index, known in enumerate(buffers):
+                if known is not None and known.data.same_as(buffer.data):
+                    return index
+            return None
+
+        def mark(buffer: Any) -> None:
+            index = position(buffer)
+            if index is not None:
+                written.add(index)
+
+        def visit(node: Any) -> None:
+            if isinstance(node, tirx.BufferStore):
+                mark(node.buffer)
+            elif isinstance(node, tirx.Var):
+                for index, known in enumerate(buffers):
+                    if known is not None and known.data.same_as(node):
+                        written.add(index)
+            elif isinstance(node, tirx.Call):
+                name = str(node.op.name) if isinstance(node.op, tvm.ir.Op) else ""
+                if name == "tl.region":
+                    if isinstance(node.args[0], tirx.BufferLoad) and int(node.args[1]) != 1:
+                        mark(node.args[0].buffer)
+                    return
+                safe = name.startswith("tir.") and not any(word in name for word in SAFE_CALL_WORDS)
+                for arg in node.args:
+                    if isinstance(arg, tirx.BufferLoad) and not safe:
+                        mark(arg.buffer)
+
+        tirx.stmt_functor.post_order_visit(func.body, visit)
+        return written
+    except Exception:
+        return set(range(len(inputs)))
+
+
+def _forget_twins(values: Any) -> None:
+    if "irtrace.lowering.resolve.twins" in sys.modules:  # only where the meta stand-ins made twins
+        from irtrace.lowering.resolve.twins import TWINS
+
+        TWINS.forget(values)
 
 
 def _first_config(tuned: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -293,6 +371,16 @@ def _harmless_gpu_work(stack: contextlib.ExitStack, target: str) -> None:
         (torch, "allclose", allclose),
         (torch.testing, "assert_close", assert_close),
     ]
+    with contextlib.suppress(ImportError):  # TileLang's own check, which reads values with .item()
+        import tilelang.utils.tensor as tilelang_tensor
+
+        original_tilelang_close = tilelang_tensor.torch_assert_close
+
+        def tilelang_assert_close(actual: Any, expected: Any, *args: Any, **kwargs: Any) -> None:
+            if not on_meta(actual, expected):
+                original_tilelang_close(actual, expected, *args, **kwargs)
+
+        answers.append((tilelang_tensor, "torch_assert_close", tilelang_assert_close))
     for owner, attr, value in answers:
         stack.callback(setattr, owner, attr, getattr(owner, attr))
         setattr(owner, attr, value)
