@@ -22,8 +22,10 @@ from irtrace.facts.source_map import (
     line_ranges,
     line_through_passes,
     parse_line_query,
+    query_facts,
     require_maps,
     span_rows,
+    used_by_words,
 )
 from irtrace.trace.model import Trace
 
@@ -85,8 +87,11 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     trace = _load(args.trace)
     run = trace.find_run(args.kernel, args.target)
     only = run.find_pass(args.pass_name) if args.pass_name else None
-    found = line_through_passes(trace, run, query, only)
+    facts = query_facts(trace, run, query)
+    found = line_through_passes(trace, run, query, only, facts)
     generated = generated_texts(trace, run, query) if only is None else []
+    users = facts.users_of(query.line)
+    value = f"; no statement of its own, {used_by_words(users)}" if users else ""
     counts = line_instructions(trace, run, query) if only is None else None
     if args.json:
         machine = counts_document(counts) if counts is not None else None
@@ -103,6 +108,8 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         carried = ""
         if item.carried:
             carried = f", carried: {_lines(item.carried)} (marked ~, see docs/source-maps.md)"
+        if item.used_by:
+            carried += f"; no statement of its own, {used_by_words(item.used_by)}"
         echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index}){carried}")
         width = len(str(item.lines[-1]))
         for number, line_text in zip(item.lines, item.text_lines, strict=True):
@@ -110,10 +117,10 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     for stage, lines, texts in generated:
         cost = f"; {describe_counts(counts)}" if stage == "sass" and counts is not None else ""
         if not lines:
-            echo(f"== {where} in the {_STAGE_TITLES[stage]}: no line{_NONE_WHY[stage]}")
+            echo(f"== {where} in the {_STAGE_TITLES[stage]}: no line{_NONE_WHY[stage]}{value}")
             continue
         ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in line_ranges(lines))
-        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges}){cost}")
+        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges}){cost}{value}")
         width = len(str(lines[-1]))
         for number, line_text in zip(lines, texts, strict=True):
             echo(f"{number:>{width}} | {line_text}")

@@ -1,0 +1,219 @@
+"""Which statements of a kernel's file read the names an assignment binds, by Python's ``ast``:
+``loop_range = T.ceildiv(...)`` or ``tx = T.get_thread_binding()`` build no TIR statement (the
+value is inlined where the name is read), so the views show such a line with the IR of the lines
+that read it. The text is untrusted (a trace stores it): it is parsed, never run, and the work is
+bounded by its size. No tilelang here.
+
+A read is *reached* by a binding when some path through the function goes from the binding to the
+read without another binding of that name (reaching definitions over the function's structure:
+both branches of an ``if``, a loop's body twice for its back edge). Only reads in the same function
+count; a read is placed on the first line of the statement holding it (the line TileLang spans it
+with), a compound statement's reads in its header on the header's line.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+_State = dict[str, frozenset[int]]
+"""name -> the lines of the bindings of it that may reach here"""
+WORK_PER_STATEMENT = 64
+"""Statement visits allowed per statement of the file (loops are walked twice, nested ones more)."""
+
+
+class _TooMuchWork(Exception):
+    """The file's nesting would cost more than its size allows: nothing is claimed for it."""
+
+
+@dataclass(frozen=True)
+class BindingReaders:
+    """The kernel file's statements and, per assignment, the statements that read what it binds."""
+
+    statement_lines: frozenset[int]
+    """the first line of every statement of the file"""
+    assignments: frozenset[int]
+    """lines of assignments (``=``, annotated with a value, augmented) that bind a plain name"""
+    readers: dict[int, tuple[int, ...]]
+    """assignment line -> the statement lines, in the same function, reading a name it binds
+    (reached by that binding), itself left out"""
+
+
+def _walk_expression(node: ast.AST, bound: frozenset[str] = frozenset()) -> Iterator[ast.Name]:
+    """The names ``node`` reads, without those a comprehension or lambda inside binds itself."""
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load) and node.id not in bound:
+            yield node
+        return
+    if isinstance(node, ast.Lambda):
+        names = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+        names |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                yield from _walk_expression(default, bound)
+        yield from _walk_expression(node.body, bound | names)
+        return
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+        inner = set(bound)
+        for generator in node.generators:
+            yield from _walk_expression(generator.iter, frozenset(inner))
+            inner |= {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+            for condition in generator.ifs:
+                yield from _walk_expression(condition, frozenset(inner))
+        parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        for part in parts:
+            yield from _walk_expression(part, frozenset(inner))
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_expression(child, bound)
+
+
+def _stored_names(targets: Iterable[ast.AST]) -> set[str]:
+    """The plain names an assignment's targets bind (``a, b = ...``; not ``a[i] = ...``)."""
+    names: set[str] = set()
+    for target in targets:
+        if isinstance(target, ast.Name):
+            names.add(target.id)
+        elif isinstance(target, ast.Tuple | ast.List):
+            names |= _stored_names(target.elts)
+        elif isinstance(target, ast.Starred):
+            names |= _stored_names([target.value])
+    return names
+
+
+class _Function:
+    """Reaching definitions over one function's body (nested functions are analysed on their own)."""
+
+    def __init__(self, budget: list[int]) -> None:
+        self.readers: dict[int, set[int]] = {}
+        self._budget = budget
+
+    def _read(self, line: int, parts: Iterable[ast.AST | None], state: _State) -> None:
+        for part in parts:
+            if part is None:
+                continue
+            for name in _walk_expression(part):
+                for binding in state.get(name.id, ()):
+                    if binding != line:
+                        self.readers.setdefault(binding, set()).add(line)
+
+    @staticmethod
+    def _bind(state: _State, names: Iterable[str], line: int) -> _State:
+        changed = dict(state)
+        for name in names:
+            changed[name] = frozenset((line,))
+        return changed
+
+    @staticmethod
+    def _union(*states: _State) -> _State:
+        merged: dict[str, frozenset[int]] = {}
+        for state in states:
+            for name, lines in state.items():
+                merged[name] = merged.get(name, frozenset()) | lines
+        return merged
+
+    def block(self, statements: list[ast.stmt], state: _State) -> _State:
+        for statement in statements:
+            state = self.statement(statement, state)
+        return state
+
+    def _loop(self, body: list[ast.stmt], state: _State) -> _State:
+        """A loop's body walked twice: the second walk sees what the first bound (the back edge)."""
+        first = self.block(body, state)
+        return self._union(state, self.block(body, self._union(state, first)))
+
+    def statement(self, node: ast.stmt, state: _State) -> _State:  # noqa: C901, PLR0911, PLR0912
+        self._budget[0] -= 1
+        if self._budget[0] < 0:
+            raise _TooMuchWork
+        line = node.lineno
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            decorators = node.decorator_list
+            defaults: list[ast.AST | None] = []
+            if not isinstance(node, ast.ClassDef):
+                defaults = [*node.args.defaults, *node.args.kw_defaults]
+            self._read(line, [*decorators, *defaults], state)
+            return self._bind(state, [node.name], line)
+        if isinstance(node, ast.Assign):
+            self._read(line, [node.value, *node.targets], state)
+            return self._bind(state, _stored_names(node.targets), line)
+        if isinstance(node, ast.AnnAssign):
+            self._read(line, [node.value, node.target], state)
+            return self._bind(state, _stored_names([node.target]) if node.value is not None else (), line)
+        if isinstance(node, ast.AugAssign):
+            if isinstance(node.target, ast.Name):  # ``x += 1`` reads x (its ast says Store)
+                self._read(line, [ast.Name(node.target.id, ast.Load())], state)
+            self._read(line, [node.value, node.target], state)
+            return self._bind(state, _stored_names([node.target]), line)
+        if isinstance(node, ast.For | ast.AsyncFor):
+            self._read(line, [node.iter], state)
+            inside = self._bind(state, _stored_names([node.target]), line)
+            looped = self._loop(node.body, inside)
+            return self.block(node.orelse, self._union(state, looped))
+        if isinstance(node, ast.While):
+            self._read(line, [node.test], state)
+            looped = self._loop([*node.body, ast.Expr(node.test, lineno=line)], state)
+            return self.block(node.orelse, looped)
+        if isinstance(node, ast.If):
+            self._read(line, [node.test], state)
+            return self._union(self.block(node.body, state), self.block(node.orelse, state))
+        if isinstance(node, ast.With | ast.AsyncWith):
+            self._read(line, [item.context_expr for item in node.items], state)
+            names = _stored_names([item.optional_vars for item in node.items if item.optional_vars is not None])
+            return self.block(node.body, self._bind(state, names, line))
+        if isinstance(node, ast.Try | ast.TryStar):
+            tried = self.block(node.body, state)
+            anywhere = self._union(state, tried)
+            handled = [self.block(handler.body, anywhere) for handler in node.handlers]
+            done = self._union(self.block(node.orelse, tried), *handled) if handled else tried
+            return self.block(node.finalbody, self._union(done, anywhere) if node.finalbody else done)
+        if isinstance(node, ast.Match):
+            self._read(line, [node.subject], state)
+            cases = [self.block(case.body, state) for case in node.cases]
+            return self._union(state, *cases)
+        if isinstance(node, ast.Delete):
+            killed = dict(state)
+            for name in _stored_names(node.targets):
+                killed.pop(name, None)
+            self._read(line, [t for t in node.targets if not isinstance(t, ast.Name)], state)
+            return killed
+        self._read(line, [node], state)  # a simple statement: every name in it
+        return state
+
+
+def binding_readers(source: str) -> BindingReaders | None:
+    """The statements of ``source`` and the readers of each assignment; ``None`` when the text
+    does not parse or its nesting costs more than its size allows."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    try:
+        statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    except RecursionError:
+        return None
+    budget = [WORK_PER_STATEMENT * len(statements) + 1000]
+    found: dict[int, set[int]] = {}
+    try:
+        bodies: list[list[ast.stmt]] = [tree.body]
+        bodies += [n.body for n in statements if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for body in bodies:
+            function = _Function(budget)
+            function.block(body, {})
+            for binding, lines in function.readers.items():
+                found.setdefault(binding, set()).update(lines)
+    except (_TooMuchWork, RecursionError):
+        return None
+    assignments = {
+        node.lineno
+        for node in statements
+        if (isinstance(node, ast.Assign) and _stored_names(node.targets))
+        or (isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name))
+        or (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name))
+    }
+    return BindingReaders(
+        statement_lines=frozenset(node.lineno for node in statements),
+        assignments=frozenset(assignments),
+        readers={line: tuple(sorted(lines)) for line, lines in found.items() if line in assignments},
+    )
