@@ -111,18 +111,19 @@ def python_ran_lines(spec: str, targets: list[str]) -> dict[str, list[int]]:
     path = os.path.realpath(spec.split("::", 1)[0])
     found: dict[str, list[int]] = {}
     request = RecordRequest(parse_spec(spec), targets=tuple(targets))
+    lines: set[int] = set()
+
+    def local(frame: object, event: str, arg: object) -> object:
+        if event == "line":
+            lines.add(frame.f_lineno)  # type: ignore[attr-defined]
+        return local
+
+    def calls(frame: object, event: str, arg: object) -> object:
+        code = frame.f_code  # type: ignore[attr-defined]
+        return local if os.path.realpath(code.co_filename) == path else None
+
     for unit in lowering_units(request):
-        lines: set[int] = set()
-
-        def local(frame: object, event: str, arg: object) -> object:
-            if event == "line":
-                lines.add(frame.f_lineno)  # type: ignore[attr-defined]
-            return local
-
-        def calls(frame: object, event: str, arg: object) -> object:
-            code = frame.f_code  # type: ignore[attr-defined]
-            return local if os.path.realpath(code.co_filename) == path else None
-
+        lines.clear()
         try:
             call = bind_unit(unit)
             sys.settrace(calls)
@@ -131,7 +132,7 @@ def python_ran_lines(spec: str, targets: list[str]) -> dict[str, list[int]]:
             finally:
                 sys.settrace(None)
         except Exception:
-            lines = set()
+            lines.clear()
         found[unit.target.name] = sorted(lines)
     return found
 

@@ -38,6 +38,10 @@ class BindingReaders:
     readers: dict[int, tuple[int, ...]]
     """assignment line -> the statement lines, in the same function, reading a name it binds
     (reached by that binding), itself left out"""
+    owner: dict[int, int]
+    """statement line -> the ``def`` line of the innermost function holding it (0: the module)"""
+    definitions: frozenset[int] = frozenset()
+    """the ``def`` lines (a function's own statement, in its enclosing function)"""
 
 
 def _walk_expression(node: ast.AST, bound: frozenset[str] = frozenset()) -> Iterator[ast.Name]:
@@ -123,7 +127,7 @@ class _Function:
         first = self.block(body, state)
         return self._union(state, self.block(body, self._union(state, first)))
 
-    def statement(self, node: ast.stmt, state: _State) -> _State:  # noqa: C901, PLR0911, PLR0912
+    def statement(self, node: ast.stmt, state: _State) -> _State:
         self._budget[0] -= 1
         if self._budget[0] < 0:
             raise _TooMuchWork
@@ -160,7 +164,9 @@ class _Function:
             return self._union(self.block(node.body, state), self.block(node.orelse, state))
         if isinstance(node, ast.With | ast.AsyncWith):
             self._read(line, [item.context_expr for item in node.items], state)
-            names = _stored_names([item.optional_vars for item in node.items if item.optional_vars is not None])
+            names = _stored_names(
+                [item.optional_vars for item in node.items if item.optional_vars is not None]
+            )
             return self.block(node.body, self._bind(state, names, line))
         if isinstance(node, ast.Try | ast.TryStar):
             tried = self.block(node.body, state)
@@ -205,6 +211,12 @@ def binding_readers(source: str) -> BindingReaders | None:
                 found.setdefault(binding, set()).update(lines)
     except (_TooMuchWork, RecursionError):
         return None
+    owner: dict[int, int] = {}
+    for node in statements:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):  # outer functions first: the innermost writes last
+                if isinstance(inner, ast.stmt) and inner is not node:
+                    owner[inner.lineno] = node.lineno
     assignments = {
         node.lineno
         for node in statements
@@ -216,4 +228,8 @@ def binding_readers(source: str) -> BindingReaders | None:
         statement_lines=frozenset(node.lineno for node in statements),
         assignments=frozenset(assignments),
         readers={line: tuple(sorted(lines)) for line, lines in found.items() if line in assignments},
+        owner=owner,
+        definitions=frozenset(
+            n.lineno for n in statements if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        ),
     )

@@ -196,15 +196,18 @@ class AuthorLines:
 
     ran: frozenset[int] | None = None
     """the kernel file's lines the frontend ran (``SourceMapRecord.ran``); ``None``: not known"""
-    statement_lines: frozenset[int] = frozenset()
-    """the first line of each statement of the kernel's file (empty when the trace lacks the file)"""
     value_users: Mapping[int, tuple[int, ...]] = dataclass_field(default_factory=dict)
     """a line that ran, made no statement and binds names -> the lines that ran and read them
     (reached by that binding, same function; through such lines in turn), which make statements"""
 
+    skipped: tuple[int, ...] = ()
+    """the statement lines the frontend did not run in the functions where it ran some (a branch
+    Python left out); views list these, ``not_run`` answers for any line"""
+
     def not_run(self, line: int) -> bool:
-        """Whether ``line`` starts a statement of the kernel's file that the frontend did not run."""
-        return self.ran is not None and line in self.statement_lines and line not in self.ran
+        """Whether ``line`` starts a statement of a function the frontend ran (the kernel's, a
+        macro's) that it did not run."""
+        return line in self.skipped
 
     def users_of(self, line: int) -> tuple[int, ...]:
         """The lines whose IR stands for value line ``line`` (empty: not a value line)."""
@@ -213,6 +216,14 @@ class AuthorLines:
 
 NOT_RUN = "line {line} is not part of this instance: the frontend did not run it"
 """What every view says of a statement line the frontend did not run (a branch left out)."""
+
+
+def not_run_words(lines: Sequence[int]) -> str:
+    """``line 52 is not part ...`` or ``lines 52, 53 are not part ...`` of this instance."""
+    if len(lines) == 1:
+        return NOT_RUN.format(line=lines[0])
+    numbers = ", ".join(str(n) for n in lines)
+    return f"lines {numbers} are not part of this instance: the frontend did not run them"
 
 
 def used_by_words(users: Sequence[int]) -> str:
@@ -253,7 +264,14 @@ def author_lines(trace: Trace, run: KernelRun) -> AuthorLines:
                     reached.add(reader)
         if reached:
             users[line] = tuple(sorted(reached))
-    return AuthorLines(ran=ran, statement_lines=found.statement_lines, value_users=users)
+    # the functions the frontend ran: a ``def`` line run is its enclosing function's statement
+    ran_in = {found.owner[line] for line in ran if line in found.owner and line not in found.definitions} - {
+        0
+    }
+    skipped = tuple(
+        sorted(line for line, owner in found.owner.items() if owner in ran_in and line not in ran)
+    )
+    return AuthorLines(ran=ran, value_users=users, skipped=skipped)
 
 
 def kernel_path(run: KernelRun) -> str | None:
@@ -601,7 +619,13 @@ def generated_lines(
         return GeneratedLines((), (), (), source_mapped=False, ptx_mapped=False, sass_mapped=False)
     text = trace.text(run.source_sha256)
     source = tuple(
-        sorted({n for line in facts.users_of(query.line) or (query.line,) for n in ir_lines(source_map, files, line, text)})
+        sorted(
+            {
+                n
+                for line in facts.users_of(query.line) or (query.line,)
+                for n in ir_lines(source_map, files, line, text)
+            }
+        )
     )
     ptx = _stage_lines(trace, run, "ptx", source)
     sass = _stage_lines(trace, run, "sass", source)

@@ -576,7 +576,8 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
         for file, line in self.ran or ():
             if line < 1 or file >= len(self.files):
                 raise SchemaError(
-                    f"srcmap: ran entry {[file, line]} needs a line from 1 and a file index below {len(self.files)}"
+                    f"srcmap: ran entry {[file, line]} needs a line from 1 and a file index below "
+                    f"{len(self.files)}"
                 )
         if self.ran is not None and self.after is not None:
             raise SchemaError("srcmap: ran is given only for the module the pipeline received (after null)")
