@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 _State = dict[str, frozenset[int]]
 """name -> the lines of the bindings of it that may reach here"""
@@ -188,9 +189,11 @@ class _Function:
         return state
 
 
+@lru_cache(maxsize=8)
 def binding_readers(source: str) -> BindingReaders | None:
     """The statements of ``source`` and the readers of each assignment; ``None`` when the text
-    does not parse or its nesting costs more than its size allows."""
+    does not parse or its nesting costs more than its size allows. Kept for the last few texts:
+    a diff of every pass asks about the same file."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
