@@ -295,3 +295,43 @@ def test_binding_readers_is_bounded_on_hostile_text() -> None:
     )
     found = binding_readers(nested)  # 2**90 walks if loops were re-walked without a bound
     assert found is None or found.readers == {}
+
+
+def test_an_older_trace_without_ran_claims_nothing(
+    traces: dict[str, Trace], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trace written before ``ran`` existed still reads, and no view claims a line did or did not run."""
+    assert traces["flash"].path is not None
+    older = tmp_path / "older.jsonl"
+    lines = Path(traces["flash"].path).read_text(encoding="utf-8").splitlines()
+    stripped = []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("record") == "srcmap":
+            record.pop("ran", None)
+        stripped.append(json.dumps(record))
+    older.write_text("\n".join(stripped) + "\n", encoding="utf-8")
+    trace = load_trace(older)
+    facts = author_lines(trace, trace.runs[0])
+    assert facts.ran is None and not facts.value_users and not facts.skipped
+    causal = line_of(FLASH, "acc_s[i, j] = T.if_then_else(")
+    assert main(["ir", str(older), "--line", str(causal)]) == ExitCode.NOT_FOUND
+    assert "no statement of line" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"ran": [[1, 5]]}, "file index below 1"),
+        ({"ran": [[0, 0]]}, "a line from 1"),
+        ({"ran": [[0, 5]], "after": 3}, "only for the module the pipeline received"),
+    ],
+)
+def test_a_hostile_ran_field_is_refused(fields: dict[str, object], error: str) -> None:
+    import msgspec
+
+    from irtrace.trace.schema import SchemaError, SourceMapRecord
+
+    record = {"record": "srcmap", "run": 0, "ir": "0" * 64, "files": ["k.py"], **fields}
+    with pytest.raises((SchemaError, msgspec.ValidationError), match=error):
+        msgspec.json.decode(json.dumps(record), type=SourceMapRecord)
