@@ -20,8 +20,10 @@ from functools import lru_cache
 
 _State = dict[str, frozenset[int]]
 """name -> the lines of the bindings of it that may reach here"""
-WORK_PER_STATEMENT = 64
-"""Statement visits allowed per statement of the file (loops are walked twice, nested ones more)."""
+WORK_PER_STATEMENT = 256
+"""Work allowed per statement of the file: statements walked (loops twice, nested ones more),
+bindings read, and names held by the states copied and merged at branches (a kernel binds a few
+dozen names)."""
 
 
 class _TooMuchWork(Exception):
@@ -94,44 +96,56 @@ class _Function:
         self.readers: dict[int, set[int]] = {}
         self._budget = budget
 
+    def _charge(self, work: int) -> None:
+        """Count ``work`` against the file's budget: copies and unions of states, and bindings
+        read, as well as statements walked, so a hostile file cannot make the walk quadratic."""
+        self._budget[0] -= work
+        if self._budget[0] < 0:
+            raise _TooMuchWork
+
     def _read(self, line: int, parts: Iterable[ast.AST | None], state: _State) -> None:
         for part in parts:
             if part is None:
                 continue
             for name in _walk_expression(part):
-                for binding in state.get(name.id, ()):
+                bindings = state.get(name.id, ())
+                self._charge(len(bindings))
+                for binding in bindings:
                     if binding != line:
                         self.readers.setdefault(binding, set()).add(line)
 
     @staticmethod
     def _bind(state: _State, names: Iterable[str], line: int) -> _State:
-        changed = dict(state)
         for name in names:
-            changed[name] = frozenset((line,))
-        return changed
+            state[name] = frozenset((line,))
+        return state
 
-    @staticmethod
-    def _union(*states: _State) -> _State:
-        merged: dict[str, frozenset[int]] = {}
+    def _copy(self, state: _State) -> _State:
+        self._charge(len(state))
+        return dict(state)
+
+    def _union(self, *states: _State) -> _State:
+        merged: _State = {}
         for state in states:
+            self._charge(len(state))
             for name, lines in state.items():
                 merged[name] = merged.get(name, frozenset()) | lines
         return merged
 
     def block(self, statements: list[ast.stmt], state: _State) -> _State:
+        """The state after ``statements``; ``state`` is theirs to change (callers pass a copy of
+        one they still need): copies are made at branches only, not at every binding."""
         for statement in statements:
             state = self.statement(statement, state)
         return state
 
     def _loop(self, body: list[ast.stmt], state: _State) -> _State:
         """A loop's body walked twice: the second walk sees what the first bound (the back edge)."""
-        first = self.block(body, state)
+        first = self.block(body, self._copy(state))
         return self._union(state, self.block(body, self._union(state, first)))
 
     def statement(self, node: ast.stmt, state: _State) -> _State:
-        self._budget[0] -= 1
-        if self._budget[0] < 0:
-            raise _TooMuchWork
+        self._charge(1)
         line = node.lineno
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             decorators = node.decorator_list
@@ -153,7 +167,7 @@ class _Function:
             return self._bind(state, _stored_names([node.target]), line)
         if isinstance(node, ast.For | ast.AsyncFor):
             self._read(line, [node.iter], state)
-            inside = self._bind(state, _stored_names([node.target]), line)
+            inside = self._bind(self._copy(state), _stored_names([node.target]), line)
             looped = self._loop(node.body, inside)
             return self.block(node.orelse, self._union(state, looped))
         if isinstance(node, ast.While):
@@ -162,7 +176,8 @@ class _Function:
             return self.block(node.orelse, looped)
         if isinstance(node, ast.If):
             self._read(line, [node.test], state)
-            return self._union(self.block(node.body, state), self.block(node.orelse, state))
+            taken = self.block(node.body, self._copy(state))
+            return self._union(taken, self.block(node.orelse, state))
         if isinstance(node, ast.With | ast.AsyncWith):
             self._read(line, [item.context_expr for item in node.items], state)
             names = _stored_names(
@@ -170,21 +185,22 @@ class _Function:
             )
             return self.block(node.body, self._bind(state, names, line))
         if isinstance(node, ast.Try | ast.TryStar):
-            tried = self.block(node.body, state)
+            tried = self.block(node.body, self._copy(state))
             anywhere = self._union(state, tried)
-            handled = [self.block(handler.body, anywhere) for handler in node.handlers]
-            done = self._union(self.block(node.orelse, tried), *handled) if handled else tried
+            handled = [self.block(handler.body, self._copy(anywhere)) for handler in node.handlers]
+            done = self.block(node.orelse, tried)
+            if handled:
+                done = self._union(done, *handled)
             return self.block(node.finalbody, self._union(done, anywhere) if node.finalbody else done)
         if isinstance(node, ast.Match):
             self._read(line, [node.subject], state)
-            cases = [self.block(case.body, state) for case in node.cases]
+            cases = [self.block(case.body, self._copy(state)) for case in node.cases]
             return self._union(state, *cases)
         if isinstance(node, ast.Delete):
-            killed = dict(state)
-            for name in _stored_names(node.targets):
-                killed.pop(name, None)
             self._read(line, [t for t in node.targets if not isinstance(t, ast.Name)], state)
-            return killed
+            for name in _stored_names(node.targets):
+                state.pop(name, None)
+            return state
         self._read(line, [node], state)  # a simple statement: every name in it
         return state
 
@@ -202,7 +218,7 @@ def binding_readers(source: str) -> BindingReaders | None:
         statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
     except RecursionError:
         return None
-    budget = [WORK_PER_STATEMENT * len(statements) + 1000]
+    budget = [WORK_PER_STATEMENT * len(statements) + 10_000]
     found: dict[int, set[int]] = {}
     try:
         bodies: list[list[ast.stmt]] = [tree.body]

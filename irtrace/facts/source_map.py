@@ -214,6 +214,8 @@ class AuthorLines:
         return self.value_users.get(line, ())
 
 
+CHAIN_WORK = 8
+"""Readers visited per reader edge when following chains of value lines (bounds hostile chains)."""
 NOT_RUN = "line {line} is not part of this instance: the frontend did not run it"
 """What every view says of a statement line the frontend did not run (a branch left out)."""
 
@@ -250,18 +252,21 @@ def author_lines(trace: Trace, run: KernelRun) -> AuthorLines:
     made = {py for _, file, py in [*source_map.lines, *source_map.carried] if file in indexes}
     values = {line for line in found.assignments if line in ran and line not in made}
     users: dict[int, tuple[int, ...]] = {}
+    budget = CHAIN_WORK * (len(values) + sum(len(r) for r in found.readers.values()))
     for line in sorted(values):
         reached: set[int] = set()
         pending, seen = [line], {line}
         while pending:  # through value lines: ``a = ...; b = a + 1; T.copy(..b..)``
-            for reader in found.readers.get(pending.pop(), ()):
+            readers = found.readers.get(pending.pop(), ())
+            budget -= len(readers)
+            for reader in readers:
                 if reader in seen or reader not in ran:
                     continue
                 seen.add(reader)
-                if reader in values:
-                    pending.append(reader)
-                else:
+                if reader not in values:
                     reached.add(reader)
+                elif budget > 0:  # a hostile chain of value lines is followed only so far
+                    pending.append(reader)
         if reached:
             users[line] = tuple(sorted(reached))
     # the functions the frontend ran: a ``def`` line run is its enclosing function's statement

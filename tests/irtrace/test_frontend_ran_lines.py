@@ -17,6 +17,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import tokenize
 from pathlib import Path
 
@@ -295,6 +296,17 @@ def test_binding_readers_is_bounded_on_hostile_text() -> None:
     )
     found = binding_readers(nested)  # 2**90 walks if loops were re-walked without a bound
     assert found is None or found.readers == {}
+    wide = "def f():\n" + "".join(f"    a{i} = {i}\n" for i in range(20_000)) + "    g(a0)\n"
+    started = time.perf_counter()
+    found = binding_readers(wide)  # each binding copies the state: quadratic without the budget
+    assert time.perf_counter() - started < 20
+    assert found is None or found.readers == {2: (20_002,)}
+    branches = "def f():\n" + "".join(f"    if c:\n        x = {i}\n    g(x)\n" for i in range(3000))
+    started = time.perf_counter()
+    found = binding_readers(branches)
+    assert time.perf_counter() - started < 20
+    if found is not None:  # within the budget: each read is reached by every earlier binding
+        assert found.readers[3] == tuple(range(4, 4 + 3 * 3000, 3))
 
 
 def test_an_older_trace_without_ran_claims_nothing(
