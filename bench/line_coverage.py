@@ -7,18 +7,29 @@ function (``tests/source_lines_oracle.py``; ORACLES.md, "Source maps"). A line i
 stage when the trace's map names IR (or source) lines for it there; it is *wrong* when those lines
 mention none of the buffers the Python line uses (lines that use no buffer are not judged).
 
+A line that ran and built no statement but binds a name (``loop_range = T.ceildiv(...)``) is
+followed at a stage when the lines reading its value are (the IR that stands for it in every view),
+and judged by their IR. A line the trace says the frontend did not run (a branch Python left out)
+counts as followed only when an independent oracle agrees: the bench builds each kernel for each
+target in a child process of its own under ``sys.settrace`` and notes the kernel file's lines
+Python ran (the frontend's rewritten code keeps the file's name and line numbers); ``not_run``
+counts those lines.
+
 Each kernel is recorded by ``irtrace record --source-map`` in a subprocess (a kernel that fails to
 lower on a target is reported and left out). TileLang's own examples are read from
 ``--tilelang-examples`` (a checkout's ``examples`` folder) when given, copied to a temporary folder.
 
     .venv/bin/python bench/line_coverage.py [--smoke] [--tilelang-examples DIR] [-t cuda:sm_90a ...]
 
-Ends with ``RESULT lines=<n> at_first_pass=<%> at_lower_tile_op=<%> in_source=<%> wrong=<n>``.
+Ends with ``RESULT lines=<n> at_first_pass=<%> at_lower_tile_op=<%> in_source=<%> wrong=<n>
+not_run=<n>``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,6 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 from irtrace.trace.reader import load_trace  # noqa: E402
 from tests.source_lines_oracle import StageCoverage, run_coverage  # noqa: E402
+
+ORACLE_FLAG = "--python-ran-lines"
+"""Run as a child: build one kernel for each target under ``sys.settrace``, print the lines run."""
 
 OURS = [
     ("examples/gemm.py", "matmul(1024, 1024, 1024)"),
@@ -86,7 +100,58 @@ def record(spec: str, target: str, output: Path, timeout: float) -> str | None:
     return None
 
 
+def python_ran_lines(spec: str, targets: list[str]) -> dict[str, list[int]]:
+    """In this process: build ``spec`` for each target as ``irtrace record`` would (the loader,
+    inside the target's context) with ``sys.settrace`` on, and return per target the lines of the
+    kernel's file Python ran (an empty list: the build failed)."""
+    from irtrace.lowering.api import RecordRequest, bind_unit, lowering_units
+    from irtrace.lowering.loader import build_primfunc
+    from irtrace.targets.specs import parse_spec
+
+    path = os.path.realpath(spec.split("::", 1)[0])
+    found: dict[str, list[int]] = {}
+    request = RecordRequest(parse_spec(spec), targets=tuple(targets))
+    lines: set[int] = set()
+
+    def local(frame: object, event: str, arg: object) -> object:
+        if event == "line":
+            lines.add(frame.f_lineno)  # type: ignore[attr-defined]
+        return local
+
+    def calls(frame: object, event: str, arg: object) -> object:
+        code = frame.f_code  # type: ignore[attr-defined]
+        return local if os.path.realpath(code.co_filename) == path else None
+
+    for unit in lowering_units(request):
+        lines.clear()
+        try:
+            call = bind_unit(unit)
+            sys.settrace(calls)
+            try:
+                build_primfunc(unit.kernel, unit.spec, unit.tvm_target, unit.loaded.path, call)
+            finally:
+                sys.settrace(None)
+        except Exception:
+            lines.clear()
+        found[unit.target.name] = sorted(lines)
+    return found
+
+
+def oracle_ran(spec: str, targets: list[str], timeout: float) -> dict[str, set[int]]:
+    """``python_ran_lines`` in a child process of its own (nothing cached from another kernel)."""
+    command = [sys.executable, str(Path(__file__).resolve()), ORACLE_FLAG, spec, *targets]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, IndexError, ValueError):
+        return {}
+    return {target: set(lines) for target, lines in answer.items() if lines}
+
+
 def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == ORACLE_FLAG:
+        print(json.dumps(python_ran_lines(sys.argv[2], sys.argv[3:])))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="two small kernels on cuda:sm_90a")
     parser.add_argument("--tilelang-examples", type=Path, help="TileLang's examples folder")
@@ -111,6 +176,7 @@ def main() -> int:
             kernels = [(path, call) for path, call in kernels if any(part in path.name for part in args.only)]
         total = StageCoverage()
         for number, (path, call) in enumerate(kernels):
+            python_ran = oracle_ran(spec_of(path, call), targets, args.timeout)
             for target in targets:
                 output = Path(folder) / f"{number}-{target.replace(':', '_')}.jsonl"
                 failed = record(spec_of(path, call), target, output, args.timeout)
@@ -122,13 +188,15 @@ def main() -> int:
                     if run.status != "ok":
                         print(f"{path.name} {target}: {run.status}: {(run.error or '')[:160]}")
                         continue
-                    found = run_coverage(trace, run, path.read_text(encoding="utf-8"))
+                    found = run_coverage(
+                        trace, run, path.read_text(encoding="utf-8"), python_ran=python_ran.get(target)
+                    )
                     total.add(found)
                     print(f"{path.name} {target}: {found.describe()}")
     print(
         f"RESULT lines={total.lines} at_first_pass={total.percent(total.at_first_pass)} "
         f"at_lower_tile_op={total.percent(total.at_lower_tile_op)} "
-        f"in_source={total.percent(total.in_source)} wrong={total.wrong}"
+        f"in_source={total.percent(total.in_source)} wrong={total.wrong} not_run={total.not_run}"
     )
     return 0
 

@@ -172,6 +172,10 @@
         }
         panel.appendChild(el("p", "pysass", words));
       }
+      var notRun = pymaps[run] && (pymaps[run].not_run || {})[line];
+      if (notRun) { panel.appendChild(el("p", "pyvalue", notRun.charAt(0).toUpperCase() + notRun.slice(1) + ".")); return; }
+      var value = pymaps[run] && (pymaps[run].values || {})[line];
+      if (value) panel.appendChild(el("p", "pyvalue", "Line " + line + " made no statement of its own: " + value + "; its IR lines stand for it."));
       panel.appendChild(el("p", "", "Line " + line + " after each pass (" + entries.length + " runs of passes):"));
       entries.forEach(function (entry) {
         var part = el("div", "pyentry"), head = el("h4");

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irtrace.facts.instruction_classes import CLASS_TITLES, CLASSES, line_counts, run_line_costs, total
-from irtrace.facts.source_map import RunMaps, input_map, kernel_files, origins_by_ir_line, pass_maps
+from irtrace.facts.source_map import (
+    NOT_RUN,
+    AuthorLines,
+    RunMaps,
+    author_lines,
+    input_map,
+    kernel_files,
+    origins_by_ir_line,
+    pass_maps,
+    used_by_words,
+)
 from irtrace.trace.model import KernelRun, PassRecord, Trace
 from irtrace.trace.schema import SourceMapRecord
 from passviz.source_map import MAX_SOURCE_CHARS, KernelSource
@@ -40,6 +50,8 @@ STYLE = """
 .pyhit, .diffbody td.t.pyhit { background: #ffe08a !important; }
 .pysass { font-weight: 600; }
 .pythrough .carried::after { content: "  (carried)"; color: #8a6d00; }
+.pysrc [data-py].notrun { background: #f3f3f3; color: #888; }
+.pythrough .pyvalue { color: #8a6d00; }
 """
 
 
@@ -78,6 +90,7 @@ class SourceLines:
         self._files = files
         self._maps = RunMaps(run) if self.enabled else None
         self.data = RunSourceMaps()
+        self.facts = author_lines(trace, run) if self.enabled else AuthorLines()
         self._by_content: dict[tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...], int] = {}
 
     def _number(self, source_map: SourceMapRecord | None, sha: str | None) -> int | None:
@@ -95,6 +108,12 @@ class SourceLines:
                     by_py.setdefault(py, []).append(ir)
                     if py not in spanned.get(ir, ()):
                         carried.setdefault(py, []).append(ir)
+            for py, users in self.facts.value_users.items():  # shown with its readers' IR
+                irs = sorted({ir for user in users for ir in by_py.get(user, ())})
+                if irs and py not in by_py:
+                    by_py[py] = irs
+                    carried[py] = sorted({ir for user in users for ir in carried.get(user, ())})
+            by_py = dict(sorted(by_py.items()))
             key = tuple((py, tuple(irs), tuple(carried.get(py, ()))) for py, irs in sorted(by_py.items()))
             found = self._by_content.get(key)
             if found is None:
@@ -137,16 +156,24 @@ class SourceLines:
                 f"</code></summary>{note}<pre class='pysource'>{chr(10).join(rows)}</pre></details>"
             )
         self._collect(anchor)
-        mapped = set(self.data.through)
+        mapped = set(self.data.through) | set(self.facts.skipped)
         rows = []
         for number in range(first, last + 1):
             text = f"<span class='n'>{number + 1:>4}</span> {_semantic(self.source[number])}"
             clickable = f" data-py='{number + 1}'" if number + 1 in mapped else ""
+            if self.facts.not_run(number + 1):
+                clickable += f" class='notrun' title='{_e(NOT_RUN.format(line=number + 1))}'"
             rows.append(f"<span{clickable}>{text}</span>")
         payload: dict[str, Any] = {
             "maps": [{str(py): irs for py, irs in m.items()} for m in self.data.maps],
             "carried": [{str(py): irs for py, irs in m.items()} for m in self.data.carried],
             "through": {str(py): entries for py, entries in self.data.through.items()},
+            "values": {
+                str(py): used_by_words(users)
+                for py, users in self.facts.value_users.items()
+                if py in self.data.through
+            },
+            "not_run": {str(py): NOT_RUN.format(line=py) for py in self.facts.skipped},
         }
         sass = self._sass_counts()
         if sass is not None:
@@ -160,7 +187,9 @@ class SourceLines:
             "pass (highlighted here and in the diffs below)</summary>"
             "<p>Exact, from the spans TileLang set on the statements (the trace's source maps): an IR "
             "line is listed when a statement it prints carries the Python line, or (marked carried) "
-            "is provably the statement that carried it before a pass dropped its span. Lines no "
+            "is provably the statement that carried it before a pass dropped its span. A line that "
+            "made no statement but binds a value shows the IR of the lines reading it, and says so; "
+            "a line the frontend did not run (a branch Python left out) says that. Lines no "
             "statement carries are not clickable.</p>"
             f"<div class='pysrc' data-run='{run_id}'><pre class='pysource'>{newline.join(rows)}</pre>"
             "<div class='pythrough'><p class='unchanged'>Choose a line.</p></div></div>"

@@ -10,6 +10,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from irtrace.facts.source_map import author_lines as run_author_lines
 from irtrace.facts.source_map import kernel_files, origins_by_ir_line, pass_maps
 from irtrace.trace.model import KernelRun, Trace
 from irtrace.trace.schema import SourceMapRecord
@@ -92,6 +93,8 @@ class StageCoverage:
     at_lower_tile_op: int = 0
     in_source: int = 0
     wrong: int = 0
+    not_run: int = 0
+    """lines the trace says the frontend did not run, and the independent oracle agrees"""
     missing: dict[str, list[int]] = field(default_factory=dict)
     """stage -> the author lines not followed there (one run)"""
     wrong_lines: list[tuple[str, int]] = field(default_factory=list)
@@ -102,6 +105,7 @@ class StageCoverage:
         self.at_lower_tile_op += other.at_lower_tile_op
         self.in_source += other.in_source
         self.wrong += other.wrong
+        self.not_run += other.not_run
 
     def percent(self, count: int) -> str:
         return f"{100.0 * count / self.lines:.1f}" if self.lines else "nan"
@@ -110,7 +114,8 @@ class StageCoverage:
         missing = " ".join(f"{stage}-missing={lines}" for stage, lines in self.missing.items() if lines)
         return (
             f"lines={self.lines} first={self.at_first_pass} lower_tile_op={self.at_lower_tile_op} "
-            f"source={self.in_source} wrong={self.wrong} {missing} {self.wrong_lines or ''}"
+            f"source={self.in_source} wrong={self.wrong} not_run={self.not_run} {missing} "
+            f"{self.wrong_lines or ''}"
         ).strip()
 
 
@@ -128,10 +133,21 @@ def _mapped(
     return found
 
 
-def run_coverage(trace: Trace, run: KernelRun, source: str, function: str | None = None) -> StageCoverage:
+def run_coverage(
+    trace: Trace,
+    run: KernelRun,
+    source: str,
+    function: str | None = None,
+    python_ran: set[int] | None = None,
+) -> StageCoverage:
     """How many author lines of ``run``'s kernel the trace's maps follow at the first pass, after
     ``tl.LowerTileOp`` and in the kernel source; ``wrong`` counts mapped lines (in the IR stages)
-    whose IR lines mention none of the buffers the Python line uses."""
+    whose IR lines mention none of the buffers the Python line uses.
+
+    A line that built no statement but binds a value (the trace's ``value_users``) is followed
+    where the lines reading it are, and judged by their IR. A line the trace says did not run is
+    followed (``not_run``) only when ``python_ran``, the lines an independent oracle saw Python run
+    while building the same kernel, leaves it out too; without ``python_ran`` it is not."""
     if function is None and "::" in run.spec:
         function = run.spec.split("::", 1)[1].split("(", 1)[0] or None
     wanted = author_lines(source, function)
@@ -147,7 +163,21 @@ def run_coverage(trace: Trace, run: KernelRun, source: str, function: str | None
         else {},
         "source": _mapped(trace, kernel_source, files, trace.text(kernel_source.ir)) if kernel_source else {},
     }
-    found = StageCoverage(lines=len(wanted))
+    facts = run_author_lines(trace, run)
+    for mapped in stages.values():
+        for line in wanted:
+            users = facts.users_of(line)
+            if line not in mapped and users:
+                texts = [text for user in users for text in mapped.get(user, [])]
+                if texts:
+                    mapped[line] = texts
+    agreed = {
+        line for line in wanted if facts.not_run(line) and python_ran is not None and line not in python_ran
+    }
+    for mapped in stages.values():
+        for line in agreed:
+            mapped.setdefault(line, [])
+    found = StageCoverage(lines=len(wanted), not_run=len(agreed))
     found.at_first_pass = sum(1 for line in wanted if line in stages["first"])
     found.at_lower_tile_op = sum(1 for line in wanted if line in stages["lower_tile_op"])
     found.in_source = sum(1 for line in wanted if line in stages["source"])

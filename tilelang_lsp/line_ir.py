@@ -39,6 +39,8 @@ TILE_OPERATION = re.compile(
     r"reduce(?:_\w+)?|cumsum|atomic_\w+|finalize_reducer)\s*\("
 )
 """A call of a tile operation through the module's alias (``T.gemm(``); the name is group ``op``."""
+ASSIGNED_CALL = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*=\s*[A-Za-z_]\w*\.\w+\s*\(")
+"""``NAME = T.call(``: the name bound is group ``name``."""
 WAIT_S = 3.0
 """How long the first hover of a version waits for the lowering with source maps (a GEMM: about
 0.5 s warm); past it the hover says to hover again, and the lowering goes on."""
@@ -52,10 +54,15 @@ LOWER_TILE_OP = "tl.LowerTileOp"
 
 
 def tile_operation_at(text: str, line: int, character: int) -> bool:
-    """Whether the cursor (0-based ``line``, ``character``) is on a tile operation's name."""
+    """Whether the cursor (0-based ``line``, ``character``) is on a tile operation's name, or on
+    the name an assignment of a call through the module's alias binds (``tx =
+    T.get_thread_binding()``: a line that may make no statement, shown with its readers' IR)."""
     lines = text.splitlines()
     if line >= len(lines):
         return False
+    assigned = ASSIGNED_CALL.match(lines[line])
+    if assigned is not None and assigned.start("name") <= character <= assigned.end("name"):
+        return True
     return any(m.start("op") <= character <= m.end("op") for m in TILE_OPERATION.finditer(lines[line]))
 
 
@@ -102,10 +109,17 @@ async def line_section(
     found = task.result()
     if isinstance(found, str):
         return f"{head}: {found}"
+    from irtrace.facts.source_map import NOT_RUN, used_by_words
+
     entry = next((item for item in found.lines if item.line == line), None)
+    if entry is None and line in found.not_run:
+        return f"{head}: {NOT_RUN.format(line=line)}."
     if entry is None:
         return f"{head}: no statement of any pass carries this line's span."
     body = render_section(found, entry)
+    users = sorted({user for stage in entry.stages for user in stage.used_by})
+    if users:
+        body = f"No statement of its own: {used_by_words(users)}, whose IR stands for it.\n\n{body}"
     full = server.line_maps.write(
         f"{found.kernel}-{found.target}-line{line}", every_pass_text(doc, found, entry)
     )

@@ -184,6 +184,9 @@ class LineStage(msgspec.Struct, frozen=True, kw_only=True):
     """Those lines as printed."""
     carried: tuple[int, ...] = ()
     """Of ``ir_lines``, those whose statement was carried over a pass that dropped its span."""
+    used_by: tuple[int, ...] = ()
+    """For a line that made no statement but binds a value: the lines reading it, whose IR
+    ``ir_lines`` are (``LineInPass.used_by``)."""
 
 
 class LineThroughPasses(msgspec.Struct, frozen=True, kw_only=True):
@@ -210,6 +213,8 @@ class SourceLines(msgspec.Struct, frozen=True, kw_only=True):
     """``CUDA``, ``HIP``, ...: the generated source's language."""
     source_mapped: bool = False
     """Whether the generated source is mapped at all (its backend's codegen writes ``#line``)."""
+    not_run: tuple[int, ...] = ()
+    """Statement lines of the kernel the frontend did not run for this instance (``AuthorLines.skipped``)."""
     sass_input: CompileInput | None = None
     """A CUDA run's nvcc plan and source, for the SASS instructions per line (the hover's nvcc job)."""
     sass_error: str | None = None

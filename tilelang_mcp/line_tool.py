@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.base.errors import NotInTraceError
+from irtrace.facts.source_map import used_by_words
 from tilelang_mcp import backend
 from tilelang_mcp.session import ToolError
 
@@ -77,8 +78,11 @@ def line_answer(
         after = f" after {pass_name}" if pass_name else " after any pass"
         return f"{where}: no statement carrying this line is in the IR{after} (trace {trace_id})", data
     first = groups[0]["first"]
+    users = sorted({user for group in groups for user in group.get("used_by", ())})
+    value = f"; no statement of its own, {used_by_words(users)}" if users else ""
     return (
-        f"{where}: {len(document['passes'])} group(s) of passes, the first after {first} (trace {trace_id})",
+        f"{where}: {len(document['passes'])} group(s) of passes, the first after {first}{value} "
+        f"(trace {trace_id})",
         data,
     )
 

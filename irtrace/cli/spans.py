@@ -12,8 +12,10 @@ from irtrace.base.errors import ExitCode, UsageError, exit_codes_help
 from irtrace.edge.command import echo, load_trace_warning_if_cut
 from irtrace.facts.instruction_classes import counts_document, describe_counts, line_instructions
 from irtrace.facts.source_map import (
+    AuthorLines,
     RunMaps,
     SpanRow,
+    author_lines,
     carried_kernel_lines,
     changed_rows,
     generated_texts,
@@ -21,9 +23,12 @@ from irtrace.facts.source_map import (
     line_document,
     line_ranges,
     line_through_passes,
+    not_run_words,
     parse_line_query,
+    query_facts,
     require_maps,
     span_rows,
+    used_by_words,
 )
 from irtrace.trace.model import Trace
 
@@ -85,8 +90,11 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     trace = _load(args.trace)
     run = trace.find_run(args.kernel, args.target)
     only = run.find_pass(args.pass_name) if args.pass_name else None
-    found = line_through_passes(trace, run, query, only)
+    facts = query_facts(trace, run, query)
+    found = line_through_passes(trace, run, query, only, facts)
     generated = generated_texts(trace, run, query) if only is None else []
+    users = facts.users_of(query.line)
+    value = f"; no statement of its own, {used_by_words(users)}" if users else ""
     counts = line_instructions(trace, run, query) if only is None else None
     if args.json:
         machine = counts_document(counts) if counts is not None else None
@@ -103,6 +111,8 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         carried = ""
         if item.carried:
             carried = f", carried: {_lines(item.carried)} (marked ~, see docs/source-maps.md)"
+        if item.used_by:
+            carried += f"; no statement of its own, {used_by_words(item.used_by)}"
         echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index}){carried}")
         width = len(str(item.lines[-1]))
         for number, line_text in zip(item.lines, item.text_lines, strict=True):
@@ -110,10 +120,10 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     for stage, lines, texts in generated:
         cost = f"; {describe_counts(counts)}" if stage == "sass" and counts is not None else ""
         if not lines:
-            echo(f"== {where} in the {_STAGE_TITLES[stage]}: no line{_NONE_WHY[stage]}")
+            echo(f"== {where} in the {_STAGE_TITLES[stage]}: no line{_NONE_WHY[stage]}{value}")
             continue
         ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in line_ranges(lines))
-        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges}){cost}")
+        echo(f"== {where} in the {_STAGE_TITLES[stage]} (lines {ranges}){cost}{value}")
         width = len(str(lines[-1]))
         for number, line_text in zip(lines, texts, strict=True):
             echo(f"{number:>{width}} | {line_text}")
@@ -144,11 +154,15 @@ def cmd_spans(args: argparse.Namespace) -> ExitCode:
                 one_line=True,
             )
     tables = [(labels[run.run_id], run.target, *_rows(run, args.all)) for run in mapped]
+    facts = [author_lines(trace, run) for run in mapped]
     if args.format == "json":
-        document = {"format": SPANS_FORMAT, "runs": [_run_document(*table) for table in tables]}
-        print(json.dumps(document, indent=2))
+        runs_json = [
+            _run_document(*table) | _facts_document(run_facts)
+            for table, run_facts in zip(tables, facts, strict=True)
+        ]
+        print(json.dumps({"format": SPANS_FORMAT, "runs": runs_json}, indent=2))
     elif args.format == "markdown":
-        for label, target, rows, carry in tables:
+        for (label, target, rows, carry), run_facts in zip(tables, facts, strict=True):
             echo(f"### {_md(label)} on {_md(target)}\n")
             echo(
                 "| # | pass | statements | with span | kernel lines | carried | lost |\n"
@@ -161,9 +175,31 @@ def cmd_spans(args: argparse.Namespace) -> ExitCode:
                     f"| {_lines(row.kernel_lines)} | {carried} | {lost} |"
                 )
             echo("")
+            for note in _facts_notes(run_facts):
+                echo(f"- {note}")
+            echo("")
     else:
-        _print_tables(tables)
+        _print_tables(tables, facts)
     return ExitCode.OK
+
+
+def _facts_notes(facts: AuthorLines) -> list[str]:
+    """The lines of the kernel's file the table cannot show: those that made no statement (shown
+    with the lines reading their value) and those the frontend did not run."""
+    notes = [
+        f"line {line} made no statement: {used_by_words(users)} (`irtrace ir --line {line}` follows those)"
+        for line, users in sorted(facts.value_users.items())
+    ]
+    if facts.skipped:
+        notes.append(not_run_words(facts.skipped))
+    return notes
+
+
+def _facts_document(facts: AuthorLines) -> dict[str, Any]:
+    return {
+        "value_lines": {str(line): list(users) for line, users in sorted(facts.value_users.items())},
+        "not_run": list(facts.skipped),
+    }
 
 
 def _rows(run: Any, every: bool) -> tuple[list[SpanRow], _Carry]:
@@ -224,14 +260,14 @@ def _run_document(label: str, target: str, rows: list[SpanRow], carry: _Carry) -
     }
 
 
-def _print_tables(tables: list[tuple[str, str, list[SpanRow], _Carry]]) -> None:
+def _print_tables(tables: list[tuple[str, str, list[SpanRow], _Carry]], facts: list[AuthorLines]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     from irtrace.edge.console import safe_console
 
     console = safe_console()
-    for label, target, rows, carry in tables:
+    for (label, target, rows, carry), run_facts in zip(tables, facts, strict=True):
         console.print(f"[bold]{escape(label)}[/bold] on [bold]{escape(target)}[/bold]")
         table = Table(box=None, pad_edge=False, header_style="bold")
         for column in ("#", "pass", "stmts", "with span", "kernel lines", "carried", "lost"):
@@ -250,6 +286,8 @@ def _print_tables(tables: list[tuple[str, str, list[SpanRow], _Carry]]) -> None:
                 lost,
             )
         console.print(table)
+        for note in _facts_notes(run_facts):
+            console.print(escape(note))
         console.print()
 
 

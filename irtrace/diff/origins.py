@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from irtrace.diff.textdiff import EQUAL, Opcode
-from irtrace.facts.source_map import RunMaps, kernel_files, origins_by_ir_line
+from irtrace.facts.source_map import RunMaps, author_lines, kernel_files, origins_by_ir_line, used_by_words
 from irtrace.trace.model import KernelRun, PassRecord, Trace
 from irtrace.trace.schema import SourceMapRecord
 
@@ -41,15 +41,27 @@ class TextOrigins:
     """the kernel's file as the trace holds it (``None`` when it holds none)"""
     spanned: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     """``lines`` without the lines carried over a pass that dropped their span"""
+    values: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    """a line that made no statement -> the lines reading its value (``AuthorLines.value_users``):
+    a hunk touching their IR comes from it too"""
+
+    def _direct(self, ir_lines: Iterable[int]) -> set[int]:
+        return {py for ir in ir_lines for py in self.lines.get(ir, ())}
 
     def of(self, ir_lines: Iterable[int]) -> tuple[int, ...]:
-        return tuple(sorted({py for ir in ir_lines for py in self.lines.get(ir, ())}))
+        direct = self._direct(ir_lines)
+        return tuple(sorted(direct | set(self.used_by(direct))))
+
+    def used_by(self, direct: set[int]) -> dict[int, tuple[int, ...]]:
+        """The value lines among ``direct``'s origins: value line -> those of its readers there."""
+        found = {line: tuple(u for u in users if u in direct) for line, users in self.values.items()}
+        return {line: users for line, users in found.items() if users}
 
     def carried_of(self, ir_lines: Iterable[int]) -> tuple[int, ...]:
         """Of ``of(ir_lines)``, the Python lines these IR lines keep only by being carried."""
         numbers = list(ir_lines)
         spanned = {py for ir in numbers for py in self.spanned.get(ir, ())}
-        return tuple(py for py in self.of(numbers) if py not in spanned)
+        return tuple(sorted(py for py in self._direct(numbers) if py not in spanned))
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,9 @@ class HunkOrigin:
     """of ``old``, the lines that reach the hunk only through statements carried over a pass"""
     new_carried: tuple[int, ...] = ()
     """of ``new``, likewise"""
+    used_by: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    """of ``old`` and ``new``, the lines that made no statement: line -> the lines reading its
+    value whose IR the hunk changes"""
 
     @property
     def carried(self) -> tuple[int, ...]:
@@ -90,7 +105,13 @@ class DiffOrigins:
         new = None if self.after is None else self.after.of(new_lines)
         old_carried = self.before.carried_of(old_lines) if self.before is not None else ()
         new_carried = self.after.carried_of(new_lines) if self.after is not None else ()
-        return HunkOrigin(old, new, old_carried, new_carried)
+        used_by: dict[int, set[int]] = {}
+        for origins, lines in ((self.before, old_lines), (self.after, new_lines)):
+            if origins is not None:
+                for line, users in origins.used_by(origins._direct(lines)).items():
+                    used_by.setdefault(line, set()).update(users)
+        used = {line: tuple(sorted(users)) for line, users in used_by.items()}
+        return HunkOrigin(old, new, old_carried, new_carried, used)
 
     def of_opcodes(self, group: Sequence[Opcode]) -> HunkOrigin:
         """The origin of a hunk given as difflib-style opcodes (0-based line indexes)."""
@@ -130,6 +151,8 @@ class DiffOrigins:
                     text = _UNPRINTABLE.sub("?", origins.source[line - 1].strip())
                     text = text if len(text) <= _SHOWN_SOURCE else text[: _SHOWN_SOURCE - 1] + "…"
                 mark = " (carried)" if line in hunk.carried else ""
+                if line in hunk.used_by:
+                    mark += f" ({used_by_words(hunk.used_by[line])})"
                 out.append(f"{side}{origins.file}:{line}{mark}  {text}".rstrip())
         return out
 
@@ -155,7 +178,8 @@ def _text_origins(
     spanned = (
         origins_by_ir_line(source_map, files, text, count, carried=False) if source_map.carried else lines
     )
-    return TextOrigins(_display_name(files), lines, source, spanned)
+    values = author_lines(trace, run).value_users
+    return TextOrigins(_display_name(files), lines, source, spanned, values)
 
 
 def pass_origins(trace: Trace, run: KernelRun, first: PassRecord, last: PassRecord) -> DiffOrigins:

@@ -162,6 +162,7 @@ def origins_document(diff: TextDiff, origins: DiffOrigins, context: int) -> dict
                 "b": None if hunk.new is None else list(hunk.new),
                 "a_carried": list(hunk.old_carried),
                 "b_carried": list(hunk.new_carried),
+                "used_by": {str(line): list(users) for line, users in sorted(hunk.used_by.items())},
             }
         )
     shown = origins.after or origins.before

@@ -10,10 +10,12 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import PurePosixPath
 from typing import Any
 
 from irtrace.base.errors import NotInTraceError, UsageError
+from irtrace.facts.line_users import binding_readers
 from irtrace.trace.model import PHASE_CODEGEN, PHASE_MACHINE, Trace
 from irtrace.trace.schema import KernelRun, MachineLines, PassRecord, SourceMapRecord, occurrence_labels
 
@@ -187,6 +189,96 @@ def input_map(run: KernelRun) -> SourceMapRecord | None:
     return next((m for m in run.source_maps if m.after is None and m.ir == run.input_ir), None)
 
 
+@dataclass(frozen=True)
+class AuthorLines:
+    """What the frontend did with the statement lines of a run's kernel file: which it ran, and
+    which ran, made no statement and bind a name other lines read (shown with those lines' IR)."""
+
+    ran: frozenset[int] | None = None
+    """the kernel file's lines the frontend ran (``SourceMapRecord.ran``); ``None``: not known"""
+    value_users: Mapping[int, tuple[int, ...]] = dataclass_field(default_factory=dict)
+    """a line that ran, made no statement and binds names -> the lines that ran and read them
+    (reached by that binding, same function; through such lines in turn), which make statements"""
+
+    skipped: tuple[int, ...] = ()
+    """the statement lines the frontend did not run in the functions where it ran some (a branch
+    Python left out); views list these, ``not_run`` answers for any line"""
+
+    def not_run(self, line: int) -> bool:
+        """Whether ``line`` starts a statement of a function the frontend ran (the kernel's, a
+        macro's) that it did not run."""
+        return line in self.skipped
+
+    def users_of(self, line: int) -> tuple[int, ...]:
+        """The lines whose IR stands for value line ``line`` (empty: not a value line)."""
+        return self.value_users.get(line, ())
+
+
+CHAIN_WORK = 8
+"""Readers visited per reader edge when following chains of value lines (bounds hostile chains)."""
+NOT_RUN = "line {line} is not part of this instance: the frontend did not run it"
+"""What every view says of a statement line the frontend did not run (a branch left out)."""
+
+
+def not_run_words(lines: Sequence[int]) -> str:
+    """``line 52 is not part ...`` or ``lines 52, 53 are not part ...`` of this instance."""
+    if len(lines) == 1:
+        return NOT_RUN.format(line=lines[0])
+    numbers = ", ".join(str(n) for n in lines)
+    return f"lines {numbers} are not part of this instance: the frontend did not run them"
+
+
+def used_by_words(users: Sequence[int]) -> str:
+    """``its value is used by line 49`` (or ``lines 25, 27``): how views mark a value line's IR."""
+    if len(users) == 1:
+        return f"its value is used by line {users[0]}"
+    return f"its value is used by lines {', '.join(str(u) for u in users)}"
+
+
+def author_lines(trace: Trace, run: KernelRun) -> AuthorLines:
+    """``run``'s ``AuthorLines``: the lines run from the input map's ``ran``, the statements and
+    readers from the kernel's file the trace stores (parsed, never run). Without the file or
+    ``ran``, nothing is claimed (empty)."""
+    source_map = input_map(run)
+    files = kernel_files(run)
+    if source_map is None or source_map.ran is None or not files:
+        return AuthorLines()
+    indexes = {i for i, name in enumerate(source_map.files) if name in files}
+    ran = frozenset(line for file, line in source_map.ran if file in indexes)
+    text = trace.kernel_file(run)
+    found = binding_readers(text) if text is not None else None
+    if found is None:
+        return AuthorLines(ran=ran)
+    made = {py for _, file, py in [*source_map.lines, *source_map.carried] if file in indexes}
+    values = {line for line in found.assignments if line in ran and line not in made}
+    users: dict[int, tuple[int, ...]] = {}
+    budget = CHAIN_WORK * (len(values) + sum(len(r) for r in found.readers.values()))
+    for line in sorted(values):
+        reached: set[int] = set()
+        pending, seen = [line], {line}
+        while pending:  # through value lines: ``a = ...; b = a + 1; T.copy(..b..)``
+            readers = found.readers.get(pending.pop(), ())
+            budget -= len(readers)
+            for reader in readers:
+                if reader in seen or reader not in ran:
+                    continue
+                seen.add(reader)
+                if reader not in values:
+                    reached.add(reader)
+                elif budget > 0:  # a hostile chain of value lines is followed only so far
+                    pending.append(reader)
+        if reached:
+            users[line] = tuple(sorted(reached))
+    # the functions the frontend ran: a ``def`` line run is its enclosing function's statement
+    ran_in = {found.owner[line] for line in ran if line in found.owner and line not in found.definitions} - {
+        0
+    }
+    skipped = tuple(
+        sorted(line for line, owner in found.owner.items() if owner in ran_in and line not in ran)
+    )
+    return AuthorLines(ran=ran, value_users=users, skipped=skipped)
+
+
 def kernel_path(run: KernelRun) -> str | None:
     """The kernel's file as the run names it: the spec's ``FILE::...``, or where a captured
     kernel's function was defined."""
@@ -256,6 +348,9 @@ class LineInPass:
     text_lines: tuple[str, ...]
     carried: tuple[int, ...] = ()
     """of ``lines``, those carried over a pass that dropped the span (``SourceMapRecord.carried``)"""
+    used_by: tuple[int, ...] = ()
+    """for a line that made no statement (``AuthorLines.value_users``): the lines reading its value
+    whose IR ``lines`` are"""
 
 
 def require_maps(run: KernelRun) -> None:
@@ -267,17 +362,34 @@ def require_maps(run: KernelRun) -> None:
         )
 
 
+def query_facts(trace: Trace, run: KernelRun, query: LineQuery) -> AuthorLines:
+    """``author_lines`` when ``query`` asks about the kernel's own file, else nothing claimed."""
+    files = wanted_files(run, query)
+    return author_lines(trace, run) if files <= kernel_files(run) else AuthorLines()
+
+
 def line_through_passes(
-    trace: Trace, run: KernelRun, query: LineQuery, only: PassRecord | None = None
+    trace: Trace,
+    run: KernelRun,
+    query: LineQuery,
+    only: PassRecord | None = None,
+    facts: AuthorLines | None = None,
 ) -> list[LineInPass]:
     """What Python line ``query`` became after each pass (or only after ``only``), consecutive
     passes that printed the same lines for it taken together (not across a pass in between whose
-    module has no statement of that line: a nested pass's, say)."""
+    module has no statement of that line: a nested pass's, say). A line that made no statement and
+    binds a value others read is followed through those lines (``LineInPass.used_by``); a statement
+    line the frontend did not run raises ``NotInTraceError`` saying so. ``facts``: the run's
+    ``query_facts``, when the caller asks about many lines."""
     require_maps(run)
     files = wanted_files(run, query)
+    facts = query_facts(trace, run, query) if facts is None else facts
+    if facts.not_run(query.line):
+        raise NotInTraceError(NOT_RUN.format(line=query.line))
+    users = facts.users_of(query.line)
     found: list[LineInPass] = []
     last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
-    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...], tuple[int, ...]]] = {}
+    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...], tuple[int, ...], tuple[int, ...]]] = {}
     for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
@@ -286,13 +398,17 @@ def line_through_passes(
         key = (item.record.ir_after, id(item.source_map))
         if key not in seen:  # passes that leave one text share its lines: each text read once
             text = trace.text(item.record.ir_after)
-            numbers = ir_lines(item.source_map, files, query.line, text)
+            by_line = {
+                line: ir_lines(item.source_map, files, line, text) for line in (users or (query.line,))
+            }
+            numbers = sorted({n for found_lines in by_line.values() for n in found_lines})
             all_lines = text.split("\n") if numbers else []
-            carried_here = (
-                tuple(carried_ir_lines(item.source_map, files, query.line, text)) if numbers else ()
-            )
-            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers), carried_here)
-        numbers, shown, carried = seen[key]
+            carried_here: set[int] = set()
+            for line in by_line if numbers else ():
+                carried_here.update(carried_ir_lines(item.source_map, files, line, text))
+            used = tuple(line for line, found_lines in by_line.items() if found_lines) if users else ()
+            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers), tuple(sorted(carried_here)), used)
+        numbers, shown, carried, used_by = seen[key]
         if not numbers:
             continue
         previous = found[-1] if found else None
@@ -302,11 +418,12 @@ def line_through_passes(
             and previous.lines == tuple(numbers)
             and previous.text_lines == shown
             and previous.carried == carried
+            and previous.used_by == used_by
             and previous.last.record.ir_after == item.record.ir_after
         ):
-            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried)
+            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried, used_by)
         else:
-            found.append(LineInPass(item, item, tuple(numbers), shown, carried))
+            found.append(LineInPass(item, item, tuple(numbers), shown, carried, used_by))
         last_shown = position
     return found
 
@@ -340,6 +457,7 @@ def line_document(
                 "ir": item.first.record.ir_after,
                 "ir_lines": list(item.lines),
                 "carried": list(item.carried),
+                "used_by": list(item.used_by),
                 "text": list(item.text_lines),
             }
             for item in found
@@ -490,17 +608,30 @@ def _stage_lines(trace: Trace, run: KernelRun, stage: str, source: tuple[int, ..
     )
 
 
-def generated_lines(trace: Trace, run: KernelRun, query: LineQuery) -> GeneratedLines:
+def generated_lines(
+    trace: Trace, run: KernelRun, query: LineQuery, facts: AuthorLines | None = None
+) -> GeneratedLines:
     """The kernel-source, PTX and SASS lines Python line ``query`` became in ``run`` (the API for
     the language server's hover and the MCP tool): source lines by the ``#line`` map of the kernel
-    source, PTX and SASS lines by their maps to the source composed with it. Raises
+    source, PTX and SASS lines by their maps to the source composed with it; for a line that made
+    no statement, those of the lines reading its value (``AuthorLines.value_users``). Raises
     ``NotInTraceError`` when the run has no source maps or none names the file asked for."""
     require_maps(run)
     files = wanted_files(run, query)
+    facts = query_facts(trace, run, query) if facts is None else facts
     source_map = kernel_source_map(run)
     if source_map is None or run.source_sha256 is None:
         return GeneratedLines((), (), (), source_mapped=False, ptx_mapped=False, sass_mapped=False)
-    source = tuple(ir_lines(source_map, files, query.line, trace.text(run.source_sha256)))
+    text = trace.text(run.source_sha256)
+    source = tuple(
+        sorted(
+            {
+                n
+                for line in facts.users_of(query.line) or (query.line,)
+                for n in ir_lines(source_map, files, line, text)
+            }
+        )
+    )
     ptx = _stage_lines(trace, run, "ptx", source)
     sass = _stage_lines(trace, run, "sass", source)
     return GeneratedLines(

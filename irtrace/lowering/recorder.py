@@ -19,6 +19,7 @@ from typing import Any
 
 from irtrace.base import interrupts
 from irtrace.base.native_log import RunLog, capture_run_log, split_native_log
+from irtrace.lowering import frontend_lines
 from irtrace.lowering.instrumentation import compile_session, stacked_pass_instrument
 from irtrace.lowering.layouts import buffer_layout, layout_maps
 from irtrace.lowering.pass_names import display_name
@@ -289,7 +290,12 @@ class PassRecorder:
             self._note_spans(after, frame.index, nested=bool(self.open), received=before)
 
     def _note_spans(
-        self, snapshot: Snapshot, after: int | None, nested: bool = False, received: Snapshot | None = None
+        self,
+        snapshot: Snapshot,
+        after: int | None,
+        nested: bool = False,
+        received: Snapshot | None = None,
+        ran: frozenset[tuple[str, int]] | None = None,
     ) -> None:
         """Queue the source map of a module the first time a pass (or the pipeline's input) has it:
         its spans were read with its text, so the record waits for the text like the pass's. The
@@ -327,6 +333,14 @@ class PassRecorder:
                         files.append(file)
             elif not nested:
                 self._carry = []  # an unplaced map proves nothing for the next pass
+            ran_entries: list[tuple[int, int]] | None = None
+            if ran is not None:
+                index = {name: number for number, name in enumerate(files)}
+                ran_entries = []
+                for file, line in sorted(ran):
+                    ran_entries.append((index.setdefault(file, len(files)), line))
+                    if len(files) < len(index):
+                        files.append(file)
             self.writer.add_source_map(
                 run_id,
                 SourceMapRecord(
@@ -340,6 +354,7 @@ class PassRecorder:
                     lines=list(spans.lines or ()),
                     carried=sorted(set(carried)),
                     inner=list(spans.inner) if spans.lines is not None else [],
+                    ran=ran_entries,
                 ),
             )
 
@@ -388,7 +403,7 @@ class PassRecorder:
         self.next_index += 1
         self.open.append(frame)
         if frame.index == 0 and self.printer.source_map:
-            self._note_spans(ir_before, None)
+            self._note_spans(ir_before, None, ran=_frontend_ran(mod))
         return frame
 
     def _note_started(self, frame: _OpenPass) -> None:
@@ -609,6 +624,19 @@ class PassRecorder:
         if tilelang_phase and tilelang_phase.startswith("pipeline_"):
             return PHASE_LOWER, tilelang_phase.removeprefix("pipeline_")
         return (PHASE_FINALIZE if self.pipeline_seen else PHASE_CHECK), None
+
+
+def _frontend_ran(mod: Any) -> frozenset[tuple[str, int]] | None:
+    """The lines TileLang's frontend ran to build the functions of ``mod`` (``frontend_lines``);
+    ``None`` when it is not known for any of them."""
+    found: set[tuple[str, int]] = set()
+    known = False
+    for func in getattr(mod, "functions", {}).values():
+        lines = frontend_lines.ran_lines(func)
+        if lines is not None:
+            known = True
+            found |= lines
+    return frozenset(found) if known else None
 
 
 HOST_CODEGEN_STAGE = "host codegen"

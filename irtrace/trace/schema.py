@@ -533,7 +533,8 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     """`false` when the printer's annotated print could not be matched line by line with the text, so no
     line is mapped (`lines` is empty); the counts still hold"""
     files: list[str] = []
-    """the source files the spans name (as TileLang recorded them), indexed by `lines`"""
+    """the source files the spans name (as TileLang recorded them), indexed by `lines` (and the files
+    of `ran`)"""
     lines: list[tuple[Id, Id, Id]] = []
     """`[ir_line, file, line]`: IR line `ir_line` (from 1) prints a statement whose span is line `line` of
     `files[file]`; sorted, one entry per distinct triple"""
@@ -547,6 +548,14 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     """`[ir_line, file, line]` as in `lines`: the macro's own line (the inner frame) of a statement that
     a macro such as `T.reduce_sum` built and whose span names the kernel line that called it (the
     frontend hook, docs/source-maps.md); `irtrace ir --line FILE:LINE` of the macro's file finds these"""
+    ran: list[tuple[Id, Id]] | None = None
+    """only for the module the pipeline received (`after` null): `[file, line]` for each line of
+    `files[file]` (files outside TileLang's and TVM's packages) at which TileLang's frontend ran a
+    statement to build this module (a `set_fileline` call, which its rewrite puts before every
+    statement it runs, `if` tests and assignments of build-time values too; the rewrite's own added
+    statements are numbered from line 1); sorted. A statement line of the kernel not listed did
+    not run for this instance (a branch Python left out). `null`: not known (an older trace, or a
+    module built without irtrace's frontend hook, docs/source-maps.md)"""
     by: Literal["printer", "line_directives"] = "printer"
     """how the lines were placed: `printer`, TVM's printer annotating the statements (an IR text);
     `line_directives`, the `#line` directives TileLang's codegen writes before each statement with a
@@ -564,6 +573,14 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
             raise SchemaError("srcmap: carried lines given though placed is false")
         if self.inner and not self.placed:
             raise SchemaError("srcmap: inner frames given though placed is false")
+        for file, line in self.ran or ():
+            if line < 1 or file >= len(self.files):
+                raise SchemaError(
+                    f"srcmap: ran entry {[file, line]} needs a line from 1 and a file index below "
+                    f"{len(self.files)}"
+                )
+        if self.ran is not None and self.after is not None:
+            raise SchemaError("srcmap: ran is given only for the module the pipeline received (after null)")
         for ir_line, file, line in [*self.lines, *self.carried, *self.inner]:
             if ir_line < 1 or line < 1 or file >= len(self.files):
                 raise SchemaError(

@@ -160,9 +160,9 @@ def test_the_hook_leaves_tilelang_alone_outside_its_range(version: str) -> None:
         f"f.installed_tilelang = lambda: {version!r}\n"
         "import tilelang.ir as ir\n"
         "from tilelang.language.eager import builder as b\n"
-        "make, setter = ir.make_span, b.Builder.set_fileline\n"
+        "make, setter, get = ir.make_span, b.Builder.set_fileline, b.Builder.get\n"
         "assert f.install() is False\n"
-        "assert ir.make_span is make and b.Builder.set_fileline is setter\n"
+        "assert ir.make_span is make and b.Builder.set_fileline is setter and b.Builder.get is get\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -165,6 +165,18 @@ def _write_run(
         )
         writer.start_pass(run_id, record)
         writer.add_pass(run_id, record)
+    writer.add_source_map(  # the input's map, with the lines the frontend ran (one per srcmap grown)
+        run_id,
+        SourceMapRecord(
+            run=run_id,
+            ir=texts[0],
+            statements=6,
+            with_span=6,
+            files=["kernels/kernel.py"],
+            lines=[(4 + j, 0, 5 + j) for j in range(6)],
+            ran=[(0, 5 + j % 40) for j in range(shape.source_maps)],
+        ),
+    )
     for m in range(shape.source_maps):
         after = m % passes
         writer.add_source_map(

@@ -13,6 +13,7 @@ from pathlib import Path
 from irtrace.base.errors import NotInTraceError
 from irtrace.facts.source_map import (
     LineQuery,
+    author_lines,
     generated_lines,
     kernel_source_map,
     line_through_passes,
@@ -55,6 +56,7 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
         files = wanted_files(run, LineQuery(1))
     except NotInTraceError:  # no statement carries a line of this file
         return SourceLines(kernel=run.kernel, target=run.target, passes=passes)
+    facts = author_lines(trace, run)
     mapped = sorted(
         {
             py
@@ -62,6 +64,7 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
             for _, file, py in record.lines
             if file < len(record.files) and record.files[file] in files
         }
+        | set(facts.value_users)
     )
     lines = []
     for number in mapped:
@@ -74,11 +77,12 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
                 ir_lines=item.lines[:MAX_STAGE_LINES],
                 text=tuple(line[:MAX_LINE_CHARS] for line in item.text_lines[:MAX_STAGE_LINES]),
                 carried=tuple(n for n in item.carried if n in item.lines[:MAX_STAGE_LINES]),
+                used_by=item.used_by,
             )
-            for item in line_through_passes(trace, run, LineQuery(number))
+            for item in line_through_passes(trace, run, LineQuery(number), facts=facts)
         )
         if stages:
-            source = generated_lines(trace, run, LineQuery(number)).source[:MAX_STAGE_LINES]
+            source = generated_lines(trace, run, LineQuery(number), facts).source[:MAX_STAGE_LINES]
             lines.append(LineThroughPasses(line=number, stages=stages, source_lines=source))
     source_map = kernel_source_map(run)
     compile_input, compile_error = None, None
@@ -99,6 +103,7 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
         target=run.target,
         passes=passes,
         lines=tuple(lines),
+        not_run=facts.skipped,
         lowering_ms=(run.total_s or 0.0) * 1000,
         source_language=spec.source_language if (spec := TARGETS.get(run.target)) else "",
         source_mapped=source_map is not None,

@@ -61,6 +61,9 @@ class LineGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     carried: list[int] = []
     """Of ``ir_lines``, those whose statement carries the line only because it was carried over a
     pass that dropped its span (docs/source-maps.md, "Carried lines")."""
+    used_by: list[int] = []
+    """For a line that made no statement of its own but binds a value (``tx =
+    T.get_thread_binding()``): the lines reading that value, whose IR ``ir_lines`` are."""
     text: list[str]
 
 
