@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -166,3 +167,56 @@ def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_pat
     cpu = no_gpu_run(script, [], tmp_path)
     renumbered = case in ADDRESS_DEPENDENT
     assert differences(gpu, cpu, tuned=False, folder=script.parent.name, renumbered=renumbered) == []
+
+
+FLASH_QLA = ORACLE / "flash_qla.fingerprints.json"
+
+
+@pytest.mark.sweep  # 11 kernels, the backward's 70 s of lowering: about 4 min on 2 cores
+@pytest.mark.skipif(
+    importlib.util.find_spec("flash_qla") is None,
+    reason="flash-qla is not installed (pip install --no-deps flash-qla==0.1.3)",
+)
+def test_flash_qla_forward_and_backward_capture_on_stand_ins_as_on_the_gpu(tmp_path: Path) -> None:
+    """A published library this project does not ship: flash-qla 0.1.3's gated delta rule, forward
+    and backward (``tests/data/gpu_oracle/flash_qla_check.py``). Its GPU run is kept as fingerprints
+    (pass names, the SHA-256 of the IR after each, the kernel source's), the ``ptx``/``sass`` stages
+    of its ``--machine-code`` left out. The script ends at its digest (``.cpu()`` of a stand-in), after
+    every kernel is built."""
+    import json
+
+    oracle = json.loads(FLASH_QLA.read_text())["runs"]
+    out = tmp_path / "fq.jsonl"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "irtrace.cli",
+            "run",
+            "--no-gpu",
+            "-q",
+            "-o",
+            str(out),
+            "--",
+            "python",
+            str(ORACLE / "flash_qla_check.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+        timeout=1200,
+    )
+    runs = load_trace(out).runs
+    got = [
+        {
+            "kernel": r.kernel,
+            "target": r.target,
+            "passes": [[p.name, p.ir_after] for p in r.passes],
+            "source": r.source_sha256,
+        }
+        for r in runs
+    ]
+    assert [r["kernel"] for r in got] == [r["kernel"] for r in oracle]
+    assert all(r.instance is not None and r.instance.stand_in for r in runs)
+    assert got == oracle
