@@ -105,7 +105,7 @@ def no_gpu_run(script: Path, args: list[str], folder: Path) -> Trace:
         capture_output=True,
         text=True,
         cwd=work,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
         timeout=900,
     )
     assert out.exists(), done.stderr[-2000:]
@@ -186,28 +186,7 @@ def test_flash_qla_forward_and_backward_capture_on_stand_ins_as_on_the_gpu(tmp_p
     import json
 
     oracle = json.loads(FLASH_QLA.read_text())["runs"]
-    out = tmp_path / "fq.jsonl"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "irtrace.cli",
-            "run",
-            "--no-gpu",
-            "-q",
-            "-o",
-            str(out),
-            "--",
-            "python",
-            str(ORACLE / "flash_qla_check.py"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
-        timeout=1200,
-    )
-    runs = load_trace(out).runs
+    runs = no_gpu_run(ORACLE / "flash_qla_check.py", [], tmp_path).runs
     got = [
         {
             "kernel": r.kernel,
