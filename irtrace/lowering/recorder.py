@@ -314,7 +314,9 @@ class PassRecorder:
                 found: list[tuple[int, str, int]] = []
                 remapped: list[tuple[int, str, int]] = []
                 if not nested:
-                    found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                    found, self._carry = carry_spans(
+                        self._carry if after is not None else [], spans.facts, spans.context
+                    )
                     self._carry.extend(spans.owned_statements)
                     self._carries[snapshot.sha] = self._carry
                     while len(self._carries) > _CARRIES_KEPT:
@@ -565,9 +567,12 @@ class PassRecorder:
         from irtrace.lowering.spans import kernel_source_spans
 
         self.printer.barrier()  # the maps of every pass written: the carry is the last module's
-        carried = {item.stmt.__chandle__(): item.span for item in self._carry if item.carried}
+        carried: dict[int, set[tuple[str, int]]] = {}
+        for item in self._carry:
+            if item.carried:
+                carried.setdefault(item.stmt.__chandle__(), set()).add(item.span)
         try:
-            spans = kernel_source_spans(event.mod, event.target, str(event.name), source, carried)
+            spans = kernel_source_spans(event.mod, event.target, str(event.name), source, carried, self._storage)
         except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
             return
         if spans is None:
