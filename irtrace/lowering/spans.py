@@ -665,10 +665,11 @@ def _op_name(expr: Any) -> str:
     return str(getattr(getattr(expr, "op", None), "name", ""))
 
 
-def _only_var(args: Any, but: Any = None) -> int | None:
-    """The handle of the one variable among ``args`` (``but`` left out); ``None`` unless exactly one."""
-    handles = {arg.__chandle__() for arg in args if _is_var(arg) and not arg.same_as(but)}
-    return handles.pop() if len(handles) == 1 else None
+def _descriptor_base(args: Any) -> int | None:
+    """The handle of the global buffer's data variable among a ``T.create_tma_descriptor``'s
+    arguments: the third (TileLang's ``LowerHopperIntrin`` names the descriptor after it); ``None``
+    when that is not a variable."""
+    return args[2].__chandle__() if len(args) > 2 and _is_var(args[2]) else None
 
 
 _TENSORMAP_CREATE = {"__tvm_tensormap_create_tiled", "__tvm_tensormap_create_im2col"}
@@ -701,7 +702,7 @@ class CarryContext:
                 if str(getattr(value.args[0], "value", "")) not in _TENSORMAP_CREATE or not _is_var(variable):
                     continue
                 handle = variable.__chandle__()
-                found[handle] = None if handle in found else _only_var(value.args[2:], but=variable)
+                found[handle] = None if handle in found else _descriptor_base(value.args[2:])
             self._descriptors = {handle: source for handle, source in found.items() if source is not None}
         return self._descriptors
 
@@ -746,7 +747,7 @@ def _tma_load_keys(stmt: Any, context: CarryContext | None) -> set[tuple[str, in
     descriptor = value.args[0]
     keys: set[tuple[str, int]] = set()
     if _op_name(descriptor) == "tl.create_tma_descriptor":
-        load = _only_var(descriptor.args)
+        load = _descriptor_base(descriptor.args)
         if load is not None:
             keys.add(("tma_load", load))
     elif _is_var(descriptor):
@@ -842,8 +843,13 @@ def _store_in_loops(stmt: Any) -> tuple[Any, tuple[str, int]] | None:
     return (stmt, (str(span.source_name.name), int(span.line))) if span is not None else None
 
 
-def _loop_store_key(store: Any, line: tuple[str, int]) -> int:
-    return hash(("store", store.buffer.__chandle__(), line))
+def _loop_store_keys(store: Any, line: tuple[str, int]) -> set[tuple[str, int]]:
+    """A loop nest around ``store``: by the buffer it stores into, and by that buffer's storage
+    (``tl.FlattenBuffer`` rebuilds a buffer over the same data variable)."""
+    return {
+        ("loop_store", hash(("buffer", store.buffer.__chandle__(), line))),
+        ("loop_store", hash(("data", store.buffer.data.__chandle__(), line))),
+    }
 
 
 def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
@@ -865,9 +871,11 @@ def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
         keys.add(("split", _loop_key(stmt)))
         inner = _store_in_loops(stmt)
         if inner is not None:
-            keys.add(("loop_store", _loop_store_key(*inner)))
+            keys |= _loop_store_keys(*inner)
             if _is_vectorized(stmt) and _kind(stmt.body) == "BufferStore":
                 keys.add(("vectorized", _vector_key(inner[0], inner[1], stmt.extent)))
+    for part in _unit_loop_body(stmt):
+        keys.add(("unit_body", _hash(part)))
     if not source.carried and _kind(stmt) in _BLOCKS:
         block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
         body = block.body
@@ -878,8 +886,21 @@ def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
     return keys
 
 
+def _unit_loop_body(stmt: Any) -> list[Any]:
+    """The statements of the body of a loop of one iteration (``tl.LowerOpaqueBlock`` replaces
+    such a loop by its body, and a block by its body); empty for any other statement."""
+    if _kind(stmt) != "For" or getattr(stmt.extent, "value", None) != 1:
+        return []
+    body = stmt.body
+    while _kind(body) in _BLOCKS:  # an opaque block, which the same pass replaces by its body
+        body = (body.block if _kind(body) == "SBlockRealize" else body).body
+    return list(body.seq) if _is_sequence(body) else [body]
+
+
 def _is_vectorized(loop: Any) -> bool:
-    return str(getattr(loop.kind, "name", loop.kind)).lower().endswith("vectorized")
+    from tvm.tirx.stmt import ForKind
+
+    return int(loop.kind) == int(ForKind.VECTORIZED)
 
 
 def _vector_key(store: Any, line: tuple[str, int], lanes: Any) -> int:
@@ -902,7 +923,7 @@ def _is_keys(
         keys.add(("split", _loop_key(stmt)))
         inner = _store_in_loops(stmt)
         if inner is not None:
-            keys.add(("loop_store", _loop_store_key(*inner)))
+            keys |= _loop_store_keys(*inner)
     body = getattr(stmt, "body", None)
     if bodies and _is_sequence(body):
         keys.add(("body", _hash(body)))
@@ -922,9 +943,10 @@ def _vector_store_key(stmt: Any, span: tuple[str, int]) -> tuple[str, int] | Non
     return ("vectorized", _vector_key(stmt, span, lanes)) if lanes > 1 else None
 
 
-_ANY_SPAN = {"vectorized"}
-"""Keys whose statement after the pass keeps a span of its own (the store a vectorized loop held):
-the loop's line is carried to it beside that span."""
+_ANY_SPAN = {"vectorized", "unit_body", "own"}
+"""Keys whose statement after the pass keeps a span of its own (the store a vectorized loop held,
+the statements of a loop of one iteration, a statement keeping the span it had): the lines
+carried to it go beside that span."""
 
 
 def carry_spans(
@@ -964,6 +986,8 @@ def carry_spans(
     the pass may keep it"""
     offered: dict[tuple[str, int], set[int]] = {}
     for source in before:
+        if source.own is not None:  # every statement holding that span, of any kind
+            offered.setdefault(_own_key(source.stmt, source.own), set()).add(source.stmt.__chandle__())
         if _kind(source.stmt) not in kinds:
             continue
         handle = source.stmt.__chandle__()
@@ -976,6 +1000,12 @@ def carry_spans(
             offered.setdefault(key, set()).add(handle)
     targets: dict[tuple[str, int], list[int]] = {}
     vectors = "For" in kinds
+    units: dict[int, tuple[str, int] | None] = {}
+    """the hashes of the statements of the lost loops of one iteration, with their own spans"""
+    for source in lost:
+        for part in _unit_loop_body(source.stmt):
+            units[_hash(part)] = _own_span(part)
+    unit_spans = set(units.values())
     for number, fact in enumerate(after):
         keys: set[tuple[str, int]] = set()
         if fact.span is None or fact.span in owns:
@@ -984,18 +1014,23 @@ def carry_spans(
             vector = _vector_store_key(fact.stmt, fact.span)
             if vector is not None:
                 keys.add(vector)
+        if units and fact.span in unit_spans and _hash(fact.stmt) in units:
+            keys.add(("unit_body", _hash(fact.stmt)))
+        if fact.span is not None and fact.span in owns:
+            keys.add(_own_key(fact.stmt, fact.span))
         for key in keys:
             if fact.span is None or key[0] in _ANY_SPAN or fact.span in owns:
                 targets.setdefault(key, []).append(number)
     chosen: dict[int, set[frozenset[tuple[str, int]]]] = {}
     for key, handles in offered.items():
         found = targets.get(key, [])
-        claims = {frozenset(lost_lines[handle]) for handle in handles}
+        claims = {frozenset(lost_lines.get(handle, ())) for handle in handles}
         # a statement of that key that lost no line may be the one after the pass
         if len(claims) != 1 or frozenset() in claims:
             continue
-        # a loop split carries to every part; any other key, to its one statement
-        if len(found) == 1 or (key[0] == "split" and found):
+        # a loop split carries to every part, a loop nest to every loop of it; any other key,
+        # to its one statement
+        if len(found) == 1 or (key[0] == "split" and found) or (key[0] == "loop_store" and _one_nest(found, after)):
             for number in found:
                 chosen.setdefault(number, set()).update(claims)
     carried: list[tuple[int, str, int]] = []
@@ -1016,6 +1051,34 @@ def carry_spans(
         carried.extend(carried_owned)
         following.extend(owned_sources)
     return carried, following
+
+
+def _own_key(stmt: Any, own: tuple[str, int]) -> tuple[str, int]:
+    """A statement by the span it keeps, its kind and (a store) the buffer it stores into."""
+    buffer = stmt.buffer.__chandle__() if _kind(stmt) == "BufferStore" else 0
+    return ("own", hash((own, _kind(stmt), buffer)))
+
+
+def _own_span(stmt: Any) -> tuple[str, int] | None:
+    from tilelang.ir import get_stmt_span
+
+    span = get_stmt_span(stmt)
+    return None if span is None else (str(span.source_name.name), int(span.line))
+
+
+def _one_nest(numbers: list[int], after: Sequence[StatementFacts]) -> bool:
+    """Whether the loops ``numbers`` of ``after`` are one nest: one of them holds the others, each
+    the body of the one before."""
+    handles = {after[number].stmt.__chandle__() for number in numbers}
+    for number in numbers:
+        nest: set[int] = set()
+        loop = after[number].stmt
+        while _kind(loop) == "For":
+            nest.add(loop.__chandle__())
+            loop = loop.body
+        if handles <= nest:
+            return True
+    return False
 
 
 def _owned_by_carried(
