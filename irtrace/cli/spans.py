@@ -15,6 +15,7 @@ from irtrace.facts.source_map import (
     RunMaps,
     SpanRow,
     carried_kernel_lines,
+    carried_words,
     changed_rows,
     generated_texts,
     kernel_files,
@@ -102,7 +103,8 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         span = item.first.label if item.first is item.last else f"{item.first.label} .. {item.last.label}"
         carried = ""
         if item.carried:
-            carried = f", carried: {_lines(item.carried)} (marked ~, see docs/source-maps.md)"
+            why = carried_words(item.carried, item.owned)
+            carried = f", carried: {_lines(item.carried)} (marked ~: {why}; see docs/source-maps.md)"
         echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index}){carried}")
         width = len(str(item.lines[-1]))
         for number, line_text in zip(item.lines, item.text_lines, strict=True):

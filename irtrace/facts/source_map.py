@@ -237,6 +237,30 @@ def carried_ir_lines(source_map: SourceMapRecord, files: set[str], line: int, te
     return [n for n in _named(source_map.carried, source_map.files, files, line, text) if n not in spanned]
 
 
+def owned_ir_lines(source_map: SourceMapRecord, files: set[str], line: int, text: str) -> list[int]:
+    """Of ``carried_ir_lines``, those whose statement is the line's only by being inside a block of
+    that line (``SourceMapRecord.owned``), not carried over a pass."""
+    carried = set(carried_ir_lines(source_map, files, line, text))
+    others = {
+        n
+        for n in _named(sorted(set(source_map.carried) - set(source_map.owned)), source_map.files, files, line, text)
+    }
+    return [n for n in _named(source_map.owned, source_map.files, files, line, text) if n in carried - others]
+
+
+def carried_words(carried: Sequence[int], owned: Sequence[int]) -> str:
+    """Why the ``carried`` IR lines (``~``) are the line's though no span of it is on them, in
+    words true of each kind: carried over a pass that dropped the span, or (``owned``) inside a
+    block of the line, within the one module. Empty when none is carried."""
+    if not carried:
+        return ""
+    if not set(carried) - set(owned):
+        return "inside the line's block, without a span of their own"
+    if owned:
+        return "carried over a pass that dropped the line, or inside the line's block"
+    return "carried over a pass that dropped the line"
+
+
 def _named(
     entries: Sequence[tuple[int, int, int]], names: Sequence[str], files: set[str], line: int, text: str
 ) -> list[int]:
@@ -255,7 +279,12 @@ class LineInPass:
     lines: tuple[int, ...]
     text_lines: tuple[str, ...]
     carried: tuple[int, ...] = ()
-    """of ``lines``, those carried over a pass that dropped the span (``SourceMapRecord.carried``)"""
+    """of ``lines``, those without a span of the line that are provably its statements
+    (``SourceMapRecord.carried``): carried over a pass that dropped the span, or inside a block of
+    the line (those are in ``owned`` too)"""
+    owned: tuple[int, ...] = ()
+    """of ``carried``, those inside a block of the line (``SourceMapRecord.owned``), not carried
+    over a pass"""
 
 
 def require_maps(run: KernelRun) -> None:
@@ -277,7 +306,7 @@ def line_through_passes(
     files = wanted_files(run, query)
     found: list[LineInPass] = []
     last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
-    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...], tuple[int, ...]]] = {}
+    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...], tuple[int, ...], tuple[int, ...]]] = {}
     for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
@@ -291,8 +320,11 @@ def line_through_passes(
             carried_here = (
                 tuple(carried_ir_lines(item.source_map, files, query.line, text)) if numbers else ()
             )
-            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers), carried_here)
-        numbers, shown, carried = seen[key]
+            owned_here = (
+                tuple(owned_ir_lines(item.source_map, files, query.line, text)) if carried_here else ()
+            )
+            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers), carried_here, owned_here)
+        numbers, shown, carried, owned = seen[key]
         if not numbers:
             continue
         previous = found[-1] if found else None
@@ -302,11 +334,12 @@ def line_through_passes(
             and previous.lines == tuple(numbers)
             and previous.text_lines == shown
             and previous.carried == carried
+            and previous.owned == owned
             and previous.last.record.ir_after == item.record.ir_after
         ):
-            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried)
+            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried, owned)
         else:
-            found.append(LineInPass(item, item, tuple(numbers), shown, carried))
+            found.append(LineInPass(item, item, tuple(numbers), shown, carried, owned))
         last_shown = position
     return found
 
@@ -340,6 +373,7 @@ def line_document(
                 "ir": item.first.record.ir_after,
                 "ir_lines": list(item.lines),
                 "carried": list(item.carried),
+                "owned": list(item.owned),
                 "text": list(item.text_lines),
             }
             for item in found

@@ -49,6 +49,9 @@ class ModuleSpans:
     printed lines, for ``carry_allocations``"""
     context: CarryContext | None = field(default=None, compare=False, repr=False)
     """the rest of the module as ``carry_spans`` needs it (with ``facts``)"""
+    in_blocks: tuple[tuple[int, str, int], ...] = ()
+    """of ``owned`` in a kernel source's map, those whose statement the last module had only
+    inside a block of that line (``CarrySource.owned``), not carried over a pass"""
 
 
 @dataclass(frozen=True)
@@ -267,7 +270,7 @@ def owned_block_lines(
             ir_line = first_line.get(number_of.get(each, -1))
             if span is None or str(span.source_name.name) != file:
                 own = None if span is None else (str(span.source_name.name), int(span.line))
-                statements.append(CarrySource((file, line), each, carried=True, own=own))
+                statements.append(CarrySource((file, line), each, carried=True, owned=True, own=own))
                 if ir_line is not None:
                     owned.add((ir_line, file, line))
     return tuple(sorted(owned)), tuple(statements)
@@ -551,6 +554,7 @@ def kernel_source_spans(
     source: str,
     carried: dict[int, set[tuple[str, int]]] | None = None,
     known: Storage | None = None,
+    in_blocks: set[tuple[int, tuple[str, int]]] | None = None,
 ) -> ModuleSpans | None:
     """Which lines of ``source`` (what codegen ``codegen`` wrote for ``mod``) come from which Python
     line, by TileLang's own ``#line`` directives: ``None`` when the backend has no codegen without
@@ -565,7 +569,8 @@ def kernel_source_spans(
     last pass's map carried a line to (``carry_spans``): their source lines are listed under
     ``owned`` (views mark them as carried) instead of being left out, beside the line of their own
     span if they have one (a macro's line); so are those of allocations and storage bindings of the
-    storage ``known`` holds (``carry_allocations``).
+    storage ``known`` holds (``carry_allocations``). ``in_blocks`` names the (handle, line) of
+    ``carried`` that are a block's own statements, listed in ``in_blocks`` too.
     """
     import tvm
     from tilelang.ir import make_span, set_stmt_span
@@ -585,6 +590,8 @@ def kernel_source_spans(
             if buffer_line is not None:
                 storage[(stmt.buffer.data.__chandle__(), str(stmt.buffer.name))] = buffer_line
     aliases: dict[str, tuple[tuple[tuple[str, int], ...], tuple[str, int] | None]] = {}
+    block_aliases: dict[str, set[tuple[str, int]]] = {}
+    """of an alias's carried lines, those of a block the statement is inside"""
     """a file name of its own for each statement with carried lines (its directives are told
     apart): those lines, and the statement's own span"""
     for number, ((original, own_file, own_line), (stmt, file, _)) in enumerate(
@@ -599,6 +606,9 @@ def kernel_source_spans(
             alias = f"{unnamed}-carried-{len(aliases)}"
             own = (own_file, own_line) if own_file is not None and own_line is not None else None
             aliases[alias] = (tuple(sorted(lines_carried)), own)
+            block_aliases[alias] = {
+                each for each in lines_carried if (original.__chandle__(), each) in (in_blocks or set())
+            }
             set_stmt_span(stmt, make_span(alias, own_line or min(lines_carried)[1]))
         elif file is None:
             set_stmt_span(stmt, make_span(unnamed, number))
@@ -612,11 +622,13 @@ def kernel_source_spans(
     files_found: dict[str, int] = {}
     lines: list[tuple[int, int, int]] = []
     owned: set[tuple[int, str, int]] = set()
+    owned_in_blocks: set[tuple[int, str, int]] = set()
     for source_line, file_index, line in placed_lines:
         name = named[file_index]
         if name in aliases:
             lines_carried, own = aliases[name]
             owned.update((source_line, *each) for each in lines_carried)
+            owned_in_blocks.update((source_line, *each) for each in block_aliases[name])
             if own is not None:
                 lines.append((source_line, files_found.setdefault(own[0], len(files_found)), own[1]))
         else:
@@ -627,6 +639,7 @@ def kernel_source_spans(
         statements=statements,
         with_span=with_span,
         owned=tuple(sorted(owned)),
+        in_blocks=tuple(sorted(owned_in_blocks)),
     )
 
 
@@ -791,6 +804,8 @@ class CarrySource:
     carried: bool = False
     context: CarryContext | None = field(default=None, compare=False, repr=False)
     """the rest of its module, as TMA loads need it"""
+    owned: bool = False
+    """``span`` is the line of a block (or of the scope a block became) the statement is inside"""
     own: tuple[str, int] | None = None
     """the statement's own span, when ``span`` is carried (a macro's line, for a statement a block
     owns): a statement after the pass that keeps this span may still be this one"""
@@ -951,7 +966,7 @@ carried to it go beside that span."""
 
 def carry_spans(
     before: Sequence[CarrySource], after: Sequence[StatementFacts], context: CarryContext | None = None
-) -> tuple[list[tuple[int, str, int]], list[CarrySource]]:
+) -> tuple[list[tuple[int, str, int]], list[CarrySource], list[tuple[int, str, int]]]:
     """The lines a pass dropped that are provably carried by statements of its output.
 
     A statement before the pass, with its lines (its span, lines carried to it, the line of a block
@@ -963,15 +978,15 @@ def carry_spans(
     two statements claiming one statement after the pass carry neither. A statement carried from
     a block owns its body as the block did (``owned_block_lines``).
 
-    Gives ``[(ir_line, file, line)]`` of the carried statements and what the next pass is matched
-    against (spanned and carried). Statements are hashed only when a line was dropped, and only
+    Gives ``[(ir_line, file, line)]`` of the carried statements, what the next pass is matched
+    against (spanned and carried), and of the first, those owned by a scope carried from a block. Statements are hashed only when a line was dropped, and only
     those of the kinds dropped."""
     context = context or CarryContext(after)
     present = {fact.span for fact in after if fact.span is not None}
     following = [CarrySource(f.span, f.stmt, context=context, own=f.span) for f in after if f.span is not None]
     lost = [source for source in before if source.span not in present]
     if not lost:
-        return [], following
+        return [], following, []
     kinds = {_kind(source.stmt) for source in lost}
     copies = any(
         _copy_source(source.stmt) is not None or _op_name(getattr(source.stmt, "value", None)) == "tl.tma_load"
@@ -1046,11 +1061,12 @@ def carry_spans(
                 carried.append((fact.ir_line, *line))
             if _lexical_scope_key(fact.stmt) is not None:
                 from_blocks.append((fact.stmt, line))
+    carried_owned: list[tuple[int, str, int]] = []
     if from_blocks:
         carried_owned, owned_sources = _owned_by_carried(from_blocks, after, context)
         carried.extend(carried_owned)
         following.extend(owned_sources)
-    return carried, following
+    return carried, following, carried_owned
 
 
 def _own_key(stmt: Any, own: tuple[str, int]) -> tuple[str, int]:
@@ -1096,7 +1112,9 @@ def _owned_by_carried(
             continue
         for fact in inside:
             if fact.span is None or fact.span[0] != file:
-                sources.append(CarrySource((file, line), fact.stmt, carried=True, context=context, own=fact.span))
+                sources.append(
+                    CarrySource((file, line), fact.stmt, carried=True, owned=True, context=context, own=fact.span)
+                )
                 if fact.ir_line is not None:
                     carried.append((fact.ir_line, file, line))
     return carried, sources

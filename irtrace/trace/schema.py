@@ -538,11 +538,16 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     """`[ir_line, file, line]`: IR line `ir_line` (from 1) prints a statement whose span is line `line` of
     `files[file]`; sorted, one entry per distinct triple"""
     carried: list[tuple[Id, Id, Id]] = []
-    """`[ir_line, file, line]` as in `lines`, for a statement without a span that is provably the
-    statement of that line before a pass that dropped its span (`irtrace.lowering.spans.carry_spans`:
-    structurally equal apart from spans, a block replaced by its unchanged body, or a `T.copy` turned
-    into a `T.tma_copy` of the same source region, each the only one of its kind on both sides). Views
-    mark these lines as carried; a line neither spanned nor carried was lost in that pass"""
+    """`[ir_line, file, line]` as in `lines`, for a statement that has no span of that line but is
+    provably the statement of that line: one before a pass that dropped its span
+    (`irtrace.lowering.spans.carry_spans`, by the rules of docs/source-maps.md, "Carried lines", each
+    match the only one of its kind on both sides), or one inside a block of that line (listed in
+    `owned` too). Views mark these lines as carried; a line neither spanned nor carried was lost in
+    that pass"""
+    owned: list[tuple[Id, Id, Id]] = []
+    """of `carried`, the entries whose statement is the line's only because it is inside a block
+    (or the scope a block became) of that line, without a span of its own in that file: not carried
+    over a pass, so views word them apart"""
     inner: list[tuple[Id, Id, Id]] = []
     """`[ir_line, file, line]` as in `lines`: the macro's own line (the inner frame) of a statement that
     a macro such as `T.reduce_sum` built and whose span names the kernel line that called it (the
@@ -562,6 +567,8 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
             raise SchemaError("srcmap: lines given though placed is false")
         if self.carried and not self.placed:
             raise SchemaError("srcmap: carried lines given though placed is false")
+        if not set(self.owned) <= set(self.carried):
+            raise SchemaError("srcmap: an owned entry is not among the carried ones")
         if self.inner and not self.placed:
             raise SchemaError("srcmap: inner frames given though placed is false")
         for ir_line, file, line in [*self.lines, *self.carried, *self.inner]:

@@ -328,7 +328,8 @@ async def test_trace_kernel_command_writes_a_trace_of_the_whole_pipeline(client:
 STAGE = re.compile(r"== after (?P<first>\S+)(?: \.\. (?P<last>\S+))? \(passes (?P<a>\d+)-(?P<b>\d+)\)")
 BULLET = re.compile(
     r"- after `(?P<first>[^`]+)`(?: … `[^`]+`)? \(IR lines? (?P<lines>[\d, ]+?)(?P<more>, …)?"
-    r"(?P<carried>, carried over a pass that dropped the line)?\): `(?P<code>[^`]*)`(?: \+\d+)?"
+    r"(?P<carried>, (?:carried over a pass that dropped the line(?:, or inside the line's block)?"
+    r"|inside the line's block, without a span of their own))?\): `(?P<code>[^`]*)`(?: \+\d+)?"
 )
 
 

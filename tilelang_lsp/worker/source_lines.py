@@ -74,6 +74,7 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
                 ir_lines=item.lines[:MAX_STAGE_LINES],
                 text=tuple(line[:MAX_LINE_CHARS] for line in item.text_lines[:MAX_STAGE_LINES]),
                 carried=tuple(n for n in item.carried if n in item.lines[:MAX_STAGE_LINES]),
+                owned=tuple(n for n in item.owned if n in item.lines[:MAX_STAGE_LINES]),
             )
             for item in line_through_passes(trace, run, LineQuery(number))
         )
