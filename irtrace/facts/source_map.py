@@ -243,7 +243,9 @@ def owned_ir_lines(source_map: SourceMapRecord, files: set[str], line: int, text
     carried = set(carried_ir_lines(source_map, files, line, text))
     others = {
         n
-        for n in _named(sorted(set(source_map.carried) - set(source_map.owned)), source_map.files, files, line, text)
+        for n in _named(
+            sorted(set(source_map.carried) - set(source_map.owned)), source_map.files, files, line, text
+        )
     }
     return [n for n in _named(source_map.owned, source_map.files, files, line, text) if n in carried - others]
 
@@ -255,7 +257,7 @@ def carried_words(carried: Sequence[int], owned: Sequence[int]) -> str:
     if not carried:
         return ""
     if not set(carried) - set(owned):
-        return "inside the line's block, without a span of their own"
+        return "inside the line's block, without a span of that line"
     if owned:
         return "carried over a pass that dropped the line, or inside the line's block"
     return "carried over a pass that dropped the line"

@@ -332,10 +332,7 @@ class PassRecorder:
                         files.append(file)
                 # a statement owned by its block, and carried to it by no other rule
                 by_others = {entry for entry in [*found, *remapped] if entry not in set(owned_here)}
-                owned = [
-                    (ir_line, index[file], line)
-                    for ir_line, file, line in set(owned_here) - by_others
-                ]
+                owned = [(ir_line, index[file], line) for ir_line, file, line in set(owned_here) - by_others]
             elif not nested:
                 self._carry = []  # an unplaced map proves nothing for the next pass
             self.writer.add_source_map(
@@ -586,7 +583,13 @@ class PassRecorder:
                 (in_blocks if item.owned else by_other_rules).add((item.stmt.__chandle__(), item.span))
         try:
             spans = kernel_source_spans(
-                event.mod, event.target, str(event.name), source, carried, self._storage, in_blocks - by_other_rules
+                event.mod,
+                event.target,
+                str(event.name),
+                source,
+                carried,
+                self._storage,
+                in_blocks - by_other_rules,
             )
         except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
             return

@@ -221,7 +221,9 @@ def module_spans(mod: Any, text: str, carry: bool = True) -> ModuleSpans:
             StatementFacts(first_line.get(number), (file, line) if file is not None and line else None, stmt)
             for number, (stmt, file, line) in enumerate(spanned)
         )
-        params = {str(name.name_hint): tuple(getattr(func, "params", ())) for name, func in mod.functions.items()}
+        params = {
+            str(name.name_hint): tuple(getattr(func, "params", ())) for name, func in mod.functions.items()
+        }
     return ModuleSpans(
         files=tuple(files),
         lines=tuple(sorted(placed)),
@@ -626,8 +628,8 @@ def kernel_source_spans(
     for source_line, file_index, line in placed_lines:
         name = named[file_index]
         if name in aliases:
-            lines_carried, own = aliases[name]
-            owned.update((source_line, *each) for each in lines_carried)
+            alias_lines, own = aliases[name]
+            owned.update((source_line, *each) for each in alias_lines)
             owned_in_blocks.update((source_line, *each) for each in block_aliases[name])
             if own is not None:
                 lines.append((source_line, files_found.setdefault(own[0], len(files_found)), own[1]))
@@ -727,7 +729,7 @@ class CarryContext:
         if self._arguments is None:
             calls: dict[str, list[Any]] = {}
             for value in self._calls():
-                op = getattr(value, "op", None)
+                op: Any = getattr(value, "op", None)
                 if type(op).__name__ == "GlobalVar":
                     calls.setdefault(str(op.name_hint), []).append(value)
             self._arguments = {}
@@ -973,23 +975,26 @@ def carry_spans(
     that owns it), is matched by one of the keys of ``_was_keys``: it is the only statement before
     the pass with that key (or every statement with it has the very same lost lines: the parts of a
     split loop, a block and its realize), and the statement after the pass is the only one having
-    that key (a split loop: every part), without a span or with the statement's own span (or, for a
-    vectorized store, its own). Its lines that no statement of ``after`` carries are then carried;
-    two statements claiming one statement after the pass carry neither. A statement carried from
-    a block owns its body as the block did (``owned_block_lines``).
+    that key (a split loop or a loop nest: every part), without a span or with the statement's own
+    span (or, for the keys of ``_ANY_SPAN``, its own). Its lines that no statement of ``after``
+    carries are then carried; two statements claiming one statement after the pass carry neither.
+    A statement carried from a block owns its body as the block did (``owned_block_lines``).
 
     Gives ``[(ir_line, file, line)]`` of the carried statements, what the next pass is matched
-    against (spanned and carried), and of the first, those owned by a scope carried from a block. Statements are hashed only when a line was dropped, and only
-    those of the kinds dropped."""
+    against (spanned and carried), and of the first, those owned by a scope carried from a block.
+    Statements are hashed only when a line was dropped, and only those of the kinds dropped."""
     context = context or CarryContext(after)
     present = {fact.span for fact in after if fact.span is not None}
-    following = [CarrySource(f.span, f.stmt, context=context, own=f.span) for f in after if f.span is not None]
+    following = [
+        CarrySource(f.span, f.stmt, context=context, own=f.span) for f in after if f.span is not None
+    ]
     lost = [source for source in before if source.span not in present]
     if not lost:
         return [], following, []
     kinds = {_kind(source.stmt) for source in lost}
     copies = any(
-        _copy_source(source.stmt) is not None or _op_name(getattr(source.stmt, "value", None)) == "tl.tma_load"
+        _copy_source(source.stmt) is not None
+        or _op_name(getattr(source.stmt, "value", None)) == "tl.tma_load"
         for source in lost
     )
     # block bodies and body-holding statements are matched only when a block was lost
@@ -1045,7 +1050,11 @@ def carry_spans(
             continue
         # a loop split carries to every part, a loop nest to every loop of it; any other key,
         # to its one statement
-        if len(found) == 1 or (key[0] == "split" and found) or (key[0] == "loop_store" and _one_nest(found, after)):
+        if (
+            len(found) == 1
+            or (key[0] == "split" and found)
+            or (key[0] == "loop_store" and _one_nest(found, after))
+        ):
             for number in found:
                 chosen.setdefault(number, set()).update(claims)
     carried: list[tuple[int, str, int]] = []
@@ -1053,9 +1062,9 @@ def carry_spans(
     for number, claims in sorted(chosen.items()):
         if len(claims) != 1:
             continue  # two statements claim one statement: neither is proven
-        (lines,) = claims
+        (claimed,) = claims
         fact = after[number]
-        for line in sorted(lines):
+        for line in sorted(claimed):
             following.append(CarrySource(line, fact.stmt, carried=True, context=context, own=fact.span))
             if fact.ir_line is not None:
                 carried.append((fact.ir_line, *line))
@@ -1113,7 +1122,9 @@ def _owned_by_carried(
         for fact in inside:
             if fact.span is None or fact.span[0] != file:
                 sources.append(
-                    CarrySource((file, line), fact.stmt, carried=True, owned=True, context=context, own=fact.span)
+                    CarrySource(
+                        (file, line), fact.stmt, carried=True, owned=True, context=context, own=fact.span
+                    )
                 )
                 if fact.ir_line is not None:
                     carried.append((fact.ir_line, file, line))

@@ -329,7 +329,7 @@ STAGE = re.compile(r"== after (?P<first>\S+)(?: \.\. (?P<last>\S+))? \(passes (?
 BULLET = re.compile(
     r"- after `(?P<first>[^`]+)`(?: … `[^`]+`)? \(IR lines? (?P<lines>[\d, ]+?)(?P<more>, …)?"
     r"(?P<carried>, (?:carried over a pass that dropped the line(?:, or inside the line's block)?"
-    r"|inside the line's block, without a span of their own))?\): `(?P<code>[^`]*)`(?: \+\d+)?"
+    r"|inside the line's block, without a span of that line))?\): `(?P<code>[^`]*)`(?: \+\d+)?"
 )
 
 
