@@ -59,6 +59,9 @@ class _Finished:
         self._ends = ends
         self.last = index - 1 if started else ends.get(index, index)
         """the highest index among them"""
+        self.own = None if started else index
+        """the pass itself, when it has finished: a map it wrote is the last written by then (a
+        pass's map is written when it ends, after its nested passes' maps)"""
 
     def started(self) -> _Finished:
         """The passes that had finished when this one began."""
@@ -78,6 +81,9 @@ def _map_of(by_text: dict[str, _TextMaps], sha: str | None, finished: _Finished)
     """The map of text ``sha`` written last by one of the ``finished`` passes (or for the input).
     Only a pass's ancestors (at most ``MAX_DEPTH``) are skipped on the way down."""
     keys, maps = by_text.get(sha or "", ([], []))
+    own = bisect_left(keys, finished.own) if finished.own is not None else len(keys)
+    if own < len(keys) and keys[own] == finished.own:
+        return maps[own]
     at = bisect_right(keys, finished.last)
     while at > 0:
         key = keys[at - 1]

@@ -303,11 +303,15 @@ class PassRecorder:
             spans = snapshot.spans
             if snapshot.mapped and snapshot.sha in self._carries and not nested:
                 self._carry = self._carries[snapshot.sha]
-            if snapshot.mapped or spans is None or snapshot.sha is None:
+            again = snapshot.mapped_nested and not nested and snapshot.sha not in self._carries
+            if (snapshot.mapped and not again) or spans is None or snapshot.sha is None:
+                return
+            if nested and snapshot.sha in self._carries:
+                snapshot.mapped = True  # a text mapped with its carried lines already: that map holds
                 return
             if received is not None and received.sha in self._carries:
                 self._carry = self._carries[received.sha]
-            snapshot.mapped = True
+            snapshot.mapped, snapshot.mapped_nested = True, nested
             files = list(spans.files) if spans.lines is not None else []
             carried: list[tuple[int, int, int]] = []
             owned: list[tuple[int, int, int]] = []

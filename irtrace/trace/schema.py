@@ -547,7 +547,7 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     owned: list[tuple[Id, Id, Id]] = []
     """of `carried`, the entries whose statement is the line's only because it is inside a block
     (or the scope a block became) of that line, without a span of its own in that file: not carried
-    over a pass, so views word them apart"""
+    over a pass, so views word them apart (an entry not in `carried` is ignored)"""
     inner: list[tuple[Id, Id, Id]] = []
     """`[ir_line, file, line]` as in `lines`: the macro's own line (the inner frame) of a statement that
     a macro such as `T.reduce_sum` built and whose span names the kernel line that called it (the
@@ -567,11 +567,9 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
             raise SchemaError("srcmap: lines given though placed is false")
         if self.carried and not self.placed:
             raise SchemaError("srcmap: carried lines given though placed is false")
-        if not set(self.owned) <= set(self.carried):
-            raise SchemaError("srcmap: an owned entry is not among the carried ones")
         if self.inner and not self.placed:
             raise SchemaError("srcmap: inner frames given though placed is false")
-        for ir_line, file, line in [*self.lines, *self.carried, *self.inner]:
+        for ir_line, file, line in [*self.lines, *self.carried, *self.owned, *self.inner]:
             if ir_line < 1 or line < 1 or file >= len(self.files):
                 raise SchemaError(
                     f"srcmap: entry {[ir_line, file, line]} needs lines from 1 and a file index below "
