@@ -53,7 +53,9 @@ def mapped_source_lines(trace: Trace, line: int) -> tuple[set[int], list[str]]:
     text = trace.text(run.source_sha256)
     assert text is not None
     indexes = {n for n, name in enumerate(source_map.files) if name in kernel_files(run)}
-    named = {ir for ir, file, py in [*source_map.lines, *source_map.carried] if py == line and file in indexes}
+    named = {
+        ir for ir, file, py in [*source_map.lines, *source_map.carried] if py == line and file in indexes
+    }
     return named, text.split("\n")
 
 
@@ -133,7 +135,9 @@ def test_hopper_pipelined_copies_reach_the_tma_loads_of_their_descriptors(traces
         assert named == expected, (call.lineno, [rows[n - 1] for n in sorted(named)])
 
 
-@pytest.mark.parametrize(("name", "instruction"), [("gemm_sm90", "tl::wgmma_ss<"), ("gemm_sm80", "tl::mma_sync<")])
+@pytest.mark.parametrize(
+    ("name", "instruction"), [("gemm_sm90", "tl::wgmma_ss<"), ("gemm_sm80", "tl::mma_sync<")]
+)
 def test_the_gemm_line_reaches_every_tensor_core_instruction(
     traces: dict[str, Path], name: str, instruction: str
 ) -> None:

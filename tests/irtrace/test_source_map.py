@@ -247,7 +247,9 @@ def block_body_lines(text: str, firsts: set[int]) -> set[int]:
         # what tl.LowerOpaqueBlock makes of a block annotated lexical_alloc_scope: the attribute,
         # with its body indented (``with T.attr(...):``) or, folded, the rest of its scope
         folded = head.strip() == LEXICAL_SCOPE
-        if not (head.strip().startswith("with T.sblock(") or head.strip() == f"with {LEXICAL_SCOPE}:" or folded):
+        if not (
+            head.strip().startswith("with T.sblock(") or head.strip() == f"with {LEXICAL_SCOPE}:" or folded
+        ):
             continue
         indent = len(head) - len(head.lstrip(" ")) - (1 if folded else 0)
         for number in range(first + 1, len(rows) + 1):
