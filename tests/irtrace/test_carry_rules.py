@@ -209,3 +209,50 @@ def test_block_owned_lines_are_told_apart_from_lines_carried_over_a_pass(traces:
     later = [item for item in found if item.first.record.index > lower.last.record.index and item.carried]
     assert any(set(item.carried) - set(item.owned) for item in later)
     assert carried_words([1, 2], []) == "carried over a pass that dropped the line"
+
+
+@pytest.mark.parametrize(
+    ("owned", "ok"),
+    [
+        ([[10**6, 0, 36]], True),  # an IR line past the text: shown nowhere
+        ([[3, 0, 36]], True),  # an entry not among the carried ones: ignored
+        ([[3, 99, 36]], False),  # a file index the record does not have: a format error
+    ],
+)
+def test_hostile_owned_entries_show_nothing_and_raise_nothing(
+    traces: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    owned: list[list[int]],
+    ok: bool,
+) -> None:
+    """``owned`` entries come from a trace file: a bad one changes no listing and raises no traceback."""
+    import json
+
+    from irtrace.base.errors import ExitCode
+    from irtrace.cli.main import main
+
+    (gemm,) = calls(EXAMPLES / "gemm.py", "gemm")
+    good = main(["ir", str(traces["gemm_sm90"]), "--line", str(gemm.lineno), "--json"])
+    expected = json.loads(capsys.readouterr().out)
+    rows = traces["gemm_sm90"].read_text(encoding="utf-8").splitlines()
+    for number, row in enumerate(rows):
+        if '"record":"srcmap"' in row:
+            record = json.loads(row)
+            if record["files"]:
+                record["owned"] = [*record.get("owned", []), *owned]
+                rows[number] = json.dumps(record)
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    code = main(["ir", str(hostile), "--line", str(gemm.lineno), "--json"])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    if not ok:
+        assert code == ExitCode.TRACE_FORMAT and len(captured.err.strip().splitlines()) == 1
+        return
+    assert good == code == ExitCode.OK
+    document = json.loads(captured.out)
+    assert [p["ir_lines"] for p in document["passes"]] == [p["ir_lines"] for p in expected["passes"]]
+    assert [p["carried"] for p in document["passes"]] == [p["carried"] for p in expected["passes"]]
+    for group in document["passes"]:
+        assert set(group["owned"]) <= set(group["carried"])
