@@ -700,6 +700,7 @@ class CarryContext:
         self._params = params or {}
         self._descriptors: dict[int, int] | None = None
         self._arguments: dict[int, int] | None = None
+        self._stores: dict[int, int] | None = None
 
     @property
     def descriptors(self) -> dict[int, int]:
@@ -741,6 +742,17 @@ class CarryContext:
                     if _is_var(argument):
                         self._arguments[param.__chandle__()] = argument.__chandle__()
         return self._arguments
+
+    @property
+    def stores(self) -> dict[int, int]:
+        """A buffer's handle -> how many statements of the module store into it."""
+        if self._stores is None:
+            self._stores = {}
+            for fact in self._facts:
+                if _kind(fact.stmt) == "BufferStore":
+                    handle = fact.stmt.buffer.__chandle__()
+                    self._stores[handle] = self._stores.get(handle, 0) + 1
+        return self._stores
 
     def _calls(self) -> list[Any]:
         return [value for fact in self._facts if _kind(value := getattr(fact.stmt, "value", None)) == "Call"]
@@ -893,6 +905,8 @@ def _was_keys(source: CarrySource) -> set[tuple[str, int]]:
                 keys.add(("vectorized", _vector_key(inner[0], inner[1], stmt.extent)))
     for part in _unit_loop_body(stmt):
         keys.add(("unit_body", _hash(part)))
+    if _kind(stmt) == "BufferStore" and _only_store(source):
+        keys.add(_store_key(stmt))
     if not source.carried and _kind(stmt) in _BLOCKS:
         block = stmt.block if _kind(stmt) == "SBlockRealize" else stmt
         body = block.body
@@ -960,7 +974,7 @@ def _vector_store_key(stmt: Any, span: tuple[str, int]) -> tuple[str, int] | Non
     return ("vectorized", _vector_key(stmt, span, lanes)) if lanes > 1 else None
 
 
-_ANY_SPAN = {"vectorized", "unit_body", "own"}
+_ANY_SPAN = {"vectorized", "unit_body", "own", "store_into"}
 """Keys whose statement after the pass keeps a span of its own (the store a vectorized loop held,
 the statements of a loop of one iteration, a statement keeping the span it had): the lines
 carried to it go beside that span."""
@@ -1007,7 +1021,8 @@ def carry_spans(
     offered: dict[tuple[str, int], set[int]] = {}
     for source in before:
         if source.own is not None:  # every statement holding that span, of any kind
-            offered.setdefault(_own_key(source.stmt, source.own), set()).add(source.stmt.__chandle__())
+            for key in _own_keys(source.stmt, source.own):
+                offered.setdefault(key, set()).add(source.stmt.__chandle__())
         if _kind(source.stmt) not in kinds:
             continue
         handle = source.stmt.__chandle__()
@@ -1026,6 +1041,12 @@ def carry_spans(
         for part in _unit_loop_body(source.stmt):
             units[_hash(part)] = _own_span(part)
     unit_spans = set(units.values())
+    stores = {
+        source.stmt.buffer.__chandle__()
+        for source in lost
+        if _kind(source.stmt) == "BufferStore" and _only_store(source)
+    }
+    """the buffers of the lost stores that were the only store into their buffer"""
     for number, fact in enumerate(after):
         keys: set[tuple[str, int]] = set()
         if fact.span is None or fact.span in owns:
@@ -1037,7 +1058,9 @@ def carry_spans(
         if units and fact.span in unit_spans and _hash(fact.stmt) in units:
             keys.add(("unit_body", _hash(fact.stmt)))
         if fact.span is not None and fact.span in owns:
-            keys.add(_own_key(fact.stmt, fact.span))
+            keys |= _own_keys(fact.stmt, fact.span)
+        if stores and _kind(fact.stmt) == "BufferStore" and fact.stmt.buffer.__chandle__() in stores:
+            keys.add(_store_key(fact.stmt))
         for key in keys:
             if fact.span is None or key[0] in _ANY_SPAN or fact.span in owns:
                 targets.setdefault(key, []).append(number)
@@ -1078,10 +1101,26 @@ def carry_spans(
     return carried, following, carried_owned
 
 
-def _own_key(stmt: Any, own: tuple[str, int]) -> tuple[str, int]:
-    """A statement by the span it keeps, its kind and (a store) the buffer it stores into."""
-    buffer = stmt.buffer.__chandle__() if _kind(stmt) == "BufferStore" else 0
-    return ("own", hash((own, _kind(stmt), buffer)))
+def _own_keys(stmt: Any, own: tuple[str, int]) -> set[tuple[str, int]]:
+    """A statement by the span it keeps, its kind and (a store) the buffer it stores into, or that
+    buffer's storage (``tl.FlattenBuffer`` rebuilds a buffer over the same data variable)."""
+    if _kind(stmt) != "BufferStore":
+        return {("own", hash((own, _kind(stmt))))}
+    return {
+        ("own", hash((own, "buffer", stmt.buffer.__chandle__()))),
+        ("own", hash((own, "data", stmt.buffer.data.__chandle__()))),
+    }
+
+
+def _store_key(stmt: Any) -> tuple[str, int]:
+    return ("store_into", hash(stmt.buffer.__chandle__()))
+
+
+def _only_store(source: CarrySource) -> bool:
+    """Whether ``source`` is the only store into its buffer in its module (every statement of the
+    module counted, those without a line too)."""
+    context = source.context
+    return context is not None and context.stores.get(source.stmt.buffer.__chandle__(), 0) == 1
 
 
 def _own_span(stmt: Any) -> tuple[str, int] | None:

@@ -27,6 +27,11 @@ RECORDINGS = {
     "gemm_gfx942": (EXAMPLES / "gemm.py", "matmul(256, 256, 256)", "hip:gfx942"),
     "rmsnorm_sm80": (EXAMPLES / "rmsnorm.py", "rms_norm()", "cuda:sm_80"),
     "flash_gfx942": (EXAMPLES / "flash_attention.py", "flash_attention_fwd()", "hip:gfx942"),
+    "fp8_sm80": (
+        EXAMPLES / "fp8_quant.py",
+        "per_token_quant(1 << 10, HIDDEN, out_dtype=determine_fp8_type())",
+        "cuda:sm_80",
+    ),
 }
 
 
@@ -191,6 +196,26 @@ def test_a_vectorized_parallel_loop_reaches_its_vector_store(traces: dict[str, P
     assert any(re.search(r"scores_scale\w*( \+ \d+)?\)? = ", rows[n - 1]) for n in named), [
         rows[n - 1] for n in sorted(named)
     ]
+
+
+def test_a_store_split_by_a_decoupled_cast_reaches_the_store_into_its_buffer(traces: dict[str, Path]) -> None:
+    """FP8 quantization on ``cuda:sm_80``: ``tl.DecoupleTypeCast`` splits the store of the quantized
+    value into ``Q`` (read with ``ast``: the assignment to ``Q[...]``) into a cast into a local
+    buffer and a store of that into ``Q``; the line maps to exactly the source lines storing into
+    ``Q``."""
+    path = EXAMPLES / "fp8_quant.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    (store,) = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Subscript)
+        and base_name(node.targets[0]) == "Q"
+    ]
+    trace = load_trace(traces["fp8_sm80"])
+    named, rows = mapped_source_lines(trace, store.lineno)
+    into_q = {n for n, row in enumerate(rows, start=1) if re.search(r"\(Q \+ .*\) = ", row)}
+    assert into_q and named == into_q, [rows[n - 1] for n in sorted(named)]
 
 
 def test_block_owned_lines_are_told_apart_from_lines_carried_over_a_pass(traces: dict[str, Path]) -> None:
