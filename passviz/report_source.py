@@ -59,8 +59,8 @@ class RunSourceMaps:
     map number]`` per run of passes after which it printed the same lines: the IR lines are the
     map's, held once in ``maps`` (a list per entry would repeat them for every run of passes)"""
     carried: list[dict[int, list[int]]] = field(default_factory=list)
-    """per map in ``maps``: Python line -> those of its IR lines carried over a pass that dropped
-    the span (docs/source-maps.md)"""
+    """per map in ``maps``: Python line -> those of its IR lines carried (over a pass that dropped
+    the span, or inside a block of the line: docs/source-maps.md)"""
 
 
 class SourceLines:

@@ -40,7 +40,7 @@ class TextOrigins:
     source: tuple[str, ...] | None
     """the kernel's file as the trace holds it (``None`` when it holds none)"""
     spanned: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
-    """``lines`` without the lines carried over a pass that dropped their span"""
+    """``lines`` without the carried lines (over a pass that dropped their span, or inside a block)"""
 
     def of(self, ir_lines: Iterable[int]) -> tuple[int, ...]:
         return tuple(sorted({py for ir in ir_lines for py in self.lines.get(ir, ())}))
@@ -59,7 +59,8 @@ class HunkOrigin:
     old: tuple[int, ...] | None
     new: tuple[int, ...] | None
     old_carried: tuple[int, ...] = ()
-    """of ``old``, the lines that reach the hunk only through statements carried over a pass"""
+    """of ``old``, the lines that reach the hunk only through carried statements (over a pass, or
+    inside a block of the line)"""
     new_carried: tuple[int, ...] = ()
     """of ``new``, likewise"""
 

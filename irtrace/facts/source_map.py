@@ -177,8 +177,8 @@ def origins_by_ir_line(
 ) -> dict[int, tuple[int, ...]]:
     """IR line -> the lines of ``files`` its statements come from, for the lines ``text`` has (and,
     with ``source_lines``, Python lines the kernel's file has): a hostile map naming lines past
-    either end, or another file, adds nothing. With ``carried``, the lines carried over a pass
-    that dropped them count too (``carried_ir_lines`` tells them apart)."""
+    either end, or another file, adds nothing. With ``carried``, the carried lines (over a pass
+    that dropped them, or inside a block) count too (``carried_ir_lines`` tells them apart)."""
     count = text.count("\n") + (0 if text.endswith("\n") else 1)
     indexes = {i for i, name in enumerate(source_map.files) if name in files}
     found: dict[int, set[int]] = {}
@@ -231,7 +231,8 @@ def ir_lines(
     source_map: SourceMapRecord, files: set[str], line: int, text: str, carried: bool = True
 ) -> list[int]:
     """The lines of ``text`` (the module's IR, from 1) that ``source_map`` says print a statement of
-    ``line`` in one of ``files`` (with ``carried``, also one carried over a pass that dropped it)."""
+    ``line`` in one of ``files`` (with ``carried``, also one carried to it: over a pass that dropped
+    it, or inside a block of it)."""
     entries = [*source_map.lines, *(source_map.carried if carried else ()), *source_map.inner]
     return _named(entries, source_map.files, files, line, text)
 
@@ -454,8 +455,8 @@ def _kernel_lines(source_map: SourceMapRecord, files: set[str]) -> tuple[int, ..
 
 
 def carried_kernel_lines(source_map: SourceMapRecord, files: set[str]) -> tuple[int, ...]:
-    """The lines of ``files`` that the module keeps only through statements carried over a pass
-    that dropped their span (``SourceMapRecord.carried``)."""
+    """The lines of ``files`` that the module keeps only through carried statements (over a pass
+    that dropped their span, or inside a block of the line: ``SourceMapRecord.carried``)."""
     indexes = {i for i, name in enumerate(source_map.files) if name in files}
     spanned = set(_kernel_lines(source_map, files))
     return tuple(sorted({py for _, file, py in source_map.carried if file in indexes} - spanned))
