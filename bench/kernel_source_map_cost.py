@@ -86,7 +86,7 @@ def main() -> None:
         carry: list[Any] = []
         for m, text in modules:
             spans = module_spans(m, text)
-            _, carry = carry_spans(carry, spans.facts)
+            _, carry, _ = carry_spans(carry, spans.facts, spans.context)
 
     ir_maps = cpu_median(carried_maps, repeat)
     plain = cpu_median(lambda: [module_spans(m, text, carry=False) for m, text in modules], repeat)

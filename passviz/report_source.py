@@ -71,8 +71,8 @@ class RunSourceMaps:
     map number]`` per run of passes after which it printed the same lines: the IR lines are the
     map's, held once in ``maps`` (a list per entry would repeat them for every run of passes)"""
     carried: list[dict[int, list[int]]] = field(default_factory=list)
-    """per map in ``maps``: Python line -> those of its IR lines carried over a pass that dropped
-    the span (docs/source-maps.md)"""
+    """per map in ``maps``: Python line -> those of its IR lines carried (over a pass that dropped
+    the span, or inside a block of the line: docs/source-maps.md)"""
 
 
 class SourceLines:
@@ -187,10 +187,11 @@ class SourceLines:
             "pass (highlighted here and in the diffs below)</summary>"
             "<p>Exact, from the spans TileLang set on the statements (the trace's source maps): an IR "
             "line is listed when a statement it prints carries the Python line, or (marked carried) "
-            "is provably the statement that carried it before a pass dropped its span. A line that "
-            "made no statement but binds a value shows the IR of the lines reading it, and says so; "
-            "a line the frontend did not run (a branch Python left out) says that. Lines no "
-            "statement carries are not clickable.</p>"
+            "is provably that line's statement without a span of it: carried over a pass that "
+            "dropped the span, or inside a block of that line. A line that made no statement but "
+            "binds a value shows the IR of the lines reading it, and says so; a line the frontend "
+            "did not run (a branch Python left out) says that. Lines no statement carries are not "
+            "clickable.</p>"
             f"<div class='pysrc' data-run='{run_id}'><pre class='pysource'>{newline.join(rows)}</pre>"
             "<div class='pythrough'><p class='unchanged'>Choose a line.</p></div></div>"
             f"<script type='application/json' class='pymap' data-run='{run_id}'>{data}</script>"

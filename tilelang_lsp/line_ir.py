@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from irtrace.facts.source_map import carried_words
 from tilelang_lsp.document import Document
 from tilelang_lsp.protocol import (
     OK,
@@ -216,7 +217,7 @@ def render_section(found: SourceLines, entry: LineThroughPasses) -> str:
         numbers = ", ".join(str(n) for n in stage.ir_lines[:6]) + (", …" if len(stage.ir_lines) > 6 else "")
         noun = "IR line" if len(stage.ir_lines) == 1 else "IR lines"
         more = f" +{len(stage.text) - 1}" if len(stage.text) > 1 else ""
-        carried = ", carried over a pass that dropped the line" if stage.carried else ""
+        carried = f", {carried_words(stage.carried, stage.owned)}" if stage.carried else ""
         bullets.append(f"- after {passes} ({noun} {numbers}{carried}): {_code(stage.text[0])}{more}")
     return "\n".join(bullets)
 

@@ -183,7 +183,10 @@ class LineStage(msgspec.Struct, frozen=True, kw_only=True):
     text: tuple[str, ...]
     """Those lines as printed."""
     carried: tuple[int, ...] = ()
-    """Of ``ir_lines``, those whose statement was carried over a pass that dropped its span."""
+    """Of ``ir_lines``, those without a span of the line that are provably its statements: carried
+    over a pass that dropped the span, or inside a block of the line (those are in ``owned`` too)."""
+    owned: tuple[int, ...] = ()
+    """Of ``carried``, those inside a block of the line, not carried over a pass."""
     used_by: tuple[int, ...] = ()
     """For a line that made no statement but binds a value: the lines reading it, whose IR
     ``ir_lines`` are (``LineInPass.used_by``)."""

@@ -17,6 +17,7 @@ from irtrace.facts.source_map import (
     SpanRow,
     author_lines,
     carried_kernel_lines,
+    carried_words,
     changed_rows,
     generated_texts,
     kernel_files,
@@ -110,7 +111,8 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
         span = item.first.label if item.first is item.last else f"{item.first.label} .. {item.last.label}"
         carried = ""
         if item.carried:
-            carried = f", carried: {_lines(item.carried)} (marked ~, see docs/source-maps.md)"
+            why = carried_words(item.carried, item.owned)
+            carried = f", carried: {_lines(item.carried)} (marked ~: {why}; see docs/source-maps.md)"
         if item.used_by:
             carried += f"; no statement of its own, {used_by_words(item.used_by)}"
         echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index}){carried}")

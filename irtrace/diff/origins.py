@@ -40,7 +40,7 @@ class TextOrigins:
     source: tuple[str, ...] | None
     """the kernel's file as the trace holds it (``None`` when it holds none)"""
     spanned: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
-    """``lines`` without the lines carried over a pass that dropped their span"""
+    """``lines`` without the carried lines (over a pass that dropped their span, or inside a block)"""
     values: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     """a line that made no statement -> the lines reading its value (``AuthorLines.value_users``):
     a hunk touching their IR comes from it too"""
@@ -71,7 +71,8 @@ class HunkOrigin:
     old: tuple[int, ...] | None
     new: tuple[int, ...] | None
     old_carried: tuple[int, ...] = ()
-    """of ``old``, the lines that reach the hunk only through statements carried over a pass"""
+    """of ``old``, the lines that reach the hunk only through carried statements (over a pass, or
+    inside a block of the line)"""
     new_carried: tuple[int, ...] = ()
     """of ``new``, likewise"""
     used_by: Mapping[int, tuple[int, ...]] = field(default_factory=dict)

@@ -61,6 +61,9 @@ class _Finished:
         self._ends = ends
         self.last = index - 1 if started else ends.get(index, index)
         """the highest index among them"""
+        self.own = None if started else index
+        """the pass itself, when it has finished: a map it wrote is the last written by then (a
+        pass's map is written when it ends, after its nested passes' maps)"""
 
     def started(self) -> _Finished:
         """The passes that had finished when this one began."""
@@ -80,6 +83,9 @@ def _map_of(by_text: dict[str, _TextMaps], sha: str | None, finished: _Finished)
     """The map of text ``sha`` written last by one of the ``finished`` passes (or for the input).
     Only a pass's ancestors (at most ``MAX_DEPTH``) are skipped on the way down."""
     keys, maps = by_text.get(sha or "", ([], []))
+    own = bisect_left(keys, finished.own) if finished.own is not None else len(keys)
+    if own < len(keys) and keys[own] == finished.own:
+        return maps[own]
     at = bisect_right(keys, finished.last)
     while at > 0:
         key = keys[at - 1]
@@ -173,8 +179,8 @@ def origins_by_ir_line(
 ) -> dict[int, tuple[int, ...]]:
     """IR line -> the lines of ``files`` its statements come from, for the lines ``text`` has (and,
     with ``source_lines``, Python lines the kernel's file has): a hostile map naming lines past
-    either end, or another file, adds nothing. With ``carried``, the lines carried over a pass
-    that dropped them count too (``carried_ir_lines`` tells them apart)."""
+    either end, or another file, adds nothing. With ``carried``, the carried lines (over a pass
+    that dropped them, or inside a block) count too (``carried_ir_lines`` tells them apart)."""
     count = text.count("\n") + (0 if text.endswith("\n") else 1)
     indexes = {i for i, name in enumerate(source_map.files) if name in files}
     found: dict[int, set[int]] = {}
@@ -317,7 +323,8 @@ def ir_lines(
     source_map: SourceMapRecord, files: set[str], line: int, text: str, carried: bool = True
 ) -> list[int]:
     """The lines of ``text`` (the module's IR, from 1) that ``source_map`` says print a statement of
-    ``line`` in one of ``files`` (with ``carried``, also one carried over a pass that dropped it)."""
+    ``line`` in one of ``files`` (with ``carried``, also one carried to it: over a pass that dropped
+    it, or inside a block of it)."""
     entries = [*source_map.lines, *(source_map.carried if carried else ()), *source_map.inner]
     return _named(entries, source_map.files, files, line, text)
 
@@ -327,6 +334,32 @@ def carried_ir_lines(source_map: SourceMapRecord, files: set[str], line: int, te
     pass that dropped its span (the views mark them)."""
     spanned = set(_named(source_map.lines, source_map.files, files, line, text))
     return [n for n in _named(source_map.carried, source_map.files, files, line, text) if n not in spanned]
+
+
+def owned_ir_lines(source_map: SourceMapRecord, files: set[str], line: int, text: str) -> list[int]:
+    """Of ``carried_ir_lines``, those whose statement is the line's only by being inside a block of
+    that line (``SourceMapRecord.owned``), not carried over a pass."""
+    carried = set(carried_ir_lines(source_map, files, line, text))
+    others = {
+        n
+        for n in _named(
+            sorted(set(source_map.carried) - set(source_map.owned)), source_map.files, files, line, text
+        )
+    }
+    return [n for n in _named(source_map.owned, source_map.files, files, line, text) if n in carried - others]
+
+
+def carried_words(carried: Sequence[int], owned: Sequence[int]) -> str:
+    """Why the ``carried`` IR lines (``~``) are the line's though no span of it is on them, in
+    words true of each kind: carried over a pass that dropped the span, or (``owned``) inside a
+    block of the line, within the one module. Empty when none is carried."""
+    if not carried:
+        return ""
+    if not set(carried) - set(owned):
+        return "inside the line's block, without a span of that line"
+    if owned:
+        return "carried over a pass that dropped the line, or inside the line's block"
+    return "carried over a pass that dropped the line"
 
 
 def _named(
@@ -347,7 +380,12 @@ class LineInPass:
     lines: tuple[int, ...]
     text_lines: tuple[str, ...]
     carried: tuple[int, ...] = ()
-    """of ``lines``, those carried over a pass that dropped the span (``SourceMapRecord.carried``)"""
+    """of ``lines``, those without a span of the line that are provably its statements
+    (``SourceMapRecord.carried``): carried over a pass that dropped the span, or inside a block of
+    the line (those are in ``owned`` too)"""
+    owned: tuple[int, ...] = ()
+    """of ``carried``, those inside a block of the line (``SourceMapRecord.owned``), not carried
+    over a pass"""
     used_by: tuple[int, ...] = ()
     """for a line that made no statement (``AuthorLines.value_users``): the lines reading its value
     whose IR ``lines`` are"""
@@ -364,6 +402,7 @@ def require_maps(run: KernelRun) -> None:
 
 def query_facts(trace: Trace, run: KernelRun, query: LineQuery) -> AuthorLines:
     """``author_lines`` when ``query`` asks about the kernel's own file, else nothing claimed."""
+    require_maps(run)  # a trace without maps says so before a file is looked for in them
     files = wanted_files(run, query)
     return author_lines(trace, run) if files <= kernel_files(run) else AuthorLines()
 
@@ -389,7 +428,10 @@ def line_through_passes(
     users = facts.users_of(query.line)
     found: list[LineInPass] = []
     last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
-    seen: dict[tuple[str, int], tuple[list[int], tuple[str, ...], tuple[int, ...], tuple[int, ...]]] = {}
+    seen: dict[
+        tuple[str, int],
+        tuple[list[int], tuple[str, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    ] = {}
     for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
             continue
@@ -404,11 +446,19 @@ def line_through_passes(
             numbers = sorted({n for found_lines in by_line.values() for n in found_lines})
             all_lines = text.split("\n") if numbers else []
             carried_here: set[int] = set()
+            owned_here: set[int] = set()
             for line in by_line if numbers else ():
                 carried_here.update(carried_ir_lines(item.source_map, files, line, text))
+                owned_here.update(owned_ir_lines(item.source_map, files, line, text))
             used = tuple(line for line, found_lines in by_line.items() if found_lines) if users else ()
-            seen[key] = (numbers, tuple(all_lines[n - 1] for n in numbers), tuple(sorted(carried_here)), used)
-        numbers, shown, carried, used_by = seen[key]
+            seen[key] = (
+                numbers,
+                tuple(all_lines[n - 1] for n in numbers),
+                tuple(sorted(carried_here)),
+                tuple(sorted(owned_here & carried_here)),
+                used,
+            )
+        numbers, shown, carried, owned, used_by = seen[key]
         if not numbers:
             continue
         previous = found[-1] if found else None
@@ -418,12 +468,13 @@ def line_through_passes(
             and previous.lines == tuple(numbers)
             and previous.text_lines == shown
             and previous.carried == carried
+            and previous.owned == owned
             and previous.used_by == used_by
             and previous.last.record.ir_after == item.record.ir_after
         ):
-            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried, used_by)
+            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried, owned, used_by)
         else:
-            found.append(LineInPass(item, item, tuple(numbers), shown, carried, used_by))
+            found.append(LineInPass(item, item, tuple(numbers), shown, carried, owned, used_by))
         last_shown = position
     return found
 
@@ -457,6 +508,7 @@ def line_document(
                 "ir": item.first.record.ir_after,
                 "ir_lines": list(item.lines),
                 "carried": list(item.carried),
+                "owned": list(item.owned),
                 "used_by": list(item.used_by),
                 "text": list(item.text_lines),
             }
@@ -530,8 +582,8 @@ def _kernel_lines(source_map: SourceMapRecord, files: set[str]) -> tuple[int, ..
 
 
 def carried_kernel_lines(source_map: SourceMapRecord, files: set[str]) -> tuple[int, ...]:
-    """The lines of ``files`` that the module keeps only through statements carried over a pass
-    that dropped their span (``SourceMapRecord.carried``)."""
+    """The lines of ``files`` that the module keeps only through carried statements (over a pass
+    that dropped their span, or inside a block of the line: ``SourceMapRecord.carried``)."""
     indexes = {i for i, name in enumerate(source_map.files) if name in files}
     spanned = set(_kernel_lines(source_map, files))
     return tuple(sorted({py for _, file, py in source_map.carried if file in indexes} - spanned))

@@ -309,18 +309,27 @@ class PassRecorder:
             spans = snapshot.spans
             if snapshot.mapped and snapshot.sha in self._carries and not nested:
                 self._carry = self._carries[snapshot.sha]
-            if snapshot.mapped or spans is None or snapshot.sha is None:
+            again = snapshot.mapped_nested and not nested and snapshot.sha not in self._carries
+            if (snapshot.mapped and not again) or spans is None or snapshot.sha is None:
+                return
+            if nested and snapshot.sha in self._carries:
+                snapshot.mapped = True  # a text mapped with its carried lines already: that map holds
                 return
             if received is not None and received.sha in self._carries:
                 self._carry = self._carries[received.sha]
-            snapshot.mapped = True
+            snapshot.mapped, snapshot.mapped_nested = True, nested
             files = list(spans.files) if spans.lines is not None else []
             carried: list[tuple[int, int, int]] = []
+            owned: list[tuple[int, int, int]] = []
             if spans.lines is not None:
                 found: list[tuple[int, str, int]] = []
+                owned_here: list[tuple[int, str, int]] = list(spans.owned)
                 remapped: list[tuple[int, str, int]] = []
                 if not nested:
-                    found, self._carry = carry_spans(self._carry if after is not None else [], spans.facts)
+                    found, self._carry, in_scopes = carry_spans(
+                        self._carry if after is not None else [], spans.facts, spans.context
+                    )
+                    owned_here.extend(in_scopes)
                     self._carry.extend(spans.owned_statements)
                     self._carries[snapshot.sha] = self._carry
                     while len(self._carries) > _CARRIES_KEPT:
@@ -331,6 +340,9 @@ class PassRecorder:
                     carried.append((ir_line, index.setdefault(file, len(files)), line))
                     if len(files) < len(index):
                         files.append(file)
+                # a statement owned by its block, and carried to it by no other rule
+                by_others = {entry for entry in [*found, *remapped] if entry not in set(owned_here)}
+                owned = [(ir_line, index[file], line) for ir_line, file, line in set(owned_here) - by_others]
             elif not nested:
                 self._carry = []  # an unplaced map proves nothing for the next pass
             ran_entries: list[tuple[int, int]] | None = None
@@ -353,6 +365,7 @@ class PassRecorder:
                     files=files,
                     lines=list(spans.lines or ()),
                     carried=sorted(set(carried)),
+                    owned=sorted(owned),
                     inner=list(spans.inner) if spans.lines is not None else [],
                     ran=ran_entries,
                 ),
@@ -580,9 +593,23 @@ class PassRecorder:
         from irtrace.lowering.spans import kernel_source_spans
 
         self.printer.barrier()  # the maps of every pass written: the carry is the last module's
-        carried = {item.stmt.__chandle__(): item.span for item in self._carry if item.carried}
+        carried: dict[int, set[tuple[str, int]]] = {}
+        by_other_rules: set[tuple[int, tuple[str, int]]] = set()
+        in_blocks: set[tuple[int, tuple[str, int]]] = set()
+        for item in self._carry:
+            if item.carried:
+                carried.setdefault(item.stmt.__chandle__(), set()).add(item.span)
+                (in_blocks if item.owned else by_other_rules).add((item.stmt.__chandle__(), item.span))
         try:
-            spans = kernel_source_spans(event.mod, event.target, str(event.name), source, carried)
+            spans = kernel_source_spans(
+                event.mod,
+                event.target,
+                str(event.name),
+                source,
+                carried,
+                self._storage,
+                in_blocks - by_other_rules,
+            )
         except Exception:  # a map is extra: TileLang's codegen failing on it must not fail the run
             return
         if spans is None:
@@ -595,6 +622,7 @@ class PassRecorder:
             carried_lines.append((source_line, index.setdefault(file, len(files)), line))
             if len(files) < len(index):
                 files.append(file)
+        owned = [(source_line, index[file], line) for source_line, file, line in spans.in_blocks]
         record = SourceMapRecord(
             run=run_id,
             after=after,
@@ -605,6 +633,7 @@ class PassRecorder:
             files=files,
             lines=list(spans.lines or ()),
             carried=carried_lines,
+            owned=owned if spans.lines is not None else [],
             by="line_directives",
         )
 

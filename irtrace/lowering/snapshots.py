@@ -204,7 +204,7 @@ class Snapshot:
     """One printed module; the writer thread fills in its text's SHA-256 (and, when source maps
     are asked for, its statements' spans on the printed lines)."""
 
-    __slots__ = ("mapped", "scope", "sha", "spans")
+    __slots__ = ("mapped", "mapped_nested", "scope", "sha", "spans")
 
     def __init__(self, scope: Scope = "module") -> None:
         self.sha: str | None = None
@@ -212,6 +212,9 @@ class Snapshot:
         self.spans: ModuleSpans | None = None
         self.mapped = False
         """its source map was written (a snapshot serving several passes is mapped once)"""
+        self.mapped_nested = False
+        """the map written was a nested pass's, which carries no line over: the outer pass that
+        ends with the same module maps it again, with the lines carried"""
 
 
 WRITER_PERIOD_S = 0.02

@@ -539,11 +539,16 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     """`[ir_line, file, line]`: IR line `ir_line` (from 1) prints a statement whose span is line `line` of
     `files[file]`; sorted, one entry per distinct triple"""
     carried: list[tuple[Id, Id, Id]] = []
-    """`[ir_line, file, line]` as in `lines`, for a statement without a span that is provably the
-    statement of that line before a pass that dropped its span (`irtrace.lowering.spans.carry_spans`:
-    structurally equal apart from spans, a block replaced by its unchanged body, or a `T.copy` turned
-    into a `T.tma_copy` of the same source region, each the only one of its kind on both sides). Views
-    mark these lines as carried; a line neither spanned nor carried was lost in that pass"""
+    """`[ir_line, file, line]` as in `lines`, for a statement that has no span of that line but is
+    provably the statement of that line: one before a pass that dropped its span
+    (`irtrace.lowering.spans.carry_spans`, by the rules of docs/source-maps.md, "Carried lines", each
+    match the only one of its kind on both sides), or one inside a block of that line (listed in
+    `owned` too). Views mark these lines as carried; a line neither spanned nor carried was lost in
+    that pass"""
+    owned: list[tuple[Id, Id, Id]] = []
+    """of `carried`, the entries whose statement is the line's only because it is inside a block
+    (or the scope a block became) of that line, without a span of its own in that file: not carried
+    over a pass, so views word them apart (an entry not in `carried` is ignored)"""
     inner: list[tuple[Id, Id, Id]] = []
     """`[ir_line, file, line]` as in `lines`: the macro's own line (the inner frame) of a statement that
     a macro such as `T.reduce_sum` built and whose span names the kernel line that called it (the
@@ -581,7 +586,7 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
                 )
         if self.ran is not None and self.after is not None:
             raise SchemaError("srcmap: ran is given only for the module the pipeline received (after null)")
-        for ir_line, file, line in [*self.lines, *self.carried, *self.inner]:
+        for ir_line, file, line in [*self.lines, *self.carried, *self.owned, *self.inner]:
             if ir_line < 1 or line < 1 or file >= len(self.files):
                 raise SchemaError(
                     f"srcmap: entry {[ir_line, file, line]} needs lines from 1 and a file index below "

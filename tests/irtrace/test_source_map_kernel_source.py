@@ -83,7 +83,8 @@ def test_kernel_source_lines_agree_with_tilelang_s_own_line_directives(
     mapped = {n for n, f, line in record.lines if record.files[f] == str(GEMM_FILE) and line == store_c}
     writes_c = {n for n, row in enumerate(text, start=1) if re.search(r"\bC\[|\(C \+", row) and "=" in row}
     assert writes_c and writes_c <= mapped, "the lines storing into C are the T.copy's"
-    assert generated_lines(gemm_trace, run, LineQuery(store_c)).source == tuple(sorted(mapped))
+    carried = {n for n, f, line in record.carried if record.files[f] == str(GEMM_FILE) and line == store_c}
+    assert generated_lines(gemm_trace, run, LineQuery(store_c)).source == tuple(sorted(mapped | carried))
     gemm_line = line_of("T.gemm(")
     named = {line for _, f, line in record.lines if record.files[f] == str(GEMM_FILE)}
     assert gemm_line not in named  # lowered through TileLang's macros: their files' lines instead
@@ -102,9 +103,13 @@ def test_ir_line_shows_the_kernel_source_lines(gemm_trace: Trace, capsys: pytest
     assert code == ExitCode.OK and document["source"]["lines"] == list(expected) and expected
     assert document["source"]["text"] == [text[n - 1] for n in expected]
     assert "ptx" not in document  # recorded without machine code
-    code = main(["ir", gemm_trace.path, "-t", "cuda:sm_90", "--line", str(line_of("T.gemm("))])
-    out = capsys.readouterr().out
-    assert code == ExitCode.OK and "in the kernel source: no line" in out
+    # the T.gemm line reaches the source only carried (docs/source-maps.md, "Carried lines"), on
+    # the lines issuing its WGMMA instructions
+    code = main(["ir", gemm_trace.path, "-t", "cuda:sm_90", "--line", str(line_of("T.gemm(")), "--json"])
+    document = json.loads(capsys.readouterr().out)
+    shown = document["source"]["text"]
+    assert code == ExitCode.OK and any("wgmma" in row for row in shown)
+    assert all("tma_load" not in row for row in shown)
 
 
 @pytest.mark.parametrize(
@@ -140,6 +145,7 @@ def test_a_hostile_kernel_source_map_shows_no_line_past_the_end(
         if '"by":"line_directives"' in line:
             record = json.loads(line)
             record["lines"] = [[10**6, 0, 38]]
+            record["carried"] = record["owned"] = []
             lines[number] = json.dumps(record)
     bad = tmp_path / "far.jsonl"
     bad.write_text("\n".join(lines) + "\n")

@@ -56,9 +56,10 @@ def pymap(page: str, run: KernelRun) -> dict[str, Any]:
 
 
 def own_records(trace: Trace, run: KernelRun) -> list[tuple[PassRecord, dict[str, Any]]]:
-    """The passes that wrote a map of their own, with it."""
+    """The passes that wrote a map of their own, with it (the kernel source's map, after codegen,
+    is not a pass's IR: the report's IR panel leaves it out)."""
     assert trace.path is not None
-    records = raw_maps(trace.path)
+    records = {key: raw for key, raw in raw_maps(trace.path).items() if raw.get("by") != "line_directives"}
     return [(p, records[(run.run_id, p.index)]) for p in run.passes if (run.run_id, p.index) in records]
 
 

@@ -77,6 +77,7 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
                 ir_lines=item.lines[:MAX_STAGE_LINES],
                 text=tuple(line[:MAX_LINE_CHARS] for line in item.text_lines[:MAX_STAGE_LINES]),
                 carried=tuple(n for n in item.carried if n in item.lines[:MAX_STAGE_LINES]),
+                owned=tuple(n for n in item.owned if n in item.lines[:MAX_STAGE_LINES]),
                 used_by=item.used_by,
             )
             for item in line_through_passes(trace, run, LineQuery(number), facts=facts)

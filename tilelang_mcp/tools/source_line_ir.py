@@ -59,8 +59,11 @@ class LineGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     ir_lines: list[int]
     """1-based lines of that IR text printing statements that carry the line's span."""
     carried: list[int] = []
-    """Of ``ir_lines``, those whose statement carries the line only because it was carried over a
-    pass that dropped its span (docs/source-maps.md, "Carried lines")."""
+    """Of ``ir_lines``, those whose statement has no span of the line but is provably its: carried
+    over a pass that dropped its span, or inside a block of the line (docs/source-maps.md, "Carried
+    lines")."""
+    owned: list[int] = []
+    """Of ``carried``, those inside a block of the line, not carried over a pass."""
     used_by: list[int] = []
     """For a line that made no statement of its own but binds a value (``tx =
     T.get_thread_binding()``): the lines reading that value, whose IR ``ir_lines`` are."""
