@@ -146,7 +146,8 @@ BENCH_SMOKE := \
 	bench/scale_corpus.py \
 	bench/trace_load.py \
 	bench/trace_overhead.py \
-	bench/tui_open.py
+	bench/tui_open.py \
+	bench/twin_overhead.py
 bench-smoke: setup ## Run every bench/ script once, small (--smoke), as CI does
 	@set -e; for script in $(BENCH_SMOKE); do \
 	  echo "== $$script --smoke"; started=$$(date +%s); \
