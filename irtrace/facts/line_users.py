@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from irtrace.facts.source_tree import parse_source
+
 _State = dict[str, frozenset[int]]
 """name -> the lines of the bindings of it that may reach here"""
 WORK_PER_STATEMENT = 256
@@ -211,7 +213,7 @@ def binding_readers(source: str) -> BindingReaders | None:
     does not parse or its nesting costs more than its size allows. Kept for the last few texts:
     a diff of every pass asks about the same file."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)  # the parse other readers of this text share
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     try:

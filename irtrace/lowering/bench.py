@@ -149,9 +149,7 @@ def captured_sizes(
     """The sizes a captured call gave the symbolic dimensions: ``T.dynamic`` values as TileLang bound
     them, any other dimension read from the call's tensor of that parameter, and, for a kernel
     compiled from plain numbers that sees its tensors only at launch, the tensors of its most
-    launched signature."""
-    from tvm import tirx
-
+    launched signature (``_bind_dimensions``: a dimension written ``n + 1`` is solved)."""
     sizes: dict[str, int] = {}
     launched_dims = []
     for name, arg in _launch_args(func, launches).items():
@@ -160,16 +158,11 @@ def captured_sizes(
         if buffer is None or arg.shape is None or len(arg.shape) != len(buffer.shape):
             continue
         launched_dims += list(zip(buffer.shape, arg.shape, strict=True))
-    for dim, size in launched_dims:
-        if isinstance(dim, tirx.Var):
-            sizes.setdefault(str(dim.name), int(size))
-    for dim, size in launched_dims:  # ``n + 1`` of a ``cu_seqlens``: after every bare dimension
-        solved = solve_dimension(dim, int(size))
-        if solved is not None:
-            sizes.setdefault(*solved)
+    _bind_dimensions(sizes, launched_dims)
     if instance is None:
         return sizes
     sizes = {**sizes, **{name: int(size) for name, size in instance.dynamic.items()}}
+    called_dims = []
     for param in func.params:
         buffer = func.buffer_map.get(param)
         # an eager kernel's parameter is named as the Python argument; a PrimFunc's buffer may be
@@ -178,10 +171,23 @@ def captured_sizes(
         )
         if buffer is None or tensor is None or len(tensor.shape) != len(buffer.shape):
             continue
-        for dim, size in zip(buffer.shape, tensor.shape, strict=True):
-            if isinstance(dim, tirx.Var):
-                sizes.setdefault(str(dim.name), int(size))
+        called_dims += list(zip(buffer.shape, tensor.shape, strict=True))
+    _bind_dimensions(sizes, called_dims)
     return sizes
+
+
+def _bind_dimensions(sizes: dict[str, int], dims: Sequence[tuple[Any, int]]) -> None:
+    """Add to ``sizes`` what ``(dimension, size)`` pairs give a variable not bound yet: bare
+    dimensions first, then affine ones (``n + 1`` of a ``cu_seqlens``, ``solve_dimension``)."""
+    from tvm import tirx
+
+    for dim, size in dims:
+        if isinstance(dim, tirx.Var):
+            sizes.setdefault(str(dim.name), int(size))
+    for dim, size in dims:
+        solved = solve_dimension(dim, int(size))
+        if solved is not None:
+            sizes.setdefault(*solved)
 
 
 def solve_dimension(dim: Any, size: int) -> tuple[str, int] | None:
@@ -190,10 +196,8 @@ def solve_dimension(dim: Any, size: int) -> tuple[str, int] | None:
     dimension of several variables, or one no integer value gives ``size``."""
     from tvm import arith, tirx
 
-    found: list[Any] = []
-    tirx.stmt_functor.post_order_visit(dim, lambda n: found.append(n) if isinstance(n, tirx.Var) else None)
-    names = {str(v.name) for v in found}
-    if isinstance(dim, tirx.Var) or len(names) != 1:
+    found = _variables(dim)
+    if isinstance(dim, tirx.Var) or len({str(v.name) for v in found}) != 1:
         return None
     var = found[0]
     analyzer = arith.Analyzer()
@@ -262,15 +266,23 @@ def plan_inputs(
 
 def _shape_vars(func: Any) -> list[Any]:
     """Every variable in the shapes of ``func``'s buffer parameters (a dimension may be ``2 * n``)."""
-    from tvm import tirx
 
     found: list[Any] = []
     for param in func.params:
         buffer = func.buffer_map.get(param)
         for dim in [] if buffer is None else buffer.shape:
-            tirx.stmt_functor.post_order_visit(
-                dim, lambda node: found.append(node) if isinstance(node, tirx.Var) else None
-            )
+            found += _variables(dim)
+    return found
+
+
+def _variables(expr: Any) -> list[Any]:
+    """Every variable in ``expr`` (a dimension may be ``2 * n``), in visiting order."""
+    from tvm import tirx
+
+    found: list[Any] = []
+    tirx.stmt_functor.post_order_visit(
+        expr, lambda node: found.append(node) if isinstance(node, tirx.Var) else None
+    )
     return found
 
 

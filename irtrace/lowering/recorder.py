@@ -321,6 +321,7 @@ class PassRecorder:
             files = list(spans.files) if spans.lines is not None else []
             carried: list[tuple[int, int, int]] = []
             owned: list[tuple[int, int, int]] = []
+            index = {name: number for number, name in enumerate(files)}
             if spans.lines is not None:
                 found: list[tuple[int, str, int]] = []
                 owned_here: list[tuple[int, str, int]] = list(spans.owned)
@@ -335,24 +336,17 @@ class PassRecorder:
                     while len(self._carries) > _CARRIES_KEPT:
                         del self._carries[next(iter(self._carries))]
                     remapped = carry_allocations(self._storage, spans.allocations)
-                index = {name: number for number, name in enumerate(files)}
                 for ir_line, file, line in [*found, *spans.owned, *remapped]:
-                    carried.append((ir_line, index.setdefault(file, len(files)), line))
-                    if len(files) < len(index):
-                        files.append(file)
+                    carried.append((ir_line, _file_number(files, index, file), line))
                 # a statement owned by its block, and carried to it by no other rule
-                by_others = {entry for entry in [*found, *remapped] if entry not in set(owned_here)}
-                owned = [(ir_line, index[file], line) for ir_line, file, line in set(owned_here) - by_others]
+                in_blocks = set(owned_here)
+                by_others = {entry for entry in [*found, *remapped] if entry not in in_blocks}
+                owned = [(ir_line, index[file], line) for ir_line, file, line in in_blocks - by_others]
             elif not nested:
                 self._carry = []  # an unplaced map proves nothing for the next pass
             ran_entries: list[tuple[int, int]] | None = None
             if ran is not None:
-                index = {name: number for number, name in enumerate(files)}
-                ran_entries = []
-                for file, line in sorted(ran):
-                    ran_entries.append((index.setdefault(file, len(files)), line))
-                    if len(files) < len(index):
-                        files.append(file)
+                ran_entries = [(_file_number(files, index, file), line) for file, line in sorted(ran)]
             self.writer.add_source_map(
                 run_id,
                 SourceMapRecord(
@@ -617,11 +611,10 @@ class PassRecorder:
         run_id = self._run_id()
         files = list(spans.files) if spans.lines is not None else []
         index = {name: number for number, name in enumerate(files)}
-        carried_lines: list[tuple[int, int, int]] = []
-        for source_line, file, line in spans.owned if spans.lines is not None else ():
-            carried_lines.append((source_line, index.setdefault(file, len(files)), line))
-            if len(files) < len(index):
-                files.append(file)
+        carried_lines = [
+            (source_line, _file_number(files, index, file), line)
+            for source_line, file, line in (spans.owned if spans.lines is not None else ())
+        ]
         owned = [(source_line, index[file], line) for source_line, file, line in spans.in_blocks]
         record = SourceMapRecord(
             run=run_id,
@@ -653,6 +646,15 @@ class PassRecorder:
         if tilelang_phase and tilelang_phase.startswith("pipeline_"):
             return PHASE_LOWER, tilelang_phase.removeprefix("pipeline_")
         return (PHASE_FINALIZE if self.pipeline_seen else PHASE_CHECK), None
+
+
+def _file_number(files: list[str], index: dict[str, int], name: str) -> int:
+    """``name``'s index in a source map's ``files`` (``index`` its inverse), appended when new."""
+    number = index.get(name)
+    if number is None:
+        number = index[name] = len(files)
+        files.append(name)
+    return number
 
 
 def _frontend_ran(mod: Any) -> frozenset[tuple[str, int]] | None:

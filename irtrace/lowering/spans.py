@@ -592,10 +592,11 @@ def kernel_source_spans(
             if buffer_line is not None:
                 storage[(stmt.buffer.data.__chandle__(), str(stmt.buffer.name))] = buffer_line
     aliases: dict[str, tuple[tuple[tuple[str, int], ...], tuple[str, int] | None]] = {}
-    block_aliases: dict[str, set[tuple[str, int]]] = {}
-    """of an alias's carried lines, those of a block the statement is inside"""
     """a file name of its own for each statement with carried lines (its directives are told
     apart): those lines, and the statement's own span"""
+    block_aliases: dict[str, set[tuple[str, int]]] = {}
+    """of an alias's carried lines, those of a block the statement is inside"""
+    inside_blocks = in_blocks or set()
     for number, ((original, own_file, own_line), (stmt, file, _)) in enumerate(
         zip(found, statement_spans(copy), strict=True), start=1
     ):
@@ -609,7 +610,7 @@ def kernel_source_spans(
             own = (own_file, own_line) if own_file is not None and own_line is not None else None
             aliases[alias] = (tuple(sorted(lines_carried)), own)
             block_aliases[alias] = {
-                each for each in lines_carried if (original.__chandle__(), each) in (in_blocks or set())
+                each for each in lines_carried if (original.__chandle__(), each) in inside_blocks
             }
             set_stmt_span(stmt, make_span(alias, own_line or min(lines_carried)[1]))
         elif file is None:

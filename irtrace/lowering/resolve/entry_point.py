@@ -256,8 +256,9 @@ class StandInKernel:
         return _nothing
 
 
-SAFE_CALL_WORDS = ("address", "ptr", "atomic", "ptx", "tma", "store", "copy", "asm", "mma")
-"""A ``tir.*`` call whose name holds none of these takes its buffer element arguments as values."""
+WRITING_CALL_WORDS = ("address", "ptr", "atomic", "ptx", "tma", "store", "copy", "asm", "mma")
+"""A ``tir.*`` call whose name holds none of these takes its buffer element arguments as values;
+one holding any may write them."""
 
 
 def _written_inputs(func: Any, outputs: list[int]) -> set[int]:
@@ -269,37 +270,34 @@ def _written_inputs(func: Any, outputs: list[int]) -> set[int]:
         import tvm
         from tvm import tirx
 
-        buffers = [func.buffer_map.get(p, None) for p in inputs]
+        positions: dict[int, int] = {}
+        """an input buffer's data variable (its handle) -> the input's position"""
+        for index, param in enumerate(inputs):
+            buffer = func.buffer_map.get(param, None)
+            if buffer is not None:
+                positions.setdefault(buffer.data.__chandle__(), index)
         written: set[int] = set()
 
-        def position(buffer: Any) -> int | None:
-            for index, known in enumerate(buffers):
-                if known is not None and known.data.same_as(buffer.data):
-                    return index
-            return None
-
-        def mark(buffer: Any) -> None:
-            index = position(buffer)
+        def mark(data: Any) -> None:
+            index = positions.get(data.__chandle__())
             if index is not None:
                 written.add(index)
 
         def visit(node: Any) -> None:
             if isinstance(node, tirx.BufferStore):
-                mark(node.buffer)
-            elif isinstance(node, tirx.Var):
-                for index, known in enumerate(buffers):
-                    if known is not None and known.data.same_as(node):
-                        written.add(index)
+                mark(node.buffer.data)
+            elif isinstance(node, tirx.Var):  # the pointer itself, handed on
+                mark(node)
             elif isinstance(node, tirx.Call):
                 name = str(node.op.name) if isinstance(node.op, tvm.ir.Op) else ""
                 if name == "tl.region":
                     if isinstance(node.args[0], tirx.BufferLoad) and int(node.args[1]) != 1:
-                        mark(node.args[0].buffer)
+                        mark(node.args[0].buffer.data)
                     return
-                safe = name.startswith("tir.") and not any(word in name for word in SAFE_CALL_WORDS)
+                safe = name.startswith("tir.") and not any(word in name for word in WRITING_CALL_WORDS)
                 for arg in node.args:
                     if isinstance(arg, tirx.BufferLoad) and not safe:
-                        mark(arg.buffer)
+                        mark(arg.buffer.data)
 
         tirx.stmt_functor.post_order_visit(func.body, visit)
         return written
