@@ -169,3 +169,25 @@ def test_solve_dimension_leaves_bare_and_several_variable_dimensions() -> None:
     assert solve_dimension(n, 4) is None  # a bare variable is read directly
     assert solve_dimension(n + m, 4) is None
     assert solve_dimension(tirx.IntImm("int32", 4), 4) is None
+
+
+def test_a_calls_tensor_of_n_plus_one_sizes_n_too() -> None:
+    """The same rule for the sizes an eager call's tensors gave (``instance.tensors``), on a kernel
+    built by TileLang's frontend: ``batch`` is the offsets' length minus one."""
+    import tilelang.language as T
+
+    from irtrace.lowering.bench import captured_sizes
+    from irtrace.trace.schema import Instance, TensorArg
+
+    batch = T.dynamic("batch")
+
+    @T.prim_func
+    def firsts(cu_seqlens: T.Tensor((batch + 1,), T.int32), Y: T.Tensor((batch,), T.int32)):
+        with T.Kernel(batch) as b:
+            Y[b] = cu_seqlens[b]
+
+    offsets = [0, 3, 10, 12, 20]
+    instance = Instance(
+        process="pid 1", pid=1, tensors={"cu_seqlens": TensorArg(shape=[len(offsets)], dtype="int32")}
+    )
+    assert captured_sizes(firsts, instance) == {"batch": len(offsets) - 1}
