@@ -258,7 +258,7 @@ def test_clicking_a_line_in_the_report_shows_its_instructions(
 ) -> None:
     """In Chromium, a click on a line puts nvdisasm's counts for it at the top of the panel."""
     from passviz.report import write_report
-    from tests.passviz.test_report_browser import chromium_path, playwright_api
+    from tests.passviz.test_report_browser import choose_python_line, chromium_path, playwright_api
 
     _, trace = recorded
     run = trace.find_run("matmul", "cuda:sm_80")
@@ -275,7 +275,7 @@ def test_clicking_a_line_in_the_report_shows_its_instructions(
         page_view = browser.new_page(viewport={"width": 1280, "height": 900})
         page_view.goto(report.as_uri())
         page_view.wait_for_selector("body[data-ready='1']")
-        page_view.locator(f".pysrc [data-py='{line}']").click()
+        choose_python_line(page_view, line, shows=".pythrough .pysass")
         shown = page_view.locator(".pythrough .pysass").inner_text()
         browser.close()
     counts = own[line]

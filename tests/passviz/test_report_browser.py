@@ -37,6 +37,36 @@ needs_chromium = pytest.mark.skipif(
     chromium_path() is None, reason="no Chromium found (install one or set PASSVIZ_CHROMIUM)"
 )
 
+
+def choose_python_line(page: Any, line: int, shows: str = ".pythrough .pyentry") -> None:
+    """Click kernel line ``line`` in a report's Python source and wait until the panel shows
+    ``shows``.
+
+    A click that lands while fragments above it are still being filled in may hit another line
+    (the page moved under the pointer): then the line is not the chosen one and it is clicked
+    again, once. A panel that stays empty fails with what it shows."""
+    target = page.locator(f".pysrc [data-py='{line}']")
+    for _ in range(2):
+        target.click()
+        try:
+            page.wait_for_function(
+                "n => document.querySelector(`.pysrc [data-py='${n}']`).classList.contains('chosen')",
+                arg=line,
+                timeout=5000,
+            )
+            break
+        except playwright_api.TimeoutError:
+            continue
+    try:
+        page.wait_for_selector(shows, timeout=30000)
+    except playwright_api.TimeoutError:
+        shown = page.locator(".pythrough").inner_text()
+        chosen = page.evaluate(
+            "() => [...document.querySelectorAll('.pysrc .chosen')].map(e => e.dataset.py)"
+        )
+        raise AssertionError(f"line {line}: the panel shows {shown!r}; chosen lines {chosen}") from None
+
+
 # Elements wider than the window, outside any box that scrolls or clips them: what runs off the page.
 OVERFLOWING = """() => {
   const out = [];

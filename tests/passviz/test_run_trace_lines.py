@@ -86,7 +86,7 @@ def test_a_captured_run_keeps_its_kernel_file_and_the_panel(captured: tuple[Trac
 
 
 def test_clicking_a_reduction_line_of_a_captured_run_in_the_browser(captured: tuple[Trace, Path]) -> None:
-    from .test_report_browser import chromium_path, playwright_api
+    from .test_report_browser import choose_python_line, chromium_path, playwright_api
 
     path = chromium_path()
     if path is None:
@@ -104,8 +104,7 @@ def test_clicking_a_reduction_line_of_a_captured_run_in_the_browser(captured: tu
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(report.as_uri())
         page.wait_for_selector("body[data-ready='1']")
-        page.locator(f".pysrc [data-py='{line}']").click()
-        page.wait_for_selector(".pythrough .pyentry")
+        choose_python_line(page, line)
         shown: list[Any] = page.evaluate(
             """() => [...document.querySelectorAll('.pythrough .pyentry')].map(e => [+e.dataset.first,
                  +e.dataset.last, [...e.querySelectorAll('.pyhit')].map(s => +s.dataset.ir)])"""

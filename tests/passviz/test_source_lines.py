@@ -160,7 +160,7 @@ def gemm_report(gemm_trace: Trace, tmp_path_factory: pytest.TempPathFactory) -> 
 def test_clicking_a_line_highlights_its_ir_lines_in_the_browser(gemm_trace: Trace, gemm_report: Path) -> None:
     """Chromium runs the page's script: the lines it marks after a click are the records' lines,
     in the list of passes and in a drawn diff (both sides)."""
-    from .test_report_browser import OVERFLOWING, chromium_path, playwright_api
+    from .test_report_browser import OVERFLOWING, choose_python_line, chromium_path, playwright_api
 
     path = chromium_path()
     if path is None:
@@ -176,8 +176,7 @@ def test_clicking_a_line_highlights_its_ir_lines_in_the_browser(gemm_trace: Trac
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(gemm_report.as_uri())
         page.wait_for_selector("body[data-ready='1']")
-        page.locator(f".pysrc [data-py='{GEMM_LINE}']").click()
-        page.wait_for_selector(".pythrough .pyentry")
+        choose_python_line(page, GEMM_LINE)
         shown = page.evaluate(
             """() => [...document.querySelectorAll('.pythrough .pyentry')].map(e => [+e.dataset.first,
                  +e.dataset.last, [...e.querySelectorAll('.pyhit')].map(s => +s.dataset.ir)])"""
