@@ -1,4 +1,4 @@
-"""What mapping the kernel source to Python lines costs (``irtrace.lowering.spans.kernel_source_spans``,
+"""What mapping the kernel source to Python lines costs (``irtrace.lowering.kernel_source_spans``,
 with ``--source-map``), against the IR maps the same recording already makes, in one process.
 
 Lowers the bundled GEMM for ``cuda:sm_90a`` (or ``--target``) once with a codegen hook keeping the
@@ -50,7 +50,9 @@ def main() -> None:
     from tvm.ir.instrument import pass_instrument
 
     from irtrace.lowering.api import RecordRequest, prepare_request
-    from irtrace.lowering.spans import carry_spans, kernel_source_spans, module_spans
+    from irtrace.lowering.carry_rules import carry_spans
+    from irtrace.lowering.kernel_source_spans import kernel_source_spans
+    from irtrace.lowering.spans import module_spans
     from irtrace.targets.specs import parse_spec
 
     seen: dict[str, Any] = {}

@@ -20,11 +20,11 @@ from typing import Any
 from irtrace.base import interrupts
 from irtrace.base.native_log import RunLog, capture_run_log, split_native_log
 from irtrace.lowering import frontend_lines
+from irtrace.lowering.carry_rules import CarrySource, Storage, carry_allocations, carry_spans
 from irtrace.lowering.instrumentation import compile_session, stacked_pass_instrument
 from irtrace.lowering.layouts import buffer_layout, layout_maps
 from irtrace.lowering.pass_names import display_name
 from irtrace.lowering.snapshots import MUTATES_IN_PLACE, ModuleState, Snapshot, SnapshotPrinter
-from irtrace.lowering.spans import CarrySource, Storage, carry_allocations, carry_spans
 from irtrace.lowering.tvm_targets import make_tvm_target
 from irtrace.targets.backends import TargetSpec
 from irtrace.trace.model import (
@@ -582,9 +582,9 @@ class PassRecorder:
         return result
 
     def _note_source_spans(self, event: Any, source: str, after: int) -> None:
-        """Queue the kernel source's map by TileLang's ``#line`` directives (``spans.py``), when
+        """Queue the kernel source's map by TileLang's ``#line`` directives (``kernel_source_spans``), when
         its backend writes them; after the codegen's ``pass`` record, before the run's ``end``."""
-        from irtrace.lowering.spans import kernel_source_spans
+        from irtrace.lowering.kernel_source_spans import kernel_source_spans
 
         self.printer.barrier()  # the maps of every pass written: the carry is the last module's
         carried: dict[int, set[tuple[str, int]]] = {}

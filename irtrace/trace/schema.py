@@ -541,7 +541,7 @@ class SourceMapRecord(Struct, frozen=True, kw_only=True, tag="srcmap", tag_field
     carried: list[tuple[Id, Id, Id]] = []
     """`[ir_line, file, line]` as in `lines`, for a statement that has no span of that line but is
     provably the statement of that line: one before a pass that dropped its span
-    (`irtrace.lowering.spans.carry_spans`, by the rules of docs/source-maps.md, "Carried lines", each
+    (`irtrace.lowering.carry_rules.carry_spans`, by the rules of docs/source-maps.md, "Carried lines", each
     match the only one of its kind on both sides), or one inside a block of that line (listed in
     `owned` too). Views mark these lines as carried; a line neither spanned nor carried was lost in
     that pass"""

@@ -222,7 +222,8 @@ def test_a_buffer_is_carried_by_its_storage_or_as_one_version_per_stage() -> Non
     import tilelang  # noqa: F401  (TVM as TileLang ships it)
     import tvm
 
-    from irtrace.lowering.spans import Allocation, Storage, _buffer_kind, carry_allocations
+    from irtrace.lowering.carry_rules import Allocation, Storage, carry_allocations
+    from irtrace.lowering.spans import _buffer_kind
 
     def allocation(buffer: object, ir_line: int, span: tuple[str, int] | None = None) -> Allocation:
         return Allocation(ir_line, str(buffer.name), buffer.data, span, _buffer_kind(buffer))  # type: ignore[attr-defined]

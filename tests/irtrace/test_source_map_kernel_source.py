@@ -16,7 +16,7 @@ import pytest
 from irtrace.base.errors import ExitCode
 from irtrace.cli.main import main
 from irtrace.facts.source_map import LineQuery, generated_lines, kernel_source_map
-from irtrace.lowering.spans import place_line_directives
+from irtrace.lowering.kernel_source_spans import place_line_directives
 from irtrace.trace.model import Trace
 
 from ..conftest import EXAMPLES, SMALL_GEMM
