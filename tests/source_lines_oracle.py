@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from irtrace.facts.source_map import author_lines as run_author_lines
@@ -138,7 +139,7 @@ def run_coverage(
     run: KernelRun,
     source: str,
     function: str | None = None,
-    python_ran: set[int] | None = None,
+    python_ran: AbstractSet[int] | None = None,
 ) -> StageCoverage:
     """How many author lines of ``run``'s kernel the trace's maps follow at the first pass, after
     ``tl.LowerTileOp`` and in the kernel source; ``wrong`` counts mapped lines (in the IR stages)

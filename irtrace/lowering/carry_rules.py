@@ -12,6 +12,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def span_line(span: Any) -> tuple[str, int] | None:
+    """A TVM span as ``(file, line)``; ``None`` for no span."""
+    return None if span is None else (str(span.source_name.name), int(span.line))
+
+
+def stmt_line(stmt: Any) -> tuple[str, int] | None:
+    """The ``(file, line)`` TileLang's frontend spanned a statement with, if any."""
+    from tilelang.ir import get_stmt_span
+
+    return span_line(get_stmt_span(stmt))
+
+
+def buffer_line(buffer: Any) -> tuple[str, int] | None:
+    """The ``(file, line)`` of the line that allocated a buffer, if TileLang spanned it."""
+    from tilelang.ir import get_buffer_span
+
+    return span_line(get_buffer_span(buffer))
+
+
 @dataclass(frozen=True)
 class StatementFacts:
     """One statement of a module, placed with its text, as ``carry_spans`` matches it across a pass.
@@ -352,8 +371,8 @@ def _store_in_loops(stmt: Any) -> tuple[Any, tuple[str, int]] | None:
         stmt = stmt.body
     if node_kind(stmt) != "BufferStore":
         return None
-    span = get_stmt_span(stmt)
-    return (stmt, (str(span.source_name.name), int(span.line))) if span is not None else None
+    where = span_line(get_stmt_span(stmt))
+    return None if where is None else (stmt, where)
 
 
 def _loop_store_keys(store: Any, line: tuple[str, int]) -> set[tuple[str, int]]:
@@ -523,7 +542,7 @@ def carry_spans(
     """the hashes of the statements of the lost loops of one iteration, with their own spans"""
     for source in lost:
         for part in _unit_loop_body(source.stmt):
-            units[_hash(part)] = _own_span(part)
+            units[_hash(part)] = stmt_line(part)
     unit_spans = set(units.values())
     stores = {
         source.stmt.buffer.__chandle__()
@@ -605,13 +624,6 @@ def _only_store(source: CarrySource) -> bool:
     module counted, those without a line too)."""
     context = source.context
     return context is not None and context.stores.get(source.stmt.buffer.__chandle__(), 0) == 1
-
-
-def _own_span(stmt: Any) -> tuple[str, int] | None:
-    from tilelang.ir import get_stmt_span
-
-    span = get_stmt_span(stmt)
-    return None if span is None else (str(span.source_name.name), int(span.line))
 
 
 def _one_nest(numbers: list[int], after: Sequence[StatementFacts]) -> bool:

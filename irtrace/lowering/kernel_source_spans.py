@@ -11,7 +11,7 @@ import re
 import secrets
 from typing import Any
 
-from irtrace.lowering.carry_rules import Storage, node_kind
+from irtrace.lowering.carry_rules import Storage, buffer_line, node_kind
 from irtrace.lowering.spans import ModuleSpans, statement_spans
 
 LINE_DIRECTIVES_CONFIG = "tl.emit_line_directives"
@@ -76,13 +76,6 @@ def place_line_directives(
     return tuple(files), lines
 
 
-def _buffer_line(buffer: Any) -> tuple[str, int] | None:
-    from tilelang.ir import get_buffer_span
-
-    span = get_buffer_span(buffer)
-    return None if span is None else (str(span.source_name.name), int(span.line))
-
-
 def _allocated_buffer_line(
     stmt: Any, storage: dict[tuple[int, str], tuple[str, int]], known: Storage | None = None
 ) -> tuple[str, int] | None:
@@ -100,7 +93,7 @@ def _allocated_buffer_line(
     if node_kind(stmt) not in ("AllocBuffer", "DeclBuffer"):
         return None
     buffer = stmt.buffer
-    found = _buffer_line(buffer) or storage.get((buffer.data.__chandle__(), str(buffer.name)))
+    found = buffer_line(buffer) or storage.get((buffer.data.__chandle__(), str(buffer.name)))
     earlier = (known or {}).get(buffer.data.__chandle__())
     if found is None and earlier is not None and earlier[0].name == str(buffer.name):
         found = earlier[1]
@@ -146,9 +139,9 @@ def kernel_source_spans(
     """(data variable's handle, name) -> the span of a buffer over that storage that has one"""
     for stmt, _, _ in found:
         if node_kind(stmt) in ("AllocBuffer", "DeclBuffer"):
-            buffer_line = _buffer_line(stmt.buffer)
-            if buffer_line is not None:
-                storage[(stmt.buffer.data.__chandle__(), str(stmt.buffer.name))] = buffer_line
+            allocated_at = buffer_line(stmt.buffer)
+            if allocated_at is not None:
+                storage[(stmt.buffer.data.__chandle__(), str(stmt.buffer.name))] = allocated_at
     aliases: dict[str, tuple[tuple[tuple[str, int], ...], tuple[str, int] | None]] = {}
     """a file name of its own for each statement with carried lines (its directives are told
     apart): those lines, and the statement's own span"""

@@ -27,7 +27,9 @@ from irtrace.lowering.carry_rules import (
     CarryContext,
     CarrySource,
     StatementFacts,
+    buffer_line,
     node_kind,
+    span_line,
     statement_type_keys,
     statements_in,
 )
@@ -222,8 +224,9 @@ def owned_block_lines(
         for each, span in zip(inside, spans, strict=True):
             ir_line = first_line.get(number_of.get(each, -1))
             if span is None or str(span.source_name.name) != file:
-                own = None if span is None else (str(span.source_name.name), int(span.line))
-                statements.append(CarrySource((file, line), each, carried=True, owned=True, own=own))
+                statements.append(
+                    CarrySource((file, line), each, carried=True, owned=True, own=span_line(span))
+                )
                 if ir_line is not None:
                     owned.add((ir_line, file, line))
     return tuple(sorted(owned)), tuple(statements)
@@ -258,10 +261,7 @@ def _declared_buffer_line(stmt: Any) -> tuple[str | None, int | None]:
     statement keep the buffer); ``(None, None)`` for any other statement."""
     if node_kind(stmt) not in ("DeclBuffer", "AllocBuffer"):
         return None, None
-    from tilelang.ir import get_buffer_span
-
-    span = get_buffer_span(stmt.buffer)
-    return (None, None) if span is None else (str(span.source_name.name), int(span.line))
+    return buffer_line(stmt.buffer) or (None, None)
 
 
 _BLOCK_HEADER = re.compile(
@@ -275,8 +275,6 @@ def block_allocations(block: Any, text_lines: list[str], with_line: int) -> list
     allocations in its header, ``NAME = T.sblock_alloc_buffer(...)``, right after its ``with`` line
     (at ``with_line``). A buffer is placed only when exactly one header line allocates its name and
     one buffer of the block has that name (a renamed or missing one is left out)."""
-    from tilelang.ir import get_buffer_span
-
     buffers: dict[str, list[Any]] = {}
     for buffer in block.alloc_buffers:
         buffers.setdefault(str(buffer.name), []).append(buffer)
@@ -299,9 +297,7 @@ def block_allocations(block: Any, text_lines: list[str], with_line: int) -> list
         if len(numbers) != 1 or len(buffers.get(name, [])) != 1:
             continue
         (buffer,) = buffers[name]
-        span = get_buffer_span(buffer)
-        where = None if span is None else (str(span.source_name.name), int(span.line))
-        found.append(Allocation(numbers[0], name, buffer.data, where, _buffer_kind(buffer)))
+        found.append(Allocation(numbers[0], name, buffer.data, buffer_line(buffer), _buffer_kind(buffer)))
     return found
 
 

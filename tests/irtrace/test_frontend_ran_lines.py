@@ -12,6 +12,7 @@ computed here by other routes (ORACLES.md, "Source maps"):
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import re
@@ -72,7 +73,9 @@ def body_statements(path: Path, function: str) -> set[int]:
     return {inner.lineno for inner in ast.walk(node) if isinstance(inner, ast.stmt) and inner is not node}
 
 
-def python_ran(path: Path, factory: str) -> set[int]:
+@functools.cache
+def python_ran(path: Path, factory: str) -> frozenset[int]:
+    """The oracle, once per kernel and process: a child builds it under ``sys.settrace``."""
     done = subprocess.run(
         [sys.executable, "-c", PYTHON_RAN, str(path), factory],
         capture_output=True,
@@ -80,7 +83,7 @@ def python_ran(path: Path, factory: str) -> set[int]:
         check=True,
         cwd=ROOT,
     )
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return frozenset(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def token_readers(path: Path, function: str, line: int) -> set[int]:
