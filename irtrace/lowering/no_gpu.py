@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import traceback
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -159,6 +160,43 @@ def _answer_compute_version(stack: contextlib.ExitStack, version: str) -> None:
 
         stack.callback(setattr, module, "get_target_compute_version", original)
         module.get_target_compute_version = compute_version  # type: ignore[attr-defined]
+
+
+VALUE_READ_FAILURES = (
+    "cannot be called on meta tensors",  # .item(), int(), float()
+    "Cannot copy out of meta tensor",  # .tolist(), .cpu(), .numpy() via .cpu()
+    "meta device type tensor to numpy",  # .numpy()
+)
+"""PyTorch's messages when a program reads the values of a tensor that has none under the stand-ins."""
+
+
+def why_values_stopped(error: BaseException) -> str | None:
+    """Where and why a program stopped under the stand-ins reading values that only a GPU run has
+    (a kernel's output, random data: never guessed), in words; ``None`` for any other failure."""
+    if not any(words in str(error) for words in VALUE_READ_FAILURES):
+        return None
+    where = _program_line(error.__traceback__)
+    return (
+        f"{where + ': ' if where else ''}the program reads the values of a tensor that only a GPU "
+        "computes (a kernel's output or random data); --no-gpu has no such values and never "
+        "guesses them, so the program stops here; the kernels built before were captured"
+    )
+
+
+def _program_line(tb: types.TracebackType | None) -> str:
+    """``file.py:LINE``, the program's own frame nearest the failure: not torch's, TileLang's,
+    the standard library's or irtrace's."""
+    import sysconfig
+
+    libraries = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    libraries.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # irtrace's own
+    found = ""
+    for frame in traceback.extract_tb(tb):
+        path = os.path.abspath(frame.filename)
+        if frame.filename.startswith("<") or any(path.startswith(lib + os.sep) for lib in libraries if lib):
+            continue
+        found = f"{os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path}:{frame.lineno}"
+    return found
 
 
 def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
