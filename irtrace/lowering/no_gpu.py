@@ -168,12 +168,17 @@ VALUE_READ_FAILURES = (
     "meta device type tensor to numpy",  # .numpy()
 )
 """PyTorch's messages when a program reads the values of a tensor that has none under the stand-ins."""
+VALUES_NEEDED = "irtrace_values_needed"
+"""Set on the error (to the call's name) where a call whose result is shaped by values
+(``bincount``, ``nonzero``, ``x[mask]``) met a tensor without values (``twins``)."""
 
 
 def why_values_stopped(error: BaseException) -> str | None:
     """Where and why a program stopped under the stand-ins reading values that only a GPU run has
     (a kernel's output, random data: never guessed), in words; ``None`` for any other failure."""
-    if not any(words in str(error) for words in VALUE_READ_FAILURES):
+    if getattr(error, VALUES_NEEDED, None) is None and not any(
+        words in str(error) for words in VALUE_READ_FAILURES
+    ):
         return None
     where = _program_line(error.__traceback__)
     return (

@@ -1,7 +1,8 @@
 """Where ``irtrace run --no-gpu`` must stop a program, the stop says why and where.
 
 A program that reads the values of a kernel's output (printing its error statistics with
-``.tolist()``, as TileLang's examples do after their checks) cannot go on without a GPU: those
+``.tolist()``, as TileLang's examples do after their checks, or counting it with ``bincount``, as
+TileLang's fused MoE counts its random experts) cannot go on without a GPU: those
 values exist only on one, and a stand-in never guesses them. The message names the program's line
 (the oracle: the line in the program's own text) and keeps the kernel built before it.
 """
@@ -66,7 +67,7 @@ def run_no_gpu(tmp_path: Path, read: str) -> tuple[subprocess.CompletedProcess[s
     return done, out, line
 
 
-@pytest.mark.parametrize("read", ["tolist()", "max().item()", "cpu()", "numpy()"])
+@pytest.mark.parametrize("read", ["tolist()", "max().item()", "cpu()", "numpy()", "long().bincount()"])
 def test_reading_a_kernels_output_stops_with_its_line_and_why(tmp_path: Path, read: str) -> None:
     done, out, line = run_no_gpu(tmp_path, read)
     assert done.returncode == 7, done.stderr
