@@ -217,7 +217,7 @@ def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
     if _tunables_given(tuner, first):  # as TileLang does: no tuning, the call's own values
         kernel = compile_func()
         return AutotuneResult(libcode=kernel.get_kernel_source(), func=kernel.prim_func, kernel=kernel)
-    kernel = compile_func(**first)
+    kernel = compile_func(**_compile_arguments(first))
     with contextlib.suppress(AttributeError):  # programs read ``kernel.config`` as the tuner sets it
         kernel.update_tuner_result(latency=STAND_IN_LATENCY_MS, config=first, ref_latency=STAND_IN_LATENCY_MS)
     return AutotuneResult(
@@ -228,6 +228,20 @@ def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
         func=kernel.prim_func,
         kernel=kernel,
     )
+
+
+def _compile_arguments(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as TileLang's tuner hands it to its compile function: its ``pass_configs`` (those
+    of this config only) under the tuner's own key, the rest as the kernel's arguments."""
+    from tilelang.autotuner import tuner as tuner_module
+
+    arguments = {key: value for key, value in config.items() if key != "pass_configs"}
+    key = getattr(tuner_module, "_PASS_CONFIGS_KEY", None)
+    if key is not None:
+        arguments[key] = config.get("pass_configs")
+    elif "pass_configs" in config:
+        arguments["pass_configs"] = config["pass_configs"]  # a release without per-config ones fails as it would
+    return arguments
 
 
 def _tunables_given(tuner: Any, config: dict[str, Any]) -> bool:

@@ -192,3 +192,19 @@ def test_autotune_builds_the_given_tunable_else_the_first_config(tmp_path: Path)
     }
     blocks = [run.args["kwargs"]["block"] for run in load_trace(out).runs]
     assert blocks == [said["given"], said["tuned"]] == [128, 64]
+
+
+def test_a_config_with_its_own_pass_configs_is_built_with_them(tmp_path: Path) -> None:
+    """TileLang's tuner takes a config's ``pass_configs`` apart from the kernel's arguments; the
+    first config is built so, and the run records those pass configs."""
+    out = tmp_path / "t.jsonl"
+    program = DATA / "no_gpu_autotune_pass_configs.py"
+    done = irtrace("run", "--no-gpu", "-o", str(out), "--", "python", str(program), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "END" in done.stdout.splitlines()
+    said = next(line for line in done.stdout.splitlines() if line.startswith("config "))
+    assert said == "config 64 {'tl.disable_warp_specialized': True}"
+    (run,) = load_trace(out).runs
+    assert run.status == "ok"
+    assert run.args["kwargs"]["block"] == 64
+    assert run.pass_configs.get("tl.disable_warp_specialized") is True
