@@ -111,6 +111,9 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
 
         record = synchronize = wait = nothing
 
+        def query(self) -> bool:
+            return True  # nothing was queued before it
+
         def elapsed_time(self, _other: Any) -> float:
             return STAND_IN_LATENCY_MS
 
@@ -131,6 +134,7 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
     for attr, value in answers:
         stack.callback(setattr, torch.cuda, attr, getattr(torch.cuda, attr))
         setattr(torch.cuda, attr, value)
+    _answer_streams_and_tools(stack, Event)
     # TileLang's driver asks ``torch.device(0)`` first, which fails where torch has no accelerator
     with contextlib.suppress(ImportError):
         from tilelang.carver.arch.driver import cuda_driver
@@ -140,6 +144,72 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         )
         cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
     _answer_compute_version(stack, f"{major}.{minor}")
+
+
+def _answer_streams_and_tools(stack: contextlib.ExitStack, event: type) -> None:
+    """Streams, ``torch.cuda.init()``, the profiler's start and stop and NVTX ranges, which a CPU
+    build of torch refuses: on the stand-in GPU all work is the stand-ins' (nothing runs), so every
+    stream is done, and there is nothing to profile or annotate. No value is invented: a stream's
+    ``query()`` is true because nothing was queued; the default stream's handle is 0, as CUDA's is."""
+    import torch
+
+    def nothing(*_args: Any, **_kwargs: Any) -> None:
+        return None
+
+    class Stream:
+        """A stream of the stand-in GPU: nothing is ever queued on it."""
+
+        def __init__(self, device: Any = None, priority: int = 0, **_kwargs: Any) -> None:
+            self.device = torch.device("cuda", 0)
+            self.priority = priority
+
+        synchronize = wait_stream = wait_event = nothing
+
+        def query(self) -> bool:
+            return True
+
+        def record_event(self, recorded: Any = None) -> Any:
+            return recorded if recorded is not None else event()
+
+    default = Stream()
+    default.cuda_stream = 0  # type: ignore[attr-defined]  # CUDA's legacy default stream
+    ranges: list[str] = []
+
+    def range_push(message: str) -> int:
+        ranges.append(message)
+        return len(ranges) - 1  # NVTX's answer: the depth of the range started
+
+    def range_pop() -> int:
+        if ranges:
+            ranges.pop()
+        return len(ranges)
+
+    started: list[str] = []
+
+    def range_start(message: str) -> int:
+        started.append(message)
+        return len(started)  # a handle for ``range_end``
+
+    places: list[tuple[Any, str, Any]] = [
+        (torch.cuda, "init", nothing),
+        (torch.cuda, "Stream", Stream),
+        (torch.cuda, "current_stream", lambda *_a, **_k: default),
+        (torch.cuda, "default_stream", lambda *_a, **_k: default),
+        (torch.cuda, "set_stream", nothing),
+        (torch.cuda, "stream", lambda *_a, **_k: contextlib.nullcontext()),
+        (torch.cuda.profiler, "start", nothing),
+        (torch.cuda.profiler, "stop", nothing),
+        (torch.cuda.profiler, "profile", contextlib.nullcontext),
+        (torch.cuda.nvtx, "range_push", range_push),
+        (torch.cuda.nvtx, "range_pop", range_pop),
+        (torch.cuda.nvtx, "range_start", range_start),
+        (torch.cuda.nvtx, "range_end", nothing),
+        (torch.cuda.nvtx, "mark", nothing),
+        (torch.cuda.nvtx, "range", lambda *_a, **_k: contextlib.nullcontext()),
+    ]
+    for owner, attr, value in places:
+        stack.callback(setattr, owner, attr, getattr(owner, attr))
+        setattr(owner, attr, value)
 
 
 def _answer_compute_version(stack: contextlib.ExitStack, version: str) -> None:

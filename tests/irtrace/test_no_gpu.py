@@ -208,3 +208,17 @@ def test_a_config_with_its_own_pass_configs_is_built_with_them(tmp_path: Path) -
     assert run.status == "ok"
     assert run.args["kwargs"]["block"] == 64
     assert run.pass_configs.get("tl.disable_warp_specialized") is True
+
+
+def test_a_program_profiling_its_kernel_on_streams_runs_to_its_end(tmp_path: Path) -> None:
+    """``torch.cuda.init``, the profiler's start and stop, NVTX ranges and streams, which a CPU
+    build of torch refuses, are answered: the stand-in GPU runs nothing, so there is nothing to
+    wait for, profile or annotate."""
+    out = tmp_path / "t.jsonl"
+    program = DATA / "no_gpu_cuda_tools.py"
+    done = irtrace("run", "--no-gpu", "-o", str(out), "--", "python", str(program), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line in ("built double", "END")] == ["built double", "END"]
+    (run,) = load_trace(out).runs
+    assert (run.kernel, run.status) == ("double", "ok")
+    assert run.instance is not None and run.instance.stand_in
