@@ -310,7 +310,9 @@ def _compile_arguments(config: dict[str, Any]) -> dict[str, Any]:
     if key is not None:
         arguments[key] = config.get("pass_configs")
     elif "pass_configs" in config:
-        arguments["pass_configs"] = config["pass_configs"]  # a release without per-config ones fails as it would
+        arguments["pass_configs"] = config[
+            "pass_configs"
+        ]  # a release without per-config ones fails as it would
     return arguments
 
 

@@ -218,7 +218,10 @@ def test_a_program_profiling_its_kernel_on_streams_runs_to_its_end(tmp_path: Pat
     program = DATA / "no_gpu_cuda_tools.py"
     done = irtrace("run", "--no-gpu", "-o", str(out), "--", "python", str(program), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert [line for line in done.stdout.splitlines() if line in ("built double", "END")] == ["built double", "END"]
+    assert [line for line in done.stdout.splitlines() if line in ("built double", "END")] == [
+        "built double",
+        "END",
+    ]
     (run,) = load_trace(out).runs
     assert (run.kernel, run.status) == ("double", "ok")
     assert run.instance is not None and run.instance.stand_in

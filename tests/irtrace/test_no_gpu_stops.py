@@ -20,7 +20,7 @@ from irtrace.trace.reader import load_trace
 
 from ..conftest import ROOT
 
-PROGRAM = '''
+PROGRAM = """
 import tilelang
 import tilelang.language as T
 import torch
@@ -46,7 +46,7 @@ def main():
 
 
 main()
-'''
+"""
 
 
 def run_no_gpu(tmp_path: Path, read: str) -> tuple[subprocess.CompletedProcess[str], Path, int]:
@@ -57,7 +57,19 @@ def run_no_gpu(tmp_path: Path, read: str) -> tuple[subprocess.CompletedProcess[s
     out = tmp_path / "t.jsonl"
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "irtrace.cli", "run", "--no-gpu", "-q", "-o", str(out), "--", "python", "program.py"],
+        [
+            sys.executable,
+            "-m",
+            "irtrace.cli",
+            "run",
+            "--no-gpu",
+            "-q",
+            "-o",
+            str(out),
+            "--",
+            "python",
+            "program.py",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
