@@ -221,7 +221,11 @@ def describe_script_failure(error: BaseException, stand_ins: bool = False) -> st
         )
     described = f"{type(error).__name__}: {message or type(error).__name__}"
     why = no_gpu.why_values_stopped(error) if stand_ins else None
-    return f"{described} ({why})" if why else described
+    if why is None:
+        return described
+    if no_gpu.values_shaped_call(error):  # PyTorch's words there are about its compiler's fake tensors
+        return f"{type(error).__name__}: {why}"
+    return f"{described} ({why})"
 
 
 def _first_line(text: str) -> str:

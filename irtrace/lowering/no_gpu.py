@@ -246,16 +246,22 @@ VALUES_NEEDED = "irtrace_values_needed"
 def why_values_stopped(error: BaseException) -> str | None:
     """Where and why a program stopped under the stand-ins reading values that only a GPU run has
     (a kernel's output, random data: never guessed), in words; ``None`` for any other failure."""
-    if getattr(error, VALUES_NEEDED, None) is None and not any(
-        words in str(error) for words in VALUE_READ_FAILURES
-    ):
+    shaped_by = getattr(error, VALUES_NEEDED, None)
+    if shaped_by is None and not any(words in str(error) for words in VALUE_READ_FAILURES):
         return None
     where = _program_line(error.__traceback__)
+    reads = f"{shaped_by}() is shaped by" if shaped_by else "the program reads"
     return (
-        f"{where + ': ' if where else ''}the program reads the values of a tensor that only a GPU "
-        "computes (a kernel's output or random data); --no-gpu has no such values and never "
-        "guesses them, so the program stops here; the kernels built before were captured"
+        f"{where + ': ' if where else ''}{reads} the values of a tensor that only a GPU computes (a "
+        "kernel's output or random data); --no-gpu has no such values and never guesses them, so "
+        "the program stops here; the kernels built before were captured"
     )
+
+
+def values_shaped_call(error: BaseException) -> str | None:
+    """The call whose result's shape needed values (``bincount``), if that is why ``error`` came."""
+    name = getattr(error, VALUES_NEEDED, None)
+    return str(name) if name is not None else None
 
 
 def _program_line(tb: types.TracebackType | None) -> str:
