@@ -144,6 +144,20 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         )
         cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
     _answer_compute_version(stack, f"{major}.{minor}")
+    _auto_is_the_target(stack, target)
+
+
+def _auto_is_the_target(stack: contextlib.ExitStack, target: TargetSpec) -> None:
+    """``target="auto"`` means the target asked for (``--auto-target``). TileLang's own detectors
+    would ask the stand-in: its CUDA one takes ``torch.cuda.is_available()`` for a CUDA GPU, so
+    ``--auto-target hip:gfx942`` (or ``metal``) would lower for CUDA."""
+    import tilelang.backend.target as backend_target
+
+    from irtrace.lowering.tvm_targets import make_tvm_target
+
+    chosen = make_tvm_target(target)
+    stack.callback(setattr, backend_target, "auto_detect_target", backend_target.auto_detect_target)
+    backend_target.auto_detect_target = lambda: chosen
 
 
 def _answer_streams_and_tools(stack: contextlib.ExitStack, event: type) -> None:

@@ -225,3 +225,43 @@ def test_a_program_profiling_its_kernel_on_streams_runs_to_its_end(tmp_path: Pat
     (run,) = load_trace(out).runs
     assert (run.kernel, run.status) == ("double", "ok")
     assert run.instance is not None and run.instance.stand_in
+
+
+def test_auto_means_the_auto_target_even_where_the_stand_in_says_cuda(tmp_path: Path) -> None:
+    """TileLang's CUDA detector takes the stand-in's ``torch.cuda.is_available()`` for a CUDA GPU;
+    ``--auto-target hip:gfx942`` must still lower ``target="auto"`` for HIP. Oracle: TileLang's own
+    lowering of the same kernel for gfx942 in a fresh process, untraced."""
+    program = tmp_path / "auto_kernel.py"
+    program.write_text(
+        (DATA / "no_gpu_cuda_tools.py").read_text().split('if __name__ == "__main__":')[0]
+        + 'if __name__ == "__main__":\n    double(1024)(torch.randn(1024, device="cuda"))\n'
+    )
+    out = tmp_path / "t.jsonl"
+    done = irtrace(
+        "run",
+        "--no-gpu",
+        "--auto-target",
+        "hip:gfx942",
+        "-o",
+        str(out),
+        "--",
+        "python",
+        str(program),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = load_trace(out).runs
+    assert (run.kernel, run.target, run.status) == ("double", "hip:gfx942", "ok")
+    code = """
+import sys, tilelang
+from tvm.target import Target
+sys.path.insert(0, ".")
+import auto_kernel
+target = Target({"kind": "hip", "mcpu": "gfx942"})
+with target:
+    print(tilelang.lower(auto_kernel.double.get_tir(1024), target=target).kernel_source)
+"""
+    oracle = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=600, check=True
+    )
+    assert load_trace(out).kernel_source(run) == oracle.stdout.removesuffix("\n")
