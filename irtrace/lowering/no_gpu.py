@@ -101,6 +101,7 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         max_threads_per_multi_processor=2048,
         is_integrated=False,
         is_multi_gpu_board=False,
+        shared_memory_per_block=48 << 10,  # the default limit per block on A100, H100 and B200
     )
 
     class Event:
@@ -144,7 +145,34 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         )
         cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
     _answer_compute_version(stack, f"{major}.{minor}")
+    _answer_tvm_device(stack, properties, f"{major}.{minor}")
     _auto_is_the_target(stack, target)
+
+
+def _answer_tvm_device(stack: contextlib.ExitStack, properties: Any, version: str) -> None:
+    """TVM's ``tvm.runtime.cuda(0)``, which TileLang's carver asks (``carver.arch.CUDA``: whether the
+    GPU exists, its SMs, warp size and compute version): the stand-in GPU's facts, the same that
+    ``torch.cuda.get_device_properties`` answers. Only GPU 0 exists, as ``device_count()`` says."""
+    import tvm.runtime
+
+    original = tvm.runtime.cuda
+    device = types.SimpleNamespace(
+        exist=True,
+        device_type=2,  # DLPack's kDLCUDA
+        device_id=0,
+        device_name=properties.name,
+        multi_processor_count=properties.multi_processor_count,
+        warp_size=properties.warp_size,
+        compute_version=version,
+        max_shared_memory_per_block=properties.shared_memory_per_block,
+        max_threads_per_block=1024,
+    )
+
+    def cuda(dev_id: int = 0) -> Any:
+        return device if int(dev_id) == 0 else original(dev_id)
+
+    stack.callback(setattr, tvm.runtime, "cuda", original)
+    tvm.runtime.cuda = cuda
 
 
 def _auto_is_the_target(stack: contextlib.ExitStack, target: TargetSpec) -> None:

@@ -265,3 +265,21 @@ with target:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=600, check=True
     )
     assert load_trace(out).kernel_source(run) == oracle.stdout.removesuffix("\n")
+
+
+def test_tilelangs_carver_sees_the_stand_in_gpu(tmp_path: Path) -> None:
+    """TileLang's carver asks TVM's runtime, not torch, whether GPU 0 exists and what it is; it gets
+    the stand-in's facts (an H100 SXM for ``cuda:sm_90a``: 132 SMs, warp 32, 48 KiB of shared memory
+    per block), and its analysis of the compiled kernel counts the GEMM's 2*M*N*K FLOPs."""
+    out = tmp_path / "t.jsonl"
+    done = irtrace(
+        "run", "--no-gpu", "-o", str(out), "--", "python", str(DATA / "no_gpu_carver.py"), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "END" in lines
+    assert f"device {H100_SMS} 32 90 {48 * 1024}" in lines
+    (flops,) = [line.split()[1:] for line in lines if line.startswith("flops ")]
+    assert flops[0] == flops[1]
+    (run,) = load_trace(out).runs
+    assert (run.kernel, run.status) == ("matmul", "ok")
