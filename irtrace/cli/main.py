@@ -591,7 +591,7 @@ def _finish_run(args: argparse.Namespace, writer: Any, runs: list[KernelRun], ou
         print(
             terminal_safe(
                 f"irtrace: error: the script failed after {len(runs)} captured run(s): "
-                f"{describe_script_failure(outcome.error)}",
+                f"{describe_script_failure(outcome.error, stand_ins=bool(args.no_gpu))}",
                 newlines=False,
             ),
             file=sys.stderr,

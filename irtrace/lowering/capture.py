@@ -205,8 +205,9 @@ class HardExit(SystemExit):
     """The script called ``os._exit(code)``; irtrace finished the trace before the process ended."""
 
 
-def describe_script_failure(error: BaseException) -> str:
-    """How the script ended, in words: ``ValueError: ...``, ``it called os._exit(3)``..."""
+def describe_script_failure(error: BaseException, stand_ins: bool = False) -> str:
+    """How the script ended, in words: ``ValueError: ...``, ``it called os._exit(3)``...; with
+    ``stand_ins``, a read of values only a GPU has says so and where."""
     if isinstance(error, HardExit):
         return f"it called os._exit({error.code})"
     if isinstance(error, SystemExit):
@@ -218,7 +219,13 @@ def describe_script_failure(error: BaseException) -> str:
         return "it raised KeyboardInterrupt itself (no Ctrl-C was received)" + (
             f": {message}" if message else ""
         )
-    return f"{type(error).__name__}: {message or type(error).__name__}"
+    described = f"{type(error).__name__}: {message or type(error).__name__}"
+    why = no_gpu.why_values_stopped(error) if stand_ins else None
+    if why is None:
+        return described
+    if no_gpu.values_shaped_call(error):  # PyTorch's words there are about its compiler's fake tensors
+        return f"{type(error).__name__}: {why}"
+    return f"{described} ({why})"
 
 
 def _first_line(text: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import traceback
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -100,6 +101,7 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         max_threads_per_multi_processor=2048,
         is_integrated=False,
         is_multi_gpu_board=False,
+        shared_memory_per_block=48 << 10,  # the default limit per block on A100, H100 and B200
     )
 
     class Event:
@@ -109,6 +111,9 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
             pass
 
         record = synchronize = wait = nothing
+
+        def query(self) -> bool:
+            return True  # nothing was queued before it
 
         def elapsed_time(self, _other: Any) -> float:
             return STAND_IN_LATENCY_MS
@@ -130,6 +135,7 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
     for attr, value in answers:
         stack.callback(setattr, torch.cuda, attr, getattr(torch.cuda, attr))
         setattr(torch.cuda, attr, value)
+    _answer_streams_and_tools(stack, Event)
     # TileLang's driver asks ``torch.device(0)`` first, which fails where torch has no accelerator
     with contextlib.suppress(ImportError):
         from tilelang.carver.arch.driver import cuda_driver
@@ -139,6 +145,113 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         )
         cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
     _answer_compute_version(stack, f"{major}.{minor}")
+    _answer_tvm_device(stack, properties, f"{major}.{minor}")
+    _auto_is_the_target(stack, target)
+
+
+def _answer_tvm_device(stack: contextlib.ExitStack, properties: Any, version: str) -> None:
+    """TVM's ``tvm.runtime.cuda(0)``, which TileLang's carver asks (``carver.arch.CUDA``: whether the
+    GPU exists, its SMs, warp size and compute version): the stand-in GPU's facts, the same that
+    ``torch.cuda.get_device_properties`` answers. Only GPU 0 exists, as ``device_count()`` says."""
+    import tvm.runtime
+
+    original = tvm.runtime.cuda
+    device = types.SimpleNamespace(
+        exist=True,
+        device_type=2,  # DLPack's kDLCUDA
+        device_id=0,
+        device_name=properties.name,
+        multi_processor_count=properties.multi_processor_count,
+        warp_size=properties.warp_size,
+        compute_version=version,
+        max_shared_memory_per_block=properties.shared_memory_per_block,
+        max_threads_per_block=1024,
+    )
+
+    def cuda(dev_id: int = 0) -> Any:
+        return device if int(dev_id) == 0 else original(dev_id)
+
+    stack.callback(setattr, tvm.runtime, "cuda", original)
+    tvm.runtime.cuda = cuda
+
+
+def _auto_is_the_target(stack: contextlib.ExitStack, target: TargetSpec) -> None:
+    """``target="auto"`` means the target asked for (``--auto-target``). TileLang's own detectors
+    would ask the stand-in: its CUDA one takes ``torch.cuda.is_available()`` for a CUDA GPU, so
+    ``--auto-target hip:gfx942`` (or ``metal``) would lower for CUDA."""
+    import tilelang.backend.target as backend_target
+
+    from irtrace.lowering.tvm_targets import make_tvm_target
+
+    chosen = make_tvm_target(target)
+    stack.callback(setattr, backend_target, "auto_detect_target", backend_target.auto_detect_target)
+    backend_target.auto_detect_target = lambda: chosen
+
+
+def _answer_streams_and_tools(stack: contextlib.ExitStack, event: type) -> None:
+    """Streams, ``torch.cuda.init()``, the profiler's start and stop and NVTX ranges, which a CPU
+    build of torch refuses: on the stand-in GPU all work is the stand-ins' (nothing runs), so every
+    stream is done, and there is nothing to profile or annotate. No value is invented: a stream's
+    ``query()`` is true because nothing was queued; the default stream's handle is 0, as CUDA's is."""
+    import torch
+
+    def nothing(*_args: Any, **_kwargs: Any) -> None:
+        return None
+
+    class Stream:
+        """A stream of the stand-in GPU: nothing is ever queued on it."""
+
+        def __init__(self, device: Any = None, priority: int = 0, **_kwargs: Any) -> None:
+            self.device = torch.device("cuda", 0)
+            self.priority = priority
+
+        synchronize = wait_stream = wait_event = nothing
+
+        def query(self) -> bool:
+            return True
+
+        def record_event(self, recorded: Any = None) -> Any:
+            return recorded if recorded is not None else event()
+
+    default = Stream()
+    default.cuda_stream = 0  # type: ignore[attr-defined]  # CUDA's legacy default stream
+    ranges: list[str] = []
+
+    def range_push(message: str) -> int:
+        ranges.append(message)
+        return len(ranges) - 1  # NVTX's answer: the depth of the range started
+
+    def range_pop() -> int:
+        if ranges:
+            ranges.pop()
+        return len(ranges)
+
+    started: list[str] = []
+
+    def range_start(message: str) -> int:
+        started.append(message)
+        return len(started)  # a handle for ``range_end``
+
+    places: list[tuple[Any, str, Any]] = [
+        (torch.cuda, "init", nothing),
+        (torch.cuda, "Stream", Stream),
+        (torch.cuda, "current_stream", lambda *_a, **_k: default),
+        (torch.cuda, "default_stream", lambda *_a, **_k: default),
+        (torch.cuda, "set_stream", nothing),
+        (torch.cuda, "stream", lambda *_a, **_k: contextlib.nullcontext()),
+        (torch.cuda.profiler, "start", nothing),
+        (torch.cuda.profiler, "stop", nothing),
+        (torch.cuda.profiler, "profile", contextlib.nullcontext),
+        (torch.cuda.nvtx, "range_push", range_push),
+        (torch.cuda.nvtx, "range_pop", range_pop),
+        (torch.cuda.nvtx, "range_start", range_start),
+        (torch.cuda.nvtx, "range_end", nothing),
+        (torch.cuda.nvtx, "mark", nothing),
+        (torch.cuda.nvtx, "range", lambda *_a, **_k: contextlib.nullcontext()),
+    ]
+    for owner, attr, value in places:
+        stack.callback(setattr, owner, attr, getattr(owner, attr))
+        setattr(owner, attr, value)
 
 
 def _answer_compute_version(stack: contextlib.ExitStack, version: str) -> None:
@@ -161,6 +274,54 @@ def _answer_compute_version(stack: contextlib.ExitStack, version: str) -> None:
         module.get_target_compute_version = compute_version  # type: ignore[attr-defined]
 
 
+VALUE_READ_FAILURES = (
+    "cannot be called on meta tensors",  # .item(), int(), float()
+    "Cannot copy out of meta tensor",  # .tolist(), .cpu(), .numpy() via .cpu()
+    "meta device type tensor to numpy",  # .numpy()
+)
+"""PyTorch's messages when a program reads the values of a tensor that has none under the stand-ins."""
+VALUES_NEEDED = "irtrace_values_needed"
+"""Set on the error (to the call's name) where a call whose result is shaped by values
+(``bincount``, ``nonzero``, ``x[mask]``) met a tensor without values (``twins``)."""
+
+
+def why_values_stopped(error: BaseException) -> str | None:
+    """Where and why a program stopped under the stand-ins reading values that only a GPU run has
+    (a kernel's output, random data: never guessed), in words; ``None`` for any other failure."""
+    shaped_by = getattr(error, VALUES_NEEDED, None)
+    if shaped_by is None and not any(words in str(error) for words in VALUE_READ_FAILURES):
+        return None
+    where = _program_line(error.__traceback__)
+    reads = f"{shaped_by}() is shaped by" if shaped_by else "the program reads"
+    return (
+        f"{where + ': ' if where else ''}{reads} the values of a tensor that only a GPU computes (a "
+        "kernel's output or random data); --no-gpu has no such values and never guesses them, so "
+        "the program stops here; the kernels built before were captured"
+    )
+
+
+def values_shaped_call(error: BaseException) -> str | None:
+    """The call whose result's shape needed values (``bincount``), if that is why ``error`` came."""
+    name = getattr(error, VALUES_NEEDED, None)
+    return str(name) if name is not None else None
+
+
+def _program_line(tb: types.TracebackType | None) -> str:
+    """``file.py:LINE``, the program's own frame nearest the failure: not torch's, TileLang's,
+    the standard library's or irtrace's."""
+    import sysconfig
+
+    libraries = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    libraries.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # irtrace's own
+    found = ""
+    for frame in traceback.extract_tb(tb):
+        path = os.path.abspath(frame.filename)
+        if frame.filename.startswith("<") or any(path.startswith(lib + os.sep) for lib in libraries if lib):
+            continue
+        found = f"{os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path}:{frame.lineno}"
+    return found
+
+
 def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
     """``AutoTuner.run`` under ``--no-gpu``: compile (and so capture) the first config only."""
     from tilelang.autotuner.tuner import AutotuneResult
@@ -174,7 +335,7 @@ def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
     if _tunables_given(tuner, first):  # as TileLang does: no tuning, the call's own values
         kernel = compile_func()
         return AutotuneResult(libcode=kernel.get_kernel_source(), func=kernel.prim_func, kernel=kernel)
-    kernel = compile_func(**first)
+    kernel = compile_func(**_compile_arguments(first))
     with contextlib.suppress(AttributeError):  # programs read ``kernel.config`` as the tuner sets it
         kernel.update_tuner_result(latency=STAND_IN_LATENCY_MS, config=first, ref_latency=STAND_IN_LATENCY_MS)
     return AutotuneResult(
@@ -185,6 +346,22 @@ def _first_config_only(tuner: Any, *_args: Any, **_kwargs: Any) -> Any:
         func=kernel.prim_func,
         kernel=kernel,
     )
+
+
+def _compile_arguments(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as TileLang's tuner hands it to its compile function: its ``pass_configs`` (those
+    of this config only) under the tuner's own key, the rest as the kernel's arguments."""
+    from tilelang.autotuner import tuner as tuner_module
+
+    arguments = {key: value for key, value in config.items() if key != "pass_configs"}
+    key = getattr(tuner_module, "_PASS_CONFIGS_KEY", None)
+    if key is not None:
+        arguments[key] = config.get("pass_configs")
+    elif "pass_configs" in config:
+        arguments["pass_configs"] = config[
+            "pass_configs"
+        ]  # a release without per-config ones fails as it would
+    return arguments
 
 
 def _tunables_given(tuner: Any, config: dict[str, Any]) -> bool:

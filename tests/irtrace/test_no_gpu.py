@@ -192,3 +192,94 @@ def test_autotune_builds_the_given_tunable_else_the_first_config(tmp_path: Path)
     }
     blocks = [run.args["kwargs"]["block"] for run in load_trace(out).runs]
     assert blocks == [said["given"], said["tuned"]] == [128, 64]
+
+
+def test_a_config_with_its_own_pass_configs_is_built_with_them(tmp_path: Path) -> None:
+    """TileLang's tuner takes a config's ``pass_configs`` apart from the kernel's arguments; the
+    first config is built so, and the run records those pass configs."""
+    out = tmp_path / "t.jsonl"
+    program = DATA / "no_gpu_autotune_pass_configs.py"
+    done = irtrace("run", "--no-gpu", "-o", str(out), "--", "python", str(program), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "END" in done.stdout.splitlines()
+    said = next(line for line in done.stdout.splitlines() if line.startswith("config "))
+    assert said == "config 64 {'tl.disable_warp_specialized': True}"
+    (run,) = load_trace(out).runs
+    assert run.status == "ok"
+    assert run.args["kwargs"]["block"] == 64
+    assert run.pass_configs.get("tl.disable_warp_specialized") is True
+
+
+def test_a_program_profiling_its_kernel_on_streams_runs_to_its_end(tmp_path: Path) -> None:
+    """``torch.cuda.init``, the profiler's start and stop, NVTX ranges and streams, which a CPU
+    build of torch refuses, are answered: the stand-in GPU runs nothing, so there is nothing to
+    wait for, profile or annotate."""
+    out = tmp_path / "t.jsonl"
+    program = DATA / "no_gpu_cuda_tools.py"
+    done = irtrace("run", "--no-gpu", "-o", str(out), "--", "python", str(program), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line in ("built double", "END")] == [
+        "built double",
+        "END",
+    ]
+    (run,) = load_trace(out).runs
+    assert (run.kernel, run.status) == ("double", "ok")
+    assert run.instance is not None and run.instance.stand_in
+
+
+def test_auto_means_the_auto_target_even_where_the_stand_in_says_cuda(tmp_path: Path) -> None:
+    """TileLang's CUDA detector takes the stand-in's ``torch.cuda.is_available()`` for a CUDA GPU;
+    ``--auto-target hip:gfx942`` must still lower ``target="auto"`` for HIP. Oracle: TileLang's own
+    lowering of the same kernel for gfx942 in a fresh process, untraced."""
+    program = tmp_path / "auto_kernel.py"
+    program.write_text(
+        (DATA / "no_gpu_cuda_tools.py").read_text().split('if __name__ == "__main__":')[0]
+        + 'if __name__ == "__main__":\n    double(1024)(torch.randn(1024, device="cuda"))\n'
+    )
+    out = tmp_path / "t.jsonl"
+    done = irtrace(
+        "run",
+        "--no-gpu",
+        "--auto-target",
+        "hip:gfx942",
+        "-o",
+        str(out),
+        "--",
+        "python",
+        str(program),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = load_trace(out).runs
+    assert (run.kernel, run.target, run.status) == ("double", "hip:gfx942", "ok")
+    code = """
+import sys, tilelang
+from tvm.target import Target
+sys.path.insert(0, ".")
+import auto_kernel
+target = Target({"kind": "hip", "mcpu": "gfx942"})
+with target:
+    print(tilelang.lower(auto_kernel.double.get_tir(1024), target=target).kernel_source)
+"""
+    oracle = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=600, check=True
+    )
+    assert load_trace(out).kernel_source(run) == oracle.stdout.removesuffix("\n")
+
+
+def test_tilelangs_carver_sees_the_stand_in_gpu(tmp_path: Path) -> None:
+    """TileLang's carver asks TVM's runtime, not torch, whether GPU 0 exists and what it is; it gets
+    the stand-in's facts (an H100 SXM for ``cuda:sm_90a``: 132 SMs, warp 32, 48 KiB of shared memory
+    per block), and its analysis of the compiled kernel counts the GEMM's 2*M*N*K FLOPs."""
+    out = tmp_path / "t.jsonl"
+    done = irtrace(
+        "run", "--no-gpu", "-o", str(out), "--", "python", str(DATA / "no_gpu_carver.py"), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "END" in lines
+    assert f"device {H100_SMS} 32 90 {48 * 1024}" in lines
+    (flops,) = [line.split()[1:] for line in lines if line.startswith("flops ")]
+    assert flops[0] == flops[1]
+    (run,) = load_trace(out).runs
+    assert (run.kernel, run.status) == ("matmul", "ok")

@@ -36,6 +36,8 @@ from typing import Any
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
+from irtrace.lowering.no_gpu import VALUES_NEEDED
+
 META = "meta"
 CPU = "cpu"
 
@@ -466,7 +468,11 @@ def call_with_twins(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
     metas = _metas(args, kwargs)
     twins = {id(m): TWINS.get(m) for m in metas}
     if all(twin is None for twin in twins.values()) and not _may_make_twins(name, metas):
-        return func(*args, **kwargs)  # no twin in, none to come out: the stand-ins as before twins
+        try:
+            return func(*args, **kwargs)  # no twin in, none to come out: the stand-ins as before twins
+        except (RuntimeError, NotImplementedError) as error:
+            _mark_values_needed(error, name)
+            raise
     if not torchs_own(func):
         return _run_once(func, args, kwargs, metas, twins)
     if _reads_values(name, args, kwargs):
@@ -532,7 +538,16 @@ def _after_meta_failed(
             result = _map_args(lambda v: v.to(META) if isinstance(v, torch.Tensor) else v, value)
             _pair(result, value, _leaves((args, kwargs)))
             return result
+    _mark_values_needed(error, name)
     raise error
+
+
+def _mark_values_needed(error: Exception, name: str) -> None:
+    """Say on ``error`` that ``name``'s result is shaped by values its meta inputs do not have
+    (``no_gpu.why_values_stopped`` tells the user so)."""
+    if name in DATA_DEPENDENT:
+        with contextlib.suppress(AttributeError):
+            setattr(error, VALUES_NEEDED, name)
 
 
 def _all_twinned(twins: dict[int, torch.Tensor | None]) -> bool:
