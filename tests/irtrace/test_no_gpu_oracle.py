@@ -159,8 +159,8 @@ def _tilelang_cases() -> list[str]:
 def test_tilelang_example_captures_on_stand_ins_as_on_the_gpu(case: str, tmp_path: Path) -> None:
     folder, _, name = case.partition("_example_")
     script = Path(str(TILELANG_EXAMPLES)) / folder / f"example_{name}.py"
-    if not script.exists():  # folder names with an underscore: find the file by its name
-        matches = list(Path(str(TILELANG_EXAMPLES)).glob(f"*/example_{name}.py"))
+    if not script.exists():  # folder names with an underscore, nested folders: find the file by its name
+        matches = list(Path(str(TILELANG_EXAMPLES)).rglob(f"example_{name}.py"))
         assert matches, case
         script = matches[0]
     gpu = load_gz(ORACLE / "tilelang" / f"{case}.jsonl.gz", tmp_path)

@@ -33,7 +33,7 @@ def script_of(examples: Path, case: str) -> Path:
     script = examples / folder / f"example_{name}.py"
     if script.exists():
         return script
-    return next(iter(examples.glob(f"*/example_{name}.py")))
+    return next(iter(examples.rglob(f"example_{name}.py")))
 
 
 def main() -> int:
