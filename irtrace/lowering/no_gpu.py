@@ -280,14 +280,13 @@ VALUE_READ_FAILURES = (
     "meta device type tensor to numpy",  # .numpy()
 )
 """PyTorch's messages when a program reads the values of a tensor that has none under the stand-ins."""
-VALUES_NEEDED = "irtrace_values_needed"
-"""Set on the error (to the call's name) where a call whose result is shaped by values
-(``bincount``, ``nonzero``, ``x[mask]``) met a tensor without values (``twins``)."""
 
 
 def why_values_stopped(error: BaseException) -> str | None:
     """Where and why a program stopped under the stand-ins reading values that only a GPU run has
     (a kernel's output, random data: never guessed), in words; ``None`` for any other failure."""
+    from irtrace.lowering.resolve.twins import VALUES_NEEDED
+
     shaped_by = getattr(error, VALUES_NEEDED, None)
     if shaped_by is None and not any(words in str(error) for words in VALUE_READ_FAILURES):
         return None
@@ -302,6 +301,8 @@ def why_values_stopped(error: BaseException) -> str | None:
 
 def values_shaped_call(error: BaseException) -> str | None:
     """The call whose result's shape needed values (``bincount``), if that is why ``error`` came."""
+    from irtrace.lowering.resolve.twins import VALUES_NEEDED
+
     name = getattr(error, VALUES_NEEDED, None)
     return str(name) if name is not None else None
 

@@ -36,10 +36,12 @@ from typing import Any
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from irtrace.lowering.no_gpu import VALUES_NEEDED
-
 META = "meta"
 CPU = "cpu"
+VALUES_NEEDED = "irtrace_values_needed"
+"""Set on the error (to the call's name) where a call whose result is shaped by values
+(``bincount``, ``nonzero``, ``x[mask]``) met a tensor without values (``no_gpu.why_values_stopped``
+says so)."""
 
 TWIN_ELEMENTS = 1 << 22
 """Live twin elements in all (at most 32 MiB of 8-byte values): a program's tensors past this stay
