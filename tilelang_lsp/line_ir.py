@@ -118,9 +118,16 @@ async def line_section(
     if entry is None:
         return f"{head}: no statement of any pass carries this line's span."
     body = render_section(found, entry)
-    users = sorted({user for stage in entry.stages for user in stage.used_by})
+    users = sorted({user for stage in entry.stages for user in stage.used_by if not stage.inlined})
     if users:
         body = f"No statement of its own: {used_by_words(users)}, whose IR stands for it.\n\n{body}"
+    inlined = sorted({user for stage in entry.stages for user in stage.used_by if stage.inlined})
+    if inlined:
+        first = next(stage.first for stage in entry.stages if stage.inlined)
+        body = (
+            f"After `{first}` a pass inlined this line's bind: {used_by_words(inlined)}, "
+            f"whose IR stands for it there.\n\n{body}"
+        )
     full = server.line_maps.write(
         f"{found.kernel}-{found.target}-line{line}", every_pass_text(doc, found, entry)
     )

@@ -188,8 +188,10 @@ class LineStage(msgspec.Struct, frozen=True, kw_only=True):
     owned: tuple[int, ...] = ()
     """Of ``carried``, those inside a block of the line, not carried over a pass."""
     used_by: tuple[int, ...] = ()
-    """For a line that made no statement but binds a value: the lines reading it, whose IR
-    ``ir_lines`` are (``LineInPass.used_by``)."""
+    """For a line that made no statement but binds a value, or whose bind this pass inlined
+    (``inlined``): the lines reading it, whose IR ``ir_lines`` are (``LineInPass.used_by``)."""
+    inlined: bool = False
+    """Whether ``used_by`` stands for a bind of the line that a pass inlined (``LineInPass.inlined``)."""
 
 
 class LineThroughPasses(msgspec.Struct, frozen=True, kw_only=True):

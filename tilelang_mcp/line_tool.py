@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from irtrace.base.errors import NotInTraceError
-from irtrace.facts.source_map import used_by_words
+from irtrace.facts.source_map import stands_for_words
 from tilelang_mcp import backend
 from tilelang_mcp.session import ToolError
 
@@ -79,7 +79,8 @@ def line_answer(
         return f"{where}: no statement carrying this line is in the IR{after} (trace {trace_id})", data
     first = groups[0]["first"]
     users = sorted({user for group in groups for user in group.get("used_by", ())})
-    value = f"; no statement of its own, {used_by_words(users)}" if users else ""
+    inlined = any(group.get("inlined") for group in groups)
+    value = f"; {stands_for_words(users, inlined)}" if users else ""
     return (
         f"{where}: {len(document['passes'])} group(s) of passes, the first after {first}{value} "
         f"(trace {trace_id})",

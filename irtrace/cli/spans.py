@@ -19,6 +19,7 @@ from irtrace.facts.source_map import (
     carried_kernel_lines,
     carried_words,
     changed_rows,
+    generated_lines,
     generated_texts,
     kernel_files,
     line_document,
@@ -29,6 +30,7 @@ from irtrace.facts.source_map import (
     query_facts,
     require_maps,
     span_rows,
+    stands_for_words,
     used_by_words,
 )
 from irtrace.trace.model import Trace
@@ -93,9 +95,12 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     only = run.find_pass(args.pass_name) if args.pass_name else None
     facts = query_facts(trace, run, query)
     found = line_through_passes(trace, run, query, only, facts)
-    generated = generated_texts(trace, run, query) if only is None else []
+    source_lines = generated_lines(trace, run, query, facts) if only is None else None
+    generated = generated_texts(trace, run, query, source_lines) if source_lines is not None else []
     users = facts.users_of(query.line)
     value = f"; no statement of its own, {used_by_words(users)}" if users else ""
+    if source_lines is not None and source_lines.inlined_by:
+        value = f"; {used_by_words(source_lines.inlined_by, inlined=True)}"
     counts = line_instructions(trace, run, query) if only is None else None
     if args.json:
         machine = counts_document(counts) if counts is not None else None
@@ -114,7 +119,7 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
             why = carried_words(item.carried, item.owned)
             carried = f", carried: {_lines(item.carried)} (marked ~: {why}; see docs/source-maps.md)"
         if item.used_by:
-            carried += f"; no statement of its own, {used_by_words(item.used_by)}"
+            carried += f"; {stands_for_words(item.used_by, item.inlined)}"
         echo(f"== {where} after {span} (passes {item.first.record.index}-{item.last.record.index}){carried}")
         width = len(str(item.lines[-1]))
         for number, line_text in zip(item.lines, item.text_lines, strict=True):

@@ -205,6 +205,10 @@ class AuthorLines:
     value_users: Mapping[int, tuple[int, ...]] = dataclass_field(default_factory=dict)
     """a line that ran, made no statement and binds names -> the lines that ran and read them
     (reached by that binding, same function; through such lines in turn), which make statements"""
+    inlined_users: Mapping[int, tuple[int, ...]] = dataclass_field(default_factory=dict)
+    """an assignment line that ran and made a statement (a ``Bind``) -> the lines reading its value,
+    as for ``value_users``: where a pass inlined the bind (the map names no IR line of its own),
+    their IR stands for it"""
 
     skipped: tuple[int, ...] = ()
     """the statement lines the frontend did not run in the functions where it ran some (a branch
@@ -218,6 +222,10 @@ class AuthorLines:
     def users_of(self, line: int) -> tuple[int, ...]:
         """The lines whose IR stands for value line ``line`` (empty: not a value line)."""
         return self.value_users.get(line, ())
+
+    def inlined_into(self, line: int) -> tuple[int, ...]:
+        """The lines whose IR stands for ``line`` where a pass inlined its bind (empty: none)."""
+        return self.inlined_users.get(line, ())
 
 
 CHAIN_WORK = 8
@@ -234,11 +242,63 @@ def not_run_words(lines: Sequence[int]) -> str:
     return f"lines {numbers} are not part of this instance: the frontend did not run them"
 
 
-def used_by_words(users: Sequence[int]) -> str:
-    """``its value is used by line 49`` (or ``lines 25, 27``): how views mark a value line's IR."""
-    if len(users) == 1:
-        return f"its value is used by line {users[0]}"
-    return f"its value is used by lines {', '.join(str(u) for u in users)}"
+def used_by_words(users: Sequence[int], inlined: bool = False) -> str:
+    """``its value is used by line 49`` (or ``lines 25, 27``): how views mark a value line's IR;
+    ``inlined``: the line made a bind that a pass inlined into those lines (``inlined: ...``)."""
+    lines = f"line {users[0]}" if len(users) == 1 else f"lines {', '.join(str(u) for u in users)}"
+    return f"{'inlined: ' if inlined else ''}its value is used by {lines}"
+
+
+def stands_for_words(users: Sequence[int], inlined: bool) -> str:
+    """How views say whose IR is shown for a line: ``no statement of its own, its value is used by
+    line 49`` for a value line, ``inlined: its value is used by lines 39, 40`` for an inlined bind."""
+    return (
+        used_by_words(users, inlined=True) if inlined else f"no statement of its own, {used_by_words(users)}"
+    )
+
+
+def _chain_readers(
+    line: int, readers: Mapping[int, Sequence[int]], ran: frozenset[int], values: set[int], budget: list[int]
+) -> tuple[int, ...]:
+    """The lines that ran, read ``line``'s value and are not value lines (through value lines in
+    turn: ``a = ...; b = a + 1; T.copy(..b..)``); ``budget[0]`` counts the readers visited, a hostile
+    chain of value lines is followed only while it lasts."""
+    reached: set[int] = set()
+    pending, seen = [line], {line}
+    while pending:
+        found = readers.get(pending.pop(), ())
+        budget[0] -= len(found)
+        for reader in found:
+            if reader in seen or reader not in ran:
+                continue
+            seen.add(reader)
+            if reader not in values:
+                reached.add(reader)
+            elif budget[0] > 0:
+                pending.append(reader)
+    return tuple(sorted(reached))
+
+
+BIND_PRINT = re.compile(r"\s*[A-Za-z_]\w*: T\.\w+(\(.*\))? = ")
+"""How TVMScript prints a ``Bind`` (a let of a scalar, ``s: T.int32 = ko % 3``); an allocation an
+assignment line makes prints unannotated (``A_shared = T.sblock_alloc_buffer(...)``)."""
+
+
+def _bind_lines(
+    trace: Trace, run: KernelRun, source_map: SourceMapRecord, files: set[str], lines: set[int]
+) -> set[int]:
+    """Of assignment ``lines``, those whose statements in the module the pipeline received are all
+    ``Bind``s (``BIND_PRINT``): only such a statement can a pass inline into the lines reading it.
+    One walk over the map's entries (no walk per line: a hostile map stays linear)."""
+    if run.input_ir is None or not lines:
+        return set()
+    printed = trace.text(run.input_ir).split("\n")
+    indexes = {i for i, name in enumerate(source_map.files) if name in files}
+    binds: dict[int, bool] = {}
+    for ir, file, py in [*source_map.lines, *source_map.carried, *source_map.inner]:
+        if py in lines and file in indexes and 1 <= ir <= len(printed):
+            binds[py] = binds.get(py, True) and BIND_PRINT.match(printed[ir - 1]) is not None
+    return {line for line, bind in binds.items() if bind}
 
 
 def author_lines(trace: Trace, run: KernelRun) -> AuthorLines:
@@ -257,24 +317,18 @@ def author_lines(trace: Trace, run: KernelRun) -> AuthorLines:
         return AuthorLines(ran=ran)
     made = {py for _, file, py in [*source_map.lines, *source_map.carried] if file in indexes}
     values = {line for line in found.assignments if line in ran and line not in made}
+    binds = _bind_lines(
+        trace, run, source_map, files, {line for line in found.assignments if line in ran and line in made}
+    )
+    budget = [CHAIN_WORK * (len(values) + len(binds) + sum(len(r) for r in found.readers.values()))]
     users: dict[int, tuple[int, ...]] = {}
-    budget = CHAIN_WORK * (len(values) + sum(len(r) for r in found.readers.values()))
     for line in sorted(values):
-        reached: set[int] = set()
-        pending, seen = [line], {line}
-        while pending:  # through value lines: ``a = ...; b = a + 1; T.copy(..b..)``
-            readers = found.readers.get(pending.pop(), ())
-            budget -= len(readers)
-            for reader in readers:
-                if reader in seen or reader not in ran:
-                    continue
-                seen.add(reader)
-                if reader not in values:
-                    reached.add(reader)
-                elif budget > 0:  # a hostile chain of value lines is followed only so far
-                    pending.append(reader)
-        if reached:
-            users[line] = tuple(sorted(reached))
+        if reached := _chain_readers(line, found.readers, ran, values, budget):
+            users[line] = reached
+    inlined: dict[int, tuple[int, ...]] = {}
+    for line in sorted(binds):  # a bind a later pass may inline into its readers
+        if reached := _chain_readers(line, found.readers, ran, values, budget):
+            inlined[line] = reached
     # the functions the frontend ran: a ``def`` line run is its enclosing function's statement
     ran_in = {found.owner[line] for line in ran if line in found.owner and line not in found.definitions} - {
         0
@@ -282,7 +336,7 @@ def author_lines(trace: Trace, run: KernelRun) -> AuthorLines:
     skipped = tuple(
         sorted(line for line, owner in found.owner.items() if owner in ran_in and line not in ran)
     )
-    return AuthorLines(ran=ran, value_users=users, skipped=skipped)
+    return AuthorLines(ran=ran, value_users=users, inlined_users=inlined, skipped=skipped)
 
 
 def kernel_path(run: KernelRun) -> str | None:
@@ -387,8 +441,11 @@ class LineInPass:
     """of ``carried``, those inside a block of the line (``SourceMapRecord.owned``), not carried
     over a pass"""
     used_by: tuple[int, ...] = ()
-    """for a line that made no statement (``AuthorLines.value_users``): the lines reading its value
-    whose IR ``lines`` are"""
+    """for a line that made no statement (``AuthorLines.value_users``), or whose bind this pass
+    inlined (``inlined``): the lines reading its value whose IR ``lines`` are"""
+    inlined: bool = False
+    """whether ``used_by`` stands for a bind of the line that a pass inlined into its readers (the
+    map names no IR line of the line's own after this pass; ``AuthorLines.inlined_users``)"""
 
 
 def require_maps(run: KernelRun) -> None:
@@ -426,11 +483,12 @@ def line_through_passes(
     if facts.not_run(query.line):
         raise NotInTraceError(NOT_RUN.format(line=query.line))
     users = facts.users_of(query.line)
+    inlined_into = facts.inlined_into(query.line)
     found: list[LineInPass] = []
     last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
     seen: dict[
         tuple[str, int],
-        tuple[list[int], tuple[str, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+        tuple[list[int], tuple[str, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], bool],
     ] = {}
     for position, item in enumerate(pass_maps(run)):
         if only is not None and item.record.index != only.index:
@@ -443,6 +501,9 @@ def line_through_passes(
             by_line = {
                 line: ir_lines(item.source_map, files, line, text) for line in (users or (query.line,))
             }
+            inlined = bool(inlined_into) and not by_line[query.line]
+            if inlined:  # the bind's own statement is gone here: its readers' IR stands for it
+                by_line = {line: ir_lines(item.source_map, files, line, text) for line in inlined_into}
             numbers = sorted({n for found_lines in by_line.values() for n in found_lines})
             all_lines = text.split("\n") if numbers else []
             carried_here: set[int] = set()
@@ -450,15 +511,20 @@ def line_through_passes(
             for line in by_line if numbers else ():
                 carried_here.update(carried_ir_lines(item.source_map, files, line, text))
                 owned_here.update(owned_ir_lines(item.source_map, files, line, text))
-            used = tuple(line for line, found_lines in by_line.items() if found_lines) if users else ()
+            used = (
+                tuple(line for line, found_lines in by_line.items() if found_lines)
+                if users or inlined
+                else ()
+            )
             seen[key] = (
                 numbers,
                 tuple(all_lines[n - 1] for n in numbers),
                 tuple(sorted(carried_here)),
                 tuple(sorted(owned_here & carried_here)),
                 used,
+                inlined and bool(numbers),
             )
-        numbers, shown, carried, owned, used_by = seen[key]
+        numbers, shown, carried, owned, used_by, inlined = seen[key]
         if not numbers:
             continue
         previous = found[-1] if found else None
@@ -470,11 +536,14 @@ def line_through_passes(
             and previous.carried == carried
             and previous.owned == owned
             and previous.used_by == used_by
+            and previous.inlined == inlined
             and previous.last.record.ir_after == item.record.ir_after
         ):
-            found[-1] = LineInPass(previous.first, item, previous.lines, shown, carried, owned, used_by)
+            found[-1] = LineInPass(
+                previous.first, item, previous.lines, shown, carried, owned, used_by, inlined
+            )
         else:
-            found.append(LineInPass(item, item, tuple(numbers), shown, carried, owned, used_by))
+            found.append(LineInPass(item, item, tuple(numbers), shown, carried, owned, used_by, inlined))
         last_shown = position
     return found
 
@@ -510,6 +579,7 @@ def line_document(
                 "carried": list(item.carried),
                 "owned": list(item.owned),
                 "used_by": list(item.used_by),
+                "inlined": item.inlined,
                 "text": list(item.text_lines),
             }
             for item in found
@@ -640,6 +710,9 @@ class GeneratedLines:
     ptx_mapped: bool
     """whether the trace maps the PTX to the kernel source"""
     sass_mapped: bool
+    inlined_by: tuple[int, ...] = ()
+    """for a line whose bind a pass inlined (``AuthorLines.inlined_users``) and that has no
+    kernel-source line of its own: the lines reading its value, whose lines ``source`` are"""
 
 
 def machine_line_map(run: KernelRun, stage: str) -> MachineLines | None:
@@ -684,6 +757,11 @@ def generated_lines(
             }
         )
     )
+    inlined_by: tuple[int, ...] = ()
+    if not source and facts.inlined_into(query.line):  # the bind was inlined before codegen
+        by_line = {line: ir_lines(source_map, files, line, text) for line in facts.inlined_into(query.line)}
+        inlined_by = tuple(line for line, found in by_line.items() if found)
+        source = tuple(sorted({n for found in by_line.values() for n in found}))
     ptx = _stage_lines(trace, run, "ptx", source)
     sass = _stage_lines(trace, run, "sass", source)
     return GeneratedLines(
@@ -693,6 +771,7 @@ def generated_lines(
         source_mapped=True,
         ptx_mapped=ptx is not None,
         sass_mapped=sass is not None,
+        inlined_by=inlined_by,
     )
 
 
@@ -700,10 +779,13 @@ GeneratedText = tuple[str, tuple[int, ...], list[str]]
 """``(stage, lines, their text)``: ``source``, ``ptx`` or ``sass``."""
 
 
-def generated_texts(trace: Trace, run: KernelRun, query: LineQuery) -> list[GeneratedText]:
+def generated_texts(
+    trace: Trace, run: KernelRun, query: LineQuery, lines: GeneratedLines | None = None
+) -> list[GeneratedText]:
     """The kernel-source, PTX and SASS lines Python line ``query`` became, with their text, for each
-    stage the trace maps (no lines: the line became nothing there that the map can name)."""
-    lines = generated_lines(trace, run, query)
+    stage the trace maps (no lines: the line became nothing there that the map can name);
+    ``lines``: its ``generated_lines``, when the caller has them."""
+    lines = generated_lines(trace, run, query) if lines is None else lines
     found: list[GeneratedText] = []
     if lines.source_mapped and run.source_sha256 is not None:
         text = trace.text(run.source_sha256).split("\n")

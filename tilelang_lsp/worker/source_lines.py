@@ -79,6 +79,7 @@ def source_lines(request: LineMaps, should_stop: Callable[[], bool] = _never) ->
                 carried=tuple(n for n in item.carried if n in item.lines[:MAX_STAGE_LINES]),
                 owned=tuple(n for n in item.owned if n in item.lines[:MAX_STAGE_LINES]),
                 used_by=item.used_by,
+                inlined=item.inlined,
             )
             for item in line_through_passes(trace, run, LineQuery(number), facts=facts)
         )

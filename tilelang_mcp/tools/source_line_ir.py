@@ -66,7 +66,11 @@ class LineGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """Of ``carried``, those inside a block of the line, not carried over a pass."""
     used_by: list[int] = []
     """For a line that made no statement of its own but binds a value (``tx =
-    T.get_thread_binding()``): the lines reading that value, whose IR ``ir_lines`` are."""
+    T.get_thread_binding()``), or whose bind this pass inlined (``inlined``): the lines reading
+    that value, whose IR ``ir_lines`` are."""
+    inlined: bool = False
+    """Whether ``used_by`` stands for a bind of the line that a pass inlined into its readers
+    (``s = ko % 3`` printed as ``A_shared[ko % 3, ...]``): the line has no IR line of its own here."""
     text: list[str]
 
 
