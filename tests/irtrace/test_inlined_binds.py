@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,13 +57,14 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     return load_trace(output)
 
 
-def line_json(trace: Trace, line: int, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+def line_json(trace: Trace, line: int, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     assert trace.path is not None
     assert main(["ir", trace.path, "--line", str(line), "--json"]) == ExitCode.OK
-    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+    found: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return found
 
 
-def by_pass(document: dict) -> dict[int, set[int]]:  # type: ignore[type-arg]
+def by_pass(document: dict[str, Any]) -> dict[int, set[int]]:
     found: dict[int, set[int]] = {}
     for group in document["passes"]:
         for index in range(group["first_index"], group["last_index"] + 1):
@@ -140,3 +142,14 @@ def test_a_line_keeping_its_statement_is_not_marked(trace: Trace, capsys: pytest
         assert found and all(not item.used_by and not item.inlined for item in found)
         document = line_json(trace, line, capsys)
         assert all(not g["used_by"] and not g["inlined"] for g in document["passes"])
+
+
+def test_the_mcp_answer_says_the_bind_was_inlined(trace: Trace) -> None:
+    from tilelang_mcp.line_tool import line_answer
+
+    line = bind_lines()[0]
+    summary, data = line_answer("t1", trace, trace.runs[0], line, None)
+    words = ", ".join(str(r) for r in sorted(readers_of(line)))
+    assert f"; inlined: its value is used by lines {words}" in summary
+    assert any(group["inlined"] for group in data["passes"])
+    assert not any(group["used_by"] for group in data["passes"] if not group["inlined"])
