@@ -110,7 +110,7 @@ async def line_section(
     found = task.result()
     if isinstance(found, str):
         return f"{head}: {found}"
-    from irtrace.facts.source_map import NOT_RUN, used_by_words
+    from irtrace.facts.source_map import NOT_RUN
 
     entry = next((item for item in found.lines if item.line == line), None)
     if entry is None and line in found.not_run:
@@ -118,16 +118,9 @@ async def line_section(
     if entry is None:
         return f"{head}: no statement of any pass carries this line's span."
     body = render_section(found, entry)
-    users = sorted({user for stage in entry.stages for user in stage.used_by if not stage.inlined})
-    if users:
-        body = f"No statement of its own: {used_by_words(users)}, whose IR stands for it.\n\n{body}"
-    inlined = sorted({user for stage in entry.stages for user in stage.used_by if stage.inlined})
-    if inlined:
-        first = next(stage.first for stage in entry.stages if stage.inlined)
-        body = (
-            f"After `{first}` a pass inlined this line's bind: {used_by_words(inlined)}, "
-            f"whose IR stands for it there.\n\n{body}"
-        )
+    note = stands_for_note(entry)
+    if note:
+        body = f"{note}\n\n{body}"
     full = server.line_maps.write(
         f"{found.kernel}-{found.target}-line{line}", every_pass_text(doc, found, entry)
     )
@@ -175,6 +168,24 @@ async def sass_words(
     if counts is None:
         return " · SASS: no instruction is located on this line."
     return f"\n\nSASS instructions from this line: {describe_counts(counts)}."
+
+
+def stands_for_note(entry: LineThroughPasses) -> str:
+    """Whose IR the hover shows for a line without its own: the readers of a value line, or of a
+    bind a pass inlined (from which pass on); empty for a line shown with its own IR."""
+    from irtrace.facts.source_map import used_by_words
+
+    users = sorted({user for stage in entry.stages for user in stage.used_by if not stage.inlined})
+    if users:
+        return f"No statement of its own: {used_by_words(users)}, whose IR stands for it."
+    inlined = sorted({user for stage in entry.stages for user in stage.used_by if stage.inlined})
+    if inlined:
+        first = next(stage.first for stage in entry.stages if stage.inlined)
+        return (
+            f"After `{first}` a pass inlined this line's bind: {used_by_words(inlined)}, "
+            "whose IR stands for it there."
+        )
+    return ""
 
 
 def kernel_source_words(found: SourceLines, entry: LineThroughPasses) -> str:

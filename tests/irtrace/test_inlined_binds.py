@@ -153,3 +153,26 @@ def test_the_mcp_answer_says_the_bind_was_inlined(trace: Trace) -> None:
     assert f"; inlined: its value is used by lines {words}" in summary
     assert any(group["inlined"] for group in data["passes"])
     assert not any(group["used_by"] for group in data["passes"] if not group["inlined"])
+
+
+def test_the_hover_says_from_which_pass_the_bind_was_inlined() -> None:
+    from tilelang_lsp.line_ir import stands_for_note
+    from tilelang_lsp.protocol import LineMaps
+    from tilelang_lsp.worker.source_lines import source_lines
+
+    found = source_lines(
+        LineMaps(
+            path=str(HOPPER), text=HOPPER.read_text(), kernel="hopper_ws_gemm", default_target="cuda:sm_90a"
+        )
+    )
+    line = bind_lines()[0]
+    entry = next(item for item in found.lines if item.line == line)
+    first = next(stage for stage in entry.stages if stage.inlined)
+    assert all(not stage.used_by for stage in entry.stages if stage.last_index < first.first_index)
+    words = ", ".join(str(r) for r in sorted(readers_of(line)))
+    assert stands_for_note(entry) == (
+        f"After `{first.first}` a pass inlined this line's bind: its value is used by lines {words}, "
+        "whose IR stands for it there."
+    )
+    reader = next(item for item in found.lines if item.line == line + 1)
+    assert stands_for_note(reader) == ""
