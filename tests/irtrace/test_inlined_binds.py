@@ -34,6 +34,13 @@ def bind_lines() -> list[int]:
     return [n for n, line in enumerate(HOPPER.read_text().splitlines(), 1) if BIND in line]
 
 
+def alloc_line() -> int:
+    """An assignment line whose statement is an allocation, read by other lines, never a ``Bind``."""
+    return next(
+        n for n, line in enumerate(HOPPER.read_text().splitlines(), 1) if "A_shared = T.alloc" in line
+    )
+
+
 def readers_of(line: int) -> set[int]:
     """The statements reading the ``s`` bound on ``line``, by tokens: up to the next binding of ``s``
     (the producer's and the consumer's loops each bind it once)."""
@@ -176,3 +183,23 @@ def test_the_hover_says_from_which_pass_the_bind_was_inlined() -> None:
     )
     reader = next(item for item in found.lines if item.line == line + 1)
     assert stands_for_note(reader) == ""
+
+
+def test_a_hostile_input_map_claims_no_inlined_bind(trace: Trace, tmp_path: Path) -> None:
+    """An input map naming IR lines past the end of the text, or putting the allocation line on the
+    bind's statement too: no traceback, the past-the-end entry adds nothing, and a line whose
+    statements are not all binds is never called inlined."""
+    assert trace.path is not None
+    line, alloc = bind_lines()[0], alloc_line()
+    lines = Path(trace.path).read_text().splitlines()
+    number = next(i for i, text in enumerate(lines) if '"record":"srcmap"' in text and '"after":null' in text)
+    record = json.loads(lines[number])
+    bind_ir = next(ir for ir, _, py in record["lines"] if py == line)
+    record["lines"] += [[10**6, 0, line], [bind_ir, 0, alloc]]
+    lines[number] = json.dumps(record)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    hostile = load_trace(bad)
+    facts = author_lines(hostile, hostile.runs[0])
+    assert set(facts.inlined_into(line)) == readers_of(line)
+    assert facts.inlined_into(alloc) == ()
