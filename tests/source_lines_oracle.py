@@ -145,8 +145,9 @@ def run_coverage(
     ``tl.LowerTileOp`` and in the kernel source; ``wrong`` counts mapped lines (in the IR stages)
     whose IR lines mention none of the buffers the Python line uses.
 
-    A line that built no statement but binds a value (the trace's ``value_users``) is followed
-    where the lines reading it are, and judged by their IR. A line the trace says did not run is
+    A line that built no statement but binds a value (the trace's ``value_users``), or whose bind
+    a pass inlined (``inlined_users``: at a stage where it has no IR of its own), is followed where
+    the lines reading it are, and judged by their IR. A line the trace says did not run is
     followed (``not_run``) only when ``python_ran``, the lines an independent oracle saw Python run
     while building the same kernel, leaves it out too; without ``python_ran`` it is not."""
     if function is None and "::" in run.spec:
@@ -167,7 +168,7 @@ def run_coverage(
     facts = run_author_lines(trace, run)
     for mapped in stages.values():
         for line in wanted:
-            users = facts.users_of(line)
+            users = facts.users_of(line) or facts.inlined_into(line)  # a bind a pass inlined, too
             if line not in mapped and users:
                 texts = [text for user in users for text in mapped.get(user, [])]
                 if texts:
