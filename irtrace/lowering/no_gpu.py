@@ -24,6 +24,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from irtrace.lowering.resolve.entry_point import replace_for
 from irtrace.targets.backends import TargetSpec
 
 NO_GPU_ENV = "IRTRACE_NO_GPU"
@@ -133,17 +134,13 @@ def _answer_torch_cuda(stack: contextlib.ExitStack, target: TargetSpec) -> None:
         ("is_current_stream_capturing", lambda: False),
     ]
     for attr, value in answers:
-        stack.callback(setattr, torch.cuda, attr, getattr(torch.cuda, attr))
-        setattr(torch.cuda, attr, value)
+        replace_for(stack, torch.cuda, attr, value)
     _answer_streams_and_tools(stack, Event)
     # TileLang's driver asks ``torch.device(0)`` first, which fails where torch has no accelerator
     with contextlib.suppress(ImportError):
         from tilelang.carver.arch.driver import cuda_driver
 
-        stack.callback(
-            setattr, cuda_driver, "get_cuda_device_properties", cuda_driver.get_cuda_device_properties
-        )
-        cuda_driver.get_cuda_device_properties = lambda *_a, **_k: properties
+        replace_for(stack, cuda_driver, "get_cuda_device_properties", lambda *_a, **_k: properties)
     _answer_compute_version(stack, f"{major}.{minor}")
     _answer_tvm_device(stack, properties, f"{major}.{minor}")
     _auto_is_the_target(stack, target)
@@ -171,8 +168,7 @@ def _answer_tvm_device(stack: contextlib.ExitStack, properties: Any, version: st
     def cuda(dev_id: int = 0) -> Any:
         return device if int(dev_id) == 0 else original(dev_id)
 
-    stack.callback(setattr, tvm.runtime, "cuda", original)
-    tvm.runtime.cuda = cuda
+    replace_for(stack, tvm.runtime, "cuda", cuda)
 
 
 def _auto_is_the_target(stack: contextlib.ExitStack, target: TargetSpec) -> None:
@@ -184,8 +180,7 @@ def _auto_is_the_target(stack: contextlib.ExitStack, target: TargetSpec) -> None
     from irtrace.lowering.tvm_targets import make_tvm_target
 
     chosen = make_tvm_target(target)
-    stack.callback(setattr, backend_target, "auto_detect_target", backend_target.auto_detect_target)
-    backend_target.auto_detect_target = lambda: chosen
+    replace_for(stack, backend_target, "auto_detect_target", lambda: chosen)
 
 
 def _answer_streams_and_tools(stack: contextlib.ExitStack, event: type) -> None:
@@ -250,8 +245,7 @@ def _answer_streams_and_tools(stack: contextlib.ExitStack, event: type) -> None:
         (torch.cuda.nvtx, "range", lambda *_a, **_k: contextlib.nullcontext()),
     ]
     for owner, attr, value in places:
-        stack.callback(setattr, owner, attr, getattr(owner, attr))
-        setattr(owner, attr, value)
+        replace_for(stack, owner, attr, value)
 
 
 def _answer_compute_version(stack: contextlib.ExitStack, version: str) -> None:
@@ -270,8 +264,7 @@ def _answer_compute_version(stack: contextlib.ExitStack, version: str) -> None:
             except ValueError:  # "No CUDA architecture was specified or GPU detected"
                 return version
 
-        stack.callback(setattr, module, "get_target_compute_version", original)
-        module.get_target_compute_version = compute_version  # type: ignore[attr-defined]
+        replace_for(stack, module, "get_target_compute_version", compute_version)
 
 
 VALUE_READ_FAILURES = (
@@ -285,9 +278,7 @@ VALUE_READ_FAILURES = (
 def why_values_stopped(error: BaseException) -> str | None:
     """Where and why a program stopped under the stand-ins reading values that only a GPU run has
     (a kernel's output, random data: never guessed), in words; ``None`` for any other failure."""
-    from irtrace.lowering.resolve.twins import VALUES_NEEDED
-
-    shaped_by = getattr(error, VALUES_NEEDED, None)
+    shaped_by = values_shaped_call(error)
     if shaped_by is None and not any(words in str(error) for words in VALUE_READ_FAILURES):
         return None
     where = _program_line(error.__traceback__)
@@ -421,8 +412,7 @@ def gpu_stand_ins(target: TargetSpec) -> Iterator[None]:
         if bench_module is not None and hasattr(bench_module, "do_bench"):
             patches.append((bench_module, "do_bench", no_bench))
         for owner, attr, value in patches:
-            stack.callback(setattr, owner, attr, getattr(owner, attr))
-            setattr(owner, attr, value)
+            replace_for(stack, owner, attr, value)
         with contextlib.suppress(ImportError):
             _answer_torch_cuda(stack, target)
         _ACTIVE.append(True)

@@ -380,8 +380,13 @@ def _harmless_gpu_work(stack: contextlib.ExitStack, target: str) -> None:
 
         answers.append((tilelang_tensor, "torch_assert_close", tilelang_assert_close))
     for owner, attr, value in answers:
-        stack.callback(setattr, owner, attr, getattr(owner, attr))
-        setattr(owner, attr, value)
+        replace_for(stack, owner, attr, value)
+
+
+def replace_for(stack: contextlib.ExitStack, owner: Any, attr: str, value: Any) -> None:
+    """``owner.attr`` is ``value`` until ``stack`` closes, when the original is put back."""
+    stack.callback(setattr, owner, attr, getattr(owner, attr))
+    setattr(owner, attr, value)
 
 
 def _cuda_free_generator(generator: Any) -> Any:
@@ -406,8 +411,7 @@ def _patch(stack: contextlib.ExitStack, places: list[tuple[Any, str]], value: An
     for owner, attr in places:
         original = getattr(owner, attr, None) if owner is not None else None
         if original is not None and not isinstance(original, type(sys)):
-            stack.callback(setattr, owner, attr, original)
-            setattr(owner, attr, value)
+            replace_for(stack, owner, attr, value)
 
 
 def _run_program(path: str, text: str, kernels: list[EntryKernel], target: str, send: Any) -> dict[str, Any]:
