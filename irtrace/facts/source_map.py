@@ -464,6 +464,19 @@ def query_facts(trace: Trace, run: KernelRun, query: LineQuery) -> AuthorLines:
     return author_lines(trace, run) if files <= kernel_files(run) else AuthorLines()
 
 
+def _standing_lines(
+    source_map: SourceMapRecord, files: set[str], line: int, text: str, facts: AuthorLines
+) -> tuple[dict[int, list[int]], bool]:
+    """The lines of ``text`` that stand for Python ``line`` in one map, by the Python line whose
+    statements they are: ``line``'s own (a value line's: its readers'); where the map names none
+    and ``line``'s bind was inlined (``AuthorLines.inlined_users``), its readers', and ``True``."""
+    by_line = {each: ir_lines(source_map, files, each, text) for each in facts.users_of(line) or (line,)}
+    readers = facts.inlined_into(line)
+    if readers and not any(by_line.values()):  # the bind's own statement is gone: its readers stand for it
+        return {each: ir_lines(source_map, files, each, text) for each in readers}, True
+    return by_line, False
+
+
 def line_through_passes(
     trace: Trace,
     run: KernelRun,
@@ -483,7 +496,6 @@ def line_through_passes(
     if facts.not_run(query.line):
         raise NotInTraceError(NOT_RUN.format(line=query.line))
     users = facts.users_of(query.line)
-    inlined_into = facts.inlined_into(query.line)
     found: list[LineInPass] = []
     last_shown = -2  # position in pass_maps of found[-1].last: only neighbours are taken together
     seen: dict[
@@ -498,12 +510,7 @@ def line_through_passes(
         key = (item.record.ir_after, id(item.source_map))
         if key not in seen:  # passes that leave one text share its lines: each text read once
             text = trace.text(item.record.ir_after)
-            by_line = {
-                line: ir_lines(item.source_map, files, line, text) for line in (users or (query.line,))
-            }
-            inlined = bool(inlined_into) and not by_line[query.line]
-            if inlined:  # the bind's own statement is gone here: its readers' IR stands for it
-                by_line = {line: ir_lines(item.source_map, files, line, text) for line in inlined_into}
+            by_line, inlined = _standing_lines(item.source_map, files, query.line, text, facts)
             numbers = sorted({n for found_lines in by_line.values() for n in found_lines})
             all_lines = text.split("\n") if numbers else []
             carried_here: set[int] = set()
@@ -748,20 +755,9 @@ def generated_lines(
     if source_map is None or run.source_sha256 is None:
         return GeneratedLines((), (), (), source_mapped=False, ptx_mapped=False, sass_mapped=False)
     text = trace.text(run.source_sha256)
-    source = tuple(
-        sorted(
-            {
-                n
-                for line in facts.users_of(query.line) or (query.line,)
-                for n in ir_lines(source_map, files, line, text)
-            }
-        )
-    )
-    inlined_by: tuple[int, ...] = ()
-    if not source and facts.inlined_into(query.line):  # the bind was inlined before codegen
-        by_line = {line: ir_lines(source_map, files, line, text) for line in facts.inlined_into(query.line)}
-        inlined_by = tuple(line for line, found in by_line.items() if found)
-        source = tuple(sorted({n for found in by_line.values() for n in found}))
+    by_line, inlined = _standing_lines(source_map, files, query.line, text, facts)
+    source = tuple(sorted({n for found in by_line.values() for n in found}))
+    inlined_by = tuple(line for line, found in by_line.items() if found) if inlined else ()
     ptx = _stage_lines(trace, run, "ptx", source)
     sass = _stage_lines(trace, run, "sass", source)
     return GeneratedLines(
