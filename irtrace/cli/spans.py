@@ -98,9 +98,9 @@ def cmd_ir_line(args: argparse.Namespace) -> ExitCode:
     source_lines = generated_lines(trace, run, query, facts) if only is None else None
     generated = generated_texts(trace, run, query, source_lines) if source_lines is not None else []
     users = facts.users_of(query.line)
-    value = f"; no statement of its own, {used_by_words(users)}" if users else ""
+    value = f"; {stands_for_words(users, inlined=False)}" if users else ""
     if source_lines is not None and source_lines.inlined_by:
-        value = f"; {used_by_words(source_lines.inlined_by, inlined=True)}"
+        value = f"; {stands_for_words(source_lines.inlined_by, inlined=True)}"
     counts = line_instructions(trace, run, query) if only is None else None
     if args.json:
         machine = counts_document(counts) if counts is not None else None
