@@ -365,13 +365,11 @@ def _lexical_scope_key(stmt: Any) -> tuple[str, int] | None:
 def _store_in_loops(stmt: Any) -> tuple[Any, tuple[str, int]] | None:
     """The store a loop nest ends in (following loop bodies that are one loop each) and that
     store's own span: ``None`` when the nest ends in anything else or the store has no span."""
-    from tilelang.ir import get_stmt_span
-
     while node_kind(stmt) == "For":
         stmt = stmt.body
     if node_kind(stmt) != "BufferStore":
         return None
-    where = span_line(get_stmt_span(stmt))
+    where = stmt_line(stmt)
     return None if where is None else (stmt, where)
 
 
