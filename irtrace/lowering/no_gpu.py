@@ -345,14 +345,11 @@ def _compile_arguments(config: dict[str, Any]) -> dict[str, Any]:
     of this config only) under the tuner's own key, the rest as the kernel's arguments."""
     from tilelang.autotuner import tuner as tuner_module
 
-    arguments = {key: value for key, value in config.items() if key != "pass_configs"}
     key = getattr(tuner_module, "_PASS_CONFIGS_KEY", None)
-    if key is not None:
-        arguments[key] = config.get("pass_configs")
-    elif "pass_configs" in config:
-        arguments["pass_configs"] = config[
-            "pass_configs"
-        ]  # a release without per-config ones fails as it would
+    if key is None:  # a release without per-config pass configs: the config as it is (fails as it would)
+        return dict(config)
+    arguments = {name: value for name, value in config.items() if name != "pass_configs"}
+    arguments[key] = config.get("pass_configs")
     return arguments
 
 
